@@ -1,0 +1,216 @@
+"""Benchmark: ingest a generated corpus of Markdown files through turnkit.ingest.
+
+Prints documents/s and chunks/s for a full ingest, the time spent in the
+encoder vs. the rest (store writes, reading, chunking, bookkeeping), and the
+encoder alone on the same chunk texts — the lower bound ingestion could reach —
+with the ratio between the two. Also an unchanged re-run, and peak RSS.
+
+    .venv/bin/python bench/ingest.py                 # 10,000 files, WordLlama if installed
+    .venv/bin/python bench/ingest.py --files 2000 --encoder hash
+
+A script, not a test: nothing here asserts on timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from turnkit.batteries.vector import HashEncoder, create_vector_store
+from turnkit.ingest import chunk_document, ingest_sync, load_document
+
+WORDS = (
+    "agent memory vector index retrieval chunk token embedding query filter store document section "
+    "heading page score distance cosine batch upsert commit fragment table schema metadata source "
+    "model context prompt budget turn runner callback tool server client cache latency throughput "
+    "the a of to and in is for on with as by at from that this it be are was or an which"
+).split()
+
+
+def sentence(rng: random.Random) -> str:
+    words = rng.choices(WORDS, k=rng.randint(6, 18))
+    return " ".join(words).capitalize() + rng.choice([".", ".", ".", "?", "!"])
+
+
+def paragraph(rng: random.Random) -> str:
+    return " ".join(sentence(rng) for _ in range(rng.randint(2, 7)))
+
+
+def markdown_file(rng: random.Random, n: int) -> str:
+    parts = [f"# Document {n}\n", paragraph(rng)]
+    for s in range(rng.randint(1, 4)):
+        parts.append(f"\n## Section {s}\n")
+        for sub in range(rng.randint(0, 2)):
+            parts.append(f"\n### Part {s}.{sub}\n")
+            parts.extend(paragraph(rng) for _ in range(rng.randint(1, 4)))
+        parts.extend(paragraph(rng) for _ in range(rng.randint(1, 3)))
+    if rng.random() < 0.2:
+        parts.append("\n```python\nprint('hello')\n# a comment, not a heading\n```\n")
+    return "\n\n".join(parts) + "\n"
+
+
+def generate(root: Path, files: int, seed: int) -> int:
+    rng = random.Random(seed)
+    total = 0
+    for n in range(files):
+        folder = root / f"d{n // 500:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = markdown_file(rng, n)
+        (folder / f"doc{n:05d}.md").write_text(text)
+        total += len(text.encode())
+    return total
+
+
+class TimedEncoder:
+    """Delegates to an encoder and adds up the seconds spent inside it (thread-safe)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.batch_size = getattr(inner, "batch_size", 256)
+        self.seconds = 0.0
+        self.texts = 0
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str], *, kind: Any) -> Any:
+        start = time.perf_counter()
+        out = self.inner.encode(texts, kind=kind)
+        with self._lock:
+            self.seconds += time.perf_counter() - start
+            self.texts += len(texts)
+        return out
+
+
+def pick_encoder(choice: str) -> Any:
+    if choice in ("auto", "wordllama"):
+        try:
+            import wordllama  # noqa: F401
+
+            from turnkit.batteries.vector import WordLlamaEncoder
+
+            return WordLlamaEncoder()
+        except ImportError:
+            if choice == "wordllama":
+                raise
+    return HashEncoder(256)
+
+
+def peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB elsewhere
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--files", type=int, default=10_000, help="Markdown files to generate (default 10000)"
+    )
+    parser.add_argument("--encoder", choices=["auto", "wordllama", "hash"], default="auto")
+    parser.add_argument("--chunk-size", type=int, default=1024)
+    parser.add_argument("--chunk-overlap", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="turnkit-bench-ingest-"))
+    try:
+        corpus = tmp / "corpus"
+        t0 = time.perf_counter()
+        size = generate(corpus, args.files, args.seed)
+        print(
+            f"corpus: {args.files} Markdown files, {size / 1e6:.1f} MB, generated in "
+            f"{time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
+
+        inner = pick_encoder(args.encoder)
+        inner.encode(["warm up the model"], kind="document")  # load weights outside the timings
+        encoder = TimedEncoder(inner)
+        vs = create_vector_store(uri=str(tmp / "db"), encoder=encoder)
+        settings = {"chunk_size": args.chunk_size, "chunk_overlap": args.chunk_overlap}
+
+        start = time.perf_counter()
+        report = ingest_sync(
+            corpus,
+            store=vs,
+            collection="bench",
+            batch_size=args.batch_size,
+            workers=args.workers,
+            progress=not args.no_progress,
+            **settings,
+        )
+        wall = time.perf_counter() - start
+        rss_ingest = peak_rss_mb()
+        assert report.ok, report
+        encode_s = encoder.seconds
+
+        start = time.perf_counter()
+        rerun = ingest_sync(
+            corpus,
+            store=vs,
+            collection="bench",
+            batch_size=args.batch_size,
+            workers=args.workers,
+            progress=False,
+            **settings,
+        )
+        rerun_s = time.perf_counter() - start
+        assert rerun.chunks_written == 0, rerun
+
+        # Lower bounds on the same work: chunking alone (one thread) and the encoder alone.
+        start = time.perf_counter()
+        texts: list[str] = []
+        for path in sorted(corpus.rglob("*.md")):
+            texts.extend(c.text for c in chunk_document(load_document(path), **settings))
+        chunk_s = time.perf_counter() - start
+        assert len(texts) == report.chunks_written
+        start = time.perf_counter()
+        step = getattr(inner, "batch_size", 256)
+        for i in range(0, len(texts), step):
+            inner.encode(texts[i : i + step], kind="document")
+        alone_s = time.perf_counter() - start
+
+        docs, chunks = report.files_written, report.chunks_written
+        rows = [
+            ("encoder", f"{inner!r} ({inner.dimension}-d)"),
+            (
+                "files / chunks",
+                f"{docs} / {chunks} (chunk_size {args.chunk_size}, overlap {args.chunk_overlap}, "
+                f"batch {args.batch_size})",
+            ),
+            ("ingest wall time", f"{wall:.2f} s"),
+            ("  documents/s", f"{docs / wall:,.0f}"),
+            ("  chunks/s", f"{chunks / wall:,.0f}"),
+            ("  encode (in ingest)", f"{encode_s:.2f} s ({encode_s / wall:.0%} of wall)"),
+            ("  store + pipeline (wall - encode)", f"{wall - encode_s:.2f} s"),
+            ("load + chunk alone (1 thread)", f"{chunk_s:.2f} s ({docs / chunk_s:,.0f} docs/s)"),
+            ("encoder alone, same texts", f"{alone_s:.2f} s ({chunks / alone_s:,.0f} chunks/s)"),
+            ("ratio ingest / encoder alone", f"{wall / alone_s:.2f}x"),
+            ("unchanged re-run", f"{rerun_s:.2f} s ({docs / rerun_s:,.0f} files/s, 0 writes)"),
+            ("peak RSS after ingest", f"{rss_ingest:,.0f} MB"),
+            ("peak RSS overall", f"{peak_rss_mb():,.0f} MB"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        print()
+        for key, value in rows:
+            print(f"{key:<{width}}  {value}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

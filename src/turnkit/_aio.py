@@ -1,0 +1,99 @@
+"""One async core, sync forms that work anywhere.
+
+turnkit's I/O is written once, as coroutines. Sync forms run those coroutines on
+a private event loop in a daemon thread, so they work from plain scripts *and*
+from inside a running loop (notebooks, async web handlers), which
+``asyncio.run`` cannot do. Backend objects (LanceDB handles, write locks) live on
+that same loop; async callers reach it through :func:`on_loop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from ._errors import SyncInLoopThreadError
+
+T = TypeVar("T")
+
+__all__ = ["call_maybe_async", "loop", "on_loop", "run_sync"]
+
+
+class _BackgroundLoop:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        # A forked child inherits a loop object whose thread does not exist there.
+        if self._loop is not None and self._pid == os.getpid() and self._thread and self._thread.is_alive():
+            return self._loop
+        with self._lock:
+            if (
+                self._loop is None
+                or self._pid != os.getpid()
+                or not (self._thread and self._thread.is_alive())
+            ):
+                new_loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=new_loop.run_forever, name="turnkit-loop", daemon=True)
+                thread.start()
+                self._loop, self._thread, self._pid = new_loop, thread, os.getpid()
+            return self._loop
+
+    def in_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+
+_BG = _BackgroundLoop()
+
+
+def loop() -> asyncio.AbstractEventLoop:
+    """Return turnkit's background event loop, starting it on first use."""
+    return _BG.get()
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on turnkit's loop and block until it finishes.
+
+    Works with or without a running event loop in the calling thread.
+    """
+    if _BG.in_loop_thread():
+        coro.close()
+        raise SyncInLoopThreadError("A sync turnkit call was made from turnkit's own event-loop thread.")
+    future = asyncio.run_coroutine_threadsafe(coro, _BG.get())
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        future.cancel()
+        raise
+
+
+async def on_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on turnkit's loop from any loop (a no-op hop when already there)."""
+    bg = _BG.get()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:  # pragma: no cover - only awaited from a loop
+        running = None
+    if running is bg:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, bg))
+
+
+async def call_maybe_async(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Call a sync or async callable and return its result.
+
+    Async callables are awaited in the current loop; sync ones run inline (they
+    are expected to be quick: hooks, mappers). Use :func:`asyncio.to_thread`
+    yourself for heavy sync work.
+    """
+    result = fn(*args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result

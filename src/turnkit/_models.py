@@ -1,0 +1,272 @@
+"""The chat-model protocol, a scripted model for tests, and an OpenAI-compatible adapter.
+
+A model is anything with ``complete(messages) -> str`` (sync or async): messages
+in, text out. Tool calls and streaming are deliberately outside this protocol;
+the runner needs one reply per turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ._aio import call_maybe_async
+from ._errors import InvalidModelConfigError, ModelError
+from ._messages import ChatMessage
+
+__all__ = ["ChatModel", "OpenAIChatModel", "ScriptedModel"]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What a `TurnRunner` needs from a model: rendered messages in, reply text out.
+
+    ``complete`` may be a plain method or a coroutine. A sync ``complete`` runs
+    in a worker thread, so a blocking HTTP client does not stall the event loop.
+
+    Example:
+        ```python
+        class Echo:
+            async def complete(self, messages):
+                return messages[-1].content
+        ```
+    """
+
+    def complete(self, messages: Sequence[ChatMessage], /) -> str | Awaitable[str]:
+        """Return the assistant's reply to ``messages``."""
+        ...
+
+
+Reply = str | Callable[[Sequence[ChatMessage]], str | Awaitable[str]]
+
+
+class ScriptedModel:
+    """A deterministic model for tests and examples.
+
+    Args:
+        replies: Either a sequence whose items are used one per call (a string,
+            or a function of the messages returning the reply), or a single
+            function of the messages used for every call.
+
+    Attributes:
+        calls: The messages of every call so far, in order.
+
+    Example:
+        ```python
+        model = ScriptedModel(["first reply", lambda msgs: f"you said {msgs[-1].content}"])
+        ```
+    """
+
+    def __init__(self, replies: Sequence[Reply] | Callable[[Sequence[ChatMessage]], str | Awaitable[str]]):
+        if callable(replies):
+            self._fixed: Callable[[Sequence[ChatMessage]], str | Awaitable[str]] | None = replies
+            self._queue: list[Reply] = []
+        elif isinstance(replies, str):
+            # A bare string is a sequence of characters: almost certainly a mistake.
+            raise InvalidModelConfigError(
+                "ScriptedModel takes a list of replies, not a single string.",
+                hint=f"Write ScriptedModel([{replies!r}]).",
+            )
+        else:
+            self._fixed = None
+            self._queue = list(replies)
+        self.calls: list[tuple[ChatMessage, ...]] = []
+
+    async def complete(self, messages: Sequence[ChatMessage], /) -> str:
+        """Return the next scripted reply.
+
+        Raises:
+            ModelError: the script ran out of replies, or a reply function did
+                not return a string.
+        """
+        self.calls.append(tuple(messages))
+        if self._fixed is not None:
+            reply: Reply = self._fixed
+        elif self._queue:
+            reply = self._queue.pop(0)
+        else:
+            raise ModelError(
+                f"ScriptedModel ran out of replies after {len(self.calls) - 1} call(s).",
+                hint="Give ScriptedModel one reply per expected turn.",
+            )
+        text = await call_maybe_async(reply, tuple(messages)) if callable(reply) else reply
+        if not isinstance(text, str):
+            raise ModelError(f"A ScriptedModel reply function returned {type(text).__name__}, not str.")
+        return text
+
+
+_STATUS_HINTS = {
+    400: "The endpoint rejected the request; check the model name and message format.",
+    401: "Check the API key (OPENAI_API_KEY).",
+    403: "The key is not allowed to use this model or endpoint.",
+    404: "Check base_url (it usually ends in /v1) and the model name.",
+    429: "Rate limited or out of quota; retry later or lower the request rate.",
+}
+
+
+class OpenAIChatModel:
+    """An adapter for any OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Works with OpenAI, Azure-style gateways, vLLM, llama.cpp's server, Ollama's
+    ``/v1`` API and similar. Uses only the standard library (``urllib``) in a
+    worker thread; there are no retries, so wrap it if you want them.
+
+    Args:
+        model: The model name sent in the request.
+        base_url: The API root, e.g. ``"http://127.0.0.1:8000/v1"``.
+        api_key: Sent as ``Authorization: Bearer …`` when given.
+        timeout: Seconds to wait for the whole response.
+        temperature: Sent when given.
+        extra_body: Extra JSON fields merged into every request body.
+        headers: Extra HTTP headers.
+
+    Raises:
+        InvalidModelConfigError: ``model`` is empty, ``base_url`` is not an
+            ``http(s)`` URL, or ``timeout`` is not positive.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        temperature: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidModelConfigError("OpenAIChatModel needs a model name.", field="model")
+        parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+        # urllib also opens file:// and ftp:// URLs; a model endpoint is only ever http(s).
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InvalidModelConfigError(
+                f"base_url must be an http(s) URL, got {base_url!r}.", field="base_url"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise InvalidModelConfigError(
+                f"timeout must be a positive number, got {timeout!r}.", field="timeout"
+            )
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.timeout = float(timeout)
+        self.temperature = temperature
+        self.extra_body = dict(extra_body or {})
+        self._api_key = api_key
+        self._headers = dict(headers or {})
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> OpenAIChatModel:
+        """Build an adapter from environment variables.
+
+        Reads ``TURNKIT_MODEL`` (required; falls back to ``OPENAI_MODEL``),
+        ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``) and
+        ``OPENAI_API_KEY`` (optional, for local servers). Keyword arguments
+        override what the environment says.
+
+        Raises:
+            InvalidModelConfigError: no model name is set.
+        """
+        env = os.environ
+        model = overrides.pop("model", None) or env.get("TURNKIT_MODEL") or env.get("OPENAI_MODEL")
+        if not model:
+            raise InvalidModelConfigError(
+                "No model name: set TURNKIT_MODEL (or pass model=...).", field="model"
+            )
+        overrides.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
+        overrides.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or None)
+        return cls(model, **overrides)
+
+    def __repr__(self) -> str:
+        # Never print the key.
+        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def complete(self, messages: Sequence[ChatMessage], /) -> str:
+        """Send ``messages`` and return the first choice's text.
+
+        Raises:
+            ModelError: the endpoint could not be reached, answered with an
+                HTTP error (``status`` is set), or sent a body that is not a
+                chat completion.
+        """
+        body: dict[str, Any] = {"model": self.model, "messages": [m.to_dict() for m in messages]}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        body.update(self.extra_body)
+        raw = await asyncio.to_thread(self._post, json.dumps(body).encode())
+        return self._parse(raw)
+
+    def _post(self, data: bytes) -> bytes:
+        import urllib.error
+        import urllib.request
+
+        url = f"{self.base_url}/chat/completions"
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **self._headers}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload: bytes = response.read()
+                return payload
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = _error_detail(exc.read())
+            finally:
+                exc.close()  # the error carries the open response; do not leak its socket
+            status = exc.code
+            hint = _STATUS_HINTS.get(status, "The server failed; retry later." if status >= 500 else "")
+            raise ModelError(
+                f"The model endpoint answered HTTP {status}: {detail}", hint=hint, status=status, url=url
+            ) from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ModelError(
+                f"Could not reach the model endpoint {url}: {reason}",
+                hint="Check base_url and that the server is running.",
+                status=None,
+                url=url,
+            ) from exc
+
+    def _parse(self, raw: bytes) -> str:
+        try:
+            payload = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ModelError(
+                f"The model endpoint sent a body that is not JSON: {_excerpt(raw)}",
+                hint="Check that base_url points at an OpenAI-compatible API (usually ending in /v1).",
+            ) from exc
+        try:
+            content = payload["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelError(
+                f"The model endpoint sent JSON without choices[0].message.content: {_excerpt(raw)}",
+                hint="Check that the endpoint implements /chat/completions.",
+            ) from exc
+        if not isinstance(content, str):
+            raise ModelError(
+                "The model returned no text (content is not a string; a refusal or tool call?).",
+                hint="turnkit's model protocol expects a text reply.",
+            )
+        return content
+
+
+def _excerpt(raw: bytes, limit: int = 200) -> str:
+    text = raw.decode("utf-8", "replace")
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _error_detail(raw: bytes) -> str:
+    # OpenAI-style errors carry {"error": {"message": ...}}; anything else is shown as an excerpt.
+    try:
+        message = json.loads(raw)["error"]["message"]
+        if isinstance(message, str):
+            return message
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        pass
+    return _excerpt(raw)

@@ -1,0 +1,493 @@
+"""`Retrievable`, `RawRetrievable` and trust tiers: the unit of retrieved context.
+
+A trust tier is a *deployer assertion* about how far the runtime may trust a
+piece of content. turnkit never defaults one and never infers one from the data
+(a `source` that "looks internal" is exactly what an attacker would forge), so
+the tier is a required field of `Retrievable` and the only field
+`RawRetrievable` lacks: the code that turns raw matches into `Retrievable`
+records states the tier, in code a reviewer can read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, cast, get_args
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ModelWrapValidatorHandler,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
+
+__all__ = [
+    "TRUST_TIERS",
+    "RawRetrievable",
+    "Retrievable",
+    "RetrievableSet",
+    "TrustTier",
+    "as_retrievable",
+    "trust_rank",
+    "validate_trust_tier",
+]
+
+TrustTier = Literal["first-party", "third-party"]
+"""The closed set of trust tiers.
+
+``"first-party"``: content the deployer vetted (their own docs, a curated
+corpus). ``"third-party"``: anything else (web pages, uploads, partner APIs,
+user-generated records). Rendered as untrusted data.
+"""
+
+TRUST_TIERS: tuple[TrustTier, ...] = get_args(TrustTier)
+"""Every trust tier, most trusted first (the order is the trust order)."""
+
+_TIER_RANK: dict[str, int] = {tier: rank for rank, tier in enumerate(TRUST_TIERS)}
+
+
+def validate_trust_tier(value: object) -> TrustTier:
+    """Check that ``value`` is a known trust tier and return it.
+
+    Args:
+        value: The candidate tier.
+
+    Returns:
+        The tier, typed as `TrustTier`.
+
+    Raises:
+        TrustTierRequiredError: ``value`` is ``None``; a tier must be stated.
+        UnknownTrustTierError: ``value`` is not one of `TRUST_TIERS` (spelling
+            counts: tiers are compared exactly, never normalised).
+    """
+    if value is None:
+        raise TrustTierRequiredError("A trust tier is required and was not given.")
+    # Exact comparison on purpose: "First-Party" or " first-party" is a typo to
+    # report, not something to quietly normalise into the most trusted tier.
+    if not isinstance(value, str) or value not in _TIER_RANK:
+        raise UnknownTrustTierError(
+            f"Unknown trust tier {value!r}; expected one of {', '.join(map(repr, TRUST_TIERS))}.",
+            tier=repr(value),
+        )
+    return cast(TrustTier, value)
+
+
+def trust_rank(tier: str) -> int:
+    """Return the position of ``tier`` in the trust order (0 is most trusted).
+
+    Args:
+        tier: A trust tier.
+
+    Raises:
+        TrustTierRequiredError: ``tier`` is ``None``.
+        UnknownTrustTierError: ``tier`` is not a known tier.
+    """
+    return _TIER_RANK[validate_trust_tier(tier)]
+
+
+def _utc(value: datetime) -> datetime:
+    # One canonical zone keeps dumps, comparisons and rendered attributes stable.
+    return value.astimezone(UTC)
+
+
+def _describe(exc: ValidationError, model: str) -> tuple[str, str]:
+    """Turn pydantic's errors into one message naming every failing field."""
+    parts: list[str] = []
+    fields: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        fields.append(loc)
+        if err["type"] == "extra_forbidden":
+            parts.append(f"{loc!r} is not a field of {model}")
+        elif err["type"] == "missing":
+            parts.append(f"{loc!r} is required")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            parts.append(f"{loc!r}: {msg} (got {_short(err.get('input'))})")
+    return f"Invalid {model}: " + "; ".join(parts) + ".", fields[0] if fields else ""
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+Timestamp = datetime | str | int | float
+"""What a timestamp field accepts: an aware datetime, an ISO-8601 string with an
+offset, or epoch seconds."""
+
+
+class _RetrievableFields(BaseModel):
+    """Fields and checks shared by `RawRetrievable` and `Retrievable`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    # Strict strings: pydantic would otherwise decode bytes into text silently.
+    id: StrictStr
+    """Stable identifier of the record (its key in the backing store). Shown to
+    the model so it can cite; never used as a secret."""
+    content: StrictStr
+    """The text to put in front of the model; non-empty and not just whitespace."""
+    source: StrictStr | None = None
+    """Where the content came from (a path, URL, title); shown for citation."""
+    kind: StrictStr | None = None
+    """A free-form label (``"doc"``, ``"faq"``, ``"web"``…)."""
+    score: _Score | None = None
+    """Relevance in [0, 1], higher is better; ``None`` ranks after every score."""
+    created_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
+    """When the record was created: an aware datetime, an ISO-8601 string with an
+    offset, or epoch seconds. Stored in UTC. Defaults to now."""
+    updated_at: AwareDatetime | None = None
+    """When the record last changed (same forms as ``created_at``). Defaults to
+    ``created_at``."""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """JSON-compatible extra data (finite numbers only). Treat it as read-only."""
+
+    @field_validator("id", "content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _no_bool_score(cls, value: object) -> object:
+        # pydantic would read True as 1.0: a bool here is a bug upstream, not a score.
+        if isinstance(value, bool):
+            raise ValueError("must be a number in [0, 1], not a bool")
+        return value
+
+    @field_validator("created_at", "updated_at", mode="before")
+    @classmethod
+    def _no_bool_time(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a datetime, an ISO-8601 string or epoch seconds, not a bool")
+        return value
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _to_utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else _utc(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _json_safe(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        # JsonValue lets NaN/inf through; they are not JSON and break every store.
+        try:
+            json.dumps(value, allow_nan=False)
+        except ValueError as exc:
+            raise ValueError("must be JSON-compatible (NaN and infinity are not)") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _default_updated_at(self) -> Self:
+        if self.updated_at is None:
+            # Frozen model: set the default through object.__setattr__ during validation.
+            object.__setattr__(self, "updated_at", self.created_at)
+        return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _friendly_errors(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        cls._check_input(data)
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            message, field = _describe(exc, cls.__name__)
+            raise InvalidRetrievableError(message, field=field, errors=exc.errors(include_url=False)) from exc
+
+    @classmethod
+    def _check_input(cls, data: Any) -> None:
+        """Hook for class-specific checks that need their own error class."""
+
+    def __hash__(self) -> int:
+        # Equal records share id, content and tier; metadata (a dict) is not hashable.
+        return hash((type(self).__name__, self.id, self.content, getattr(self, "trust_tier", None)))
+
+    def replace(self, **changes: Any) -> Self:
+        """Return a validated copy with ``changes`` applied.
+
+        Unlike pydantic's ``model_copy(update=...)``, the result is validated,
+        so an invalid change raises instead of producing a broken record.
+
+        Raises:
+            InvalidRetrievableError: a changed value is invalid.
+        """
+        data = self.model_dump()
+        data.update(changes)
+        return type(self).model_validate(data)
+
+
+class RawRetrievable(_RetrievableFields):
+    """A retrieved record *before* the deployer states its trust tier.
+
+    Retrieval code that does not know how far to trust its results (a vector
+    store mapping hits, a web search) returns these; the code that owns the
+    policy turns them into `Retrievable` with `Retrievable.from_raw`.
+
+    Example:
+        ```python
+        raw = RawRetrievable(id="doc-1", content="Refunds take 5 days.", source="faq.md")
+        r = Retrievable.from_raw(raw, trust_tier="first-party")
+        ```
+
+    Raises:
+        InvalidRetrievableError: a field is missing or invalid (the message
+            names it), or ``trust_tier`` was passed.
+    """
+
+    @classmethod
+    def _check_input(cls, data: Any) -> None:
+        if isinstance(data, Mapping) and "trust_tier" in data:
+            raise InvalidRetrievableError(
+                "RawRetrievable has no 'trust_tier' field.",
+                hint="Build a `Retrievable` instead, or use `Retrievable.from_raw(raw, trust_tier=...)`.",
+                field="trust_tier",
+            )
+
+    if TYPE_CHECKING:
+        # The accepted input types (pydantic's generated signature would claim
+        # `created_at: datetime` only, and strict type checkers would reject ISO strings).
+        def __init__(
+            self,
+            *,
+            id: str,
+            content: str,
+            source: str | None = None,
+            kind: str | None = None,
+            score: float | None = None,
+            created_at: Timestamp = ...,
+            updated_at: Timestamp | None = None,
+            metadata: Mapping[str, Any] = ...,
+        ) -> None: ...
+
+
+class Retrievable(_RetrievableFields):
+    """A retrieved record with the trust tier its deployer assigned.
+
+    Immutable (a frozen pydantic model); `replace` returns a validated copy.
+    ``model_dump()`` / ``model_validate()`` round-trip exactly, and
+    ``model_dump(mode="json")`` is JSON-safe.
+
+    Example:
+        ```python
+        r = Retrievable(
+            id="doc-1",
+            content="Refunds take 5 days.",
+            trust_tier="first-party",
+            source="faq.md",
+            score=0.82,
+            created_at="2024-05-01T09:00:00Z",
+        )
+        ```
+
+    Raises:
+        TrustTierRequiredError: ``trust_tier`` is missing or ``None``.
+        UnknownTrustTierError: ``trust_tier`` is not one of `TRUST_TIERS`.
+        InvalidRetrievableError: another field is missing or invalid (the
+            message names it).
+    """
+
+    trust_tier: TrustTier
+    """The deployer's assertion of how far to trust ``content``. Required;
+    never defaulted, never inferred from the data."""
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            id: str,
+            content: str,
+            trust_tier: TrustTier,
+            source: str | None = None,
+            kind: str | None = None,
+            score: float | None = None,
+            created_at: Timestamp = ...,
+            updated_at: Timestamp | None = None,
+            metadata: Mapping[str, Any] = ...,
+        ) -> None: ...
+
+    @classmethod
+    def _check_input(cls, data: Any) -> None:
+        # The tier errors get their own classes (and codes) because they are
+        # security decisions a caller may want to catch separately.
+        if isinstance(data, Mapping):
+            validate_trust_tier(data.get("trust_tier"))
+
+    @classmethod
+    def from_raw(
+        cls,
+        raw: RawRetrievable | Retrievable | Mapping[str, Any],
+        *,
+        trust_tier: TrustTier | str,
+    ) -> Retrievable:
+        """Build a `Retrievable` from a raw record and the tier you assert for it.
+
+        Any tier already on ``raw`` (a `Retrievable`, or a ``trust_tier`` key in
+        a mapping) is ignored: the tier given here is the one that counts.
+
+        Args:
+            raw: A `RawRetrievable`, a `Retrievable`, or a mapping of fields.
+            trust_tier: The tier to assign; required.
+
+        Raises:
+            TrustTierRequiredError: ``trust_tier`` is ``None``.
+            UnknownTrustTierError: ``trust_tier`` is unknown.
+            InvalidRetrievableError: ``raw`` has a missing or invalid field.
+        """
+        tier = validate_trust_tier(trust_tier)
+        if isinstance(raw, _RetrievableFields):
+            data = raw.model_dump()
+        elif isinstance(raw, Mapping):
+            data = dict(raw)
+        else:
+            raise InvalidRetrievableError(
+                f"Cannot build a Retrievable from {type(raw).__name__}; pass a RawRetrievable or a mapping.",
+                field="<root>",
+            )
+        data["trust_tier"] = tier
+        return cls.model_validate(data)
+
+    def to_raw(self) -> RawRetrievable:
+        """Return the same record without its trust tier."""
+        data = self.model_dump()
+        del data["trust_tier"]
+        return RawRetrievable.model_validate(data)
+
+
+def as_retrievable(value: object, *, where: str) -> Retrievable:
+    """Check that a callback handed back a real `Retrievable`.
+
+    Args:
+        value: What the callback returned.
+        where: Names the callback and position for the error message.
+
+    Raises:
+        TrustTierRequiredError: ``value`` is a `RawRetrievable` (no tier).
+        InvalidRetrievableError: ``value`` is anything else.
+    """
+    if isinstance(value, Retrievable):
+        return value
+    if isinstance(value, RawRetrievable):
+        raise TrustTierRequiredError(
+            f"{where} is a RawRetrievable with no trust tier.",
+            hint="Assign a tier explicitly: `Retrievable.from_raw(raw, trust_tier=...)`.",
+            id=value.id,
+        )
+    raise InvalidRetrievableError(
+        f"{where} is a {type(value).__name__}, not a Retrievable.",
+        hint="Return `turnkit.Retrievable` instances (build them with an explicit trust_tier).",
+    )
+
+
+class RetrievableSet:
+    """The ordered, id-keyed set of retrievables a turn will render.
+
+    Order is insertion order. Adding a record whose id is already present
+    replaces it *in place* (the position is kept), so mutating a record never
+    duplicates it or moves it to the end.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Retrievable] = ()) -> None:
+        self._items: dict[str, Retrievable] = {}
+        self.extend(items)
+
+    def add(self, retrievable: Retrievable) -> None:
+        """Add a record, or replace the one with the same id where it stands.
+
+        Raises:
+            TrustTierRequiredError: ``retrievable`` is a `RawRetrievable`.
+            InvalidRetrievableError: ``retrievable`` is not a `Retrievable`.
+        """
+        r = as_retrievable(retrievable, where="The record added to turn_retrievables")
+        self._items[r.id] = r
+
+    def extend(self, retrievables: Iterable[Retrievable]) -> None:
+        """Add each record in order (see `add`)."""
+        for r in retrievables:
+            self.add(r)
+
+    def replace(self, retrievable: Retrievable) -> bool:
+        """Replace the record with the same id in place.
+
+        Returns:
+            ``True`` if a record was replaced, ``False`` if the id was absent
+            (nothing is added then).
+        """
+        r = as_retrievable(retrievable, where="The replacement record")
+        if r.id not in self._items:
+            return False
+        self._items[r.id] = r
+        return True
+
+    def discard(self, id: str) -> bool:
+        """Remove the record with this id; return whether it was present."""
+        return self._items.pop(id, None) is not None
+
+    def remove(self, id: str) -> None:
+        """Remove the record with this id.
+
+        Raises:
+            KeyError: no record has this id.
+        """
+        del self._items[id]
+
+    def get(self, id: str) -> Retrievable | None:
+        """Return the record with this id, or ``None``."""
+        return self._items.get(id)
+
+    def clear(self) -> None:
+        """Remove every record."""
+        self._items.clear()
+
+    def filter(self, keep: Callable[[Retrievable], bool]) -> None:
+        """Keep only the records for which ``keep`` returns true (order is kept)."""
+        self._items = {k: v for k, v in self._items.items() if keep(v)}
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids, in order."""
+        return list(self._items)
+
+    def to_list(self) -> list[Retrievable]:
+        """The records, in order."""
+        return list(self._items.values())
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Retrievable):
+            return self._items.get(item.id) == item
+        return item in self._items
+
+    def __iter__(self) -> Iterator[Retrievable]:
+        return iter(list(self._items.values()))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: int) -> Retrievable:
+        return list(self._items.values())[index]
+
+    def __repr__(self) -> str:
+        return f"RetrievableSet({self.ids!r})"
+
+
+def rank_order(retrievables: Iterable[Retrievable]) -> list[Retrievable]:
+    """Sort by score descending (``None`` last); ties keep their original order."""
+    indexed = list(enumerate(retrievables))
+    indexed.sort(key=lambda p: (p[1].score is None, -(p[1].score or 0.0), p[0]))
+    return [r for _, r in indexed]

@@ -1,0 +1,1 @@
+"""Optional batteries: each turns an outside system into a turnkit capability."""

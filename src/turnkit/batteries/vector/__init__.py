@@ -1,0 +1,135 @@
+"""The vector battery: a LanceDB table as an agent's retrieval memory.
+
+```python
+from turnkit.batteries.vector import HashEncoder, create_vector_store
+
+vs = create_vector_store(uri="memory://", encoder=HashEncoder())
+vs("notes").upsert_sync([{"id": "n1", "document": "LanceDB stores vectors on disk"}])
+print(vs("notes").near_text("vectors").select("id").limit(1).search_sync()[0].id)
+#> n1
+```
+"""
+
+from ._builder import QueryBuilder
+from ._encoders import EncodeKind, Encoder, FunctionEncoder, HashEncoder, WordLlamaEncoder, encode_texts
+from ._errors import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    ConnectionFailedError,
+    DeleteFailedError,
+    DimensionMismatchError,
+    DriverUnavailableError,
+    EncoderFailedError,
+    EncoderMismatchError,
+    EncoderRequiredError,
+    InvalidCollectionNameError,
+    InvalidFilterError,
+    InvalidQueryError,
+    InvalidVectorRecordError,
+    InvalidVectorStoreConfigError,
+    ProjectionRequiredError,
+    QueryConflictError,
+    RawBindingMismatchError,
+    RecordNotFoundError,
+    SearchFailedError,
+    StoreOperationFailedError,
+    UnknownFieldError,
+    UnsafeDeleteError,
+    UnsupportedFilterOperatorError,
+    UpsertFailedError,
+    VectorStoreRuntimeError,
+    VectorStoreUsageError,
+)
+from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
+from ._filter_text import format_filter_expression, parse_filter_expression
+from ._filters import (
+    MAX_IN_VALUES,
+    MISSING,
+    and_,
+    bind_raw,
+    condition,
+    evaluate,
+    filter_to_dict,
+    not_,
+    or_,
+    parse_mongo,
+    sql_literal,
+    to_sql,
+    validate_field,
+)
+from ._records import VectorMatch, VectorRecord
+from ._scores import Metric, score_from_distance
+from ._spec import NearId, NearText, NearVector, QuerySpec
+from ._store import AutoOptimize, CollectionInfo, UpsertResult, VectorStore, create_vector_store
+from ._where import FilterGroup
+
+__all__ = [
+    "And",
+    "AutoOptimize",
+    "CollectionExistsError",
+    "CollectionInfo",
+    "CollectionNotFoundError",
+    "Condition",
+    "ConnectionFailedError",
+    "DeleteFailedError",
+    "DimensionMismatchError",
+    "DriverUnavailableError",
+    "EncodeKind",
+    "Encoder",
+    "EncoderFailedError",
+    "EncoderMismatchError",
+    "EncoderRequiredError",
+    "FilterGroup",
+    "FilterNode",
+    "FunctionEncoder",
+    "HashEncoder",
+    "InvalidCollectionNameError",
+    "InvalidFilterError",
+    "InvalidQueryError",
+    "InvalidVectorRecordError",
+    "InvalidVectorStoreConfigError",
+    "MAX_IN_VALUES",
+    "MISSING",
+    "Metric",
+    "NearId",
+    "NearText",
+    "NearVector",
+    "Not",
+    "Or",
+    "ProjectionRequiredError",
+    "QueryBuilder",
+    "QueryConflictError",
+    "QuerySpec",
+    "Raw",
+    "RawBindingMismatchError",
+    "RecordNotFoundError",
+    "SearchFailedError",
+    "StoreOperationFailedError",
+    "UnknownFieldError",
+    "UnsafeDeleteError",
+    "UnsupportedFilterOperatorError",
+    "UpsertFailedError",
+    "UpsertResult",
+    "VectorMatch",
+    "VectorRecord",
+    "VectorStore",
+    "VectorStoreRuntimeError",
+    "VectorStoreUsageError",
+    "WordLlamaEncoder",
+    "and_",
+    "bind_raw",
+    "condition",
+    "create_vector_store",
+    "encode_texts",
+    "evaluate",
+    "filter_to_dict",
+    "format_filter_expression",
+    "not_",
+    "or_",
+    "parse_filter_expression",
+    "parse_mongo",
+    "score_from_distance",
+    "sql_literal",
+    "to_sql",
+    "validate_field",
+]

@@ -1,0 +1,63 @@
+"""The filter tree every filter form compiles into.
+
+Builder calls (``where``, ``or_where``, ``where_in``…), Mongo-style dicts and
+the Vertex-style text expressions all produce these immutable nodes. One SQL
+compiler and one pure-Python reference evaluator (``_filters.py``) consume them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+__all__ = ["COLUMN_FIELDS", "And", "Condition", "FilterNode", "Not", "Op", "Or", "Raw"]
+
+Op = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "like", "contains", "exists", "null"]
+
+COLUMN_FIELDS: frozenset[str] = frozenset({"id", "document", "created_at", "updated_at"})
+"""Fields that are real columns; every other field is ``metadata.<path>``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One comparison: ``field op value``.
+
+    ``field`` is ``id``, ``document``, ``created_at``, ``updated_at`` or a
+    ``metadata.a.b`` path into the record's JSON metadata.
+    """
+
+    field: str
+    op: Op
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    """All children hold (an empty ``And`` is true)."""
+
+    children: tuple[FilterNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    """Any child holds (an empty ``Or`` is false)."""
+
+    children: tuple[FilterNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    """The child does not hold."""
+
+    child: FilterNode
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """A trusted SQL fragment with ``?`` placeholders bound safely to ``bindings``."""
+
+    sql: str
+    bindings: tuple[Any, ...] = ()
+
+
+FilterNode: TypeAlias = Condition | And | Or | Not | Raw

@@ -1,0 +1,543 @@
+r"""A small grammar for Vertex-style ``metadata_filter`` strings.
+
+```
+expression := or
+or         := and ("OR" and)*
+and        := unary ("AND" unary)*
+unary      := "NOT" unary | "(" or ")" | "TRUE" | "FALSE" | predicate
+predicate  := field ( cmp value
+                    | ["NOT"] "IN" "(" [value ("," value)* [","]] ")"
+                    | ["NOT"] "LIKE" string
+                    | ["NOT"] "CONTAINS" value
+                    | ["NOT"] "EXISTS"
+                    | "IS" ["NOT"] "NULL" )
+cmp        := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="
+field      := name ("." name)*        name: [A-Za-z_][A-Za-z0-9_-]* or `backticked`
+value      := string | number | "TRUE" | "FALSE" | "NULL"
+```
+
+Keywords are case-insensitive. Strings take double or single quotes with
+JSON-style backslash escapes (``\" \' \\ \/ \n \t \r \b \f \uXXXX``);
+``\%`` and ``\_`` are kept as written so LIKE patterns read naturally.
+The text is tokenized and parsed into the filter tree; it never reaches
+LanceDB as SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from ._errors import InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError
+from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
+from ._filters import and_, condition, not_, or_
+
+__all__ = ["MAX_EXPRESSION_LENGTH", "format_filter_expression", "parse_filter_expression"]
+
+MAX_EXPRESSION_LENGTH: Final = 20_000
+"""Longest filter expression accepted, in characters."""
+
+_KEYWORDS: Final = frozenset(
+    {"and", "or", "not", "in", "like", "contains", "exists", "is", "null", "true", "false"}
+)
+_CMP_OPS: Final = ("==", "!=", "<>", "<=", ">=", "=", "<", ">")
+_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_SEGMENT_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+_NUMBER_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_ESCAPES: Final = {
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+    "/": "/",
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "b": "\b",
+    "f": "\f",
+}
+_HINT: Final = (
+    'Example: kind = "faq" AND year >= 2020 AND NOT (tag IN ("a", "b") OR title LIKE "draft%"). '
+    "Strings are quoted; combine conditions with AND, OR, NOT and parentheses."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # name, qname, string, number, op, "(", ")", ",", ".", end
+    text: str  # source text (names, ops) or the decoded string
+    col: int  # 1-based column of the first character
+    value: Any = None  # the number, for number tokens
+
+
+def _error(col: int, detail: str, hint: str = _HINT) -> InvalidFilterError:
+    return InvalidFilterError(f"Invalid filter expression at column {col}: {detail}", hint=hint, position=col)
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        col = i + 1
+        if ch.isspace():
+            i += 1
+            continue
+        after_dot = bool(tokens) and tokens[-1].kind == "."
+        if ch in "()," or ch == ".":
+            tokens.append(_Token(ch, ch, col))
+            i += 1
+        elif ch in "\"'":
+            value, i = _read_string(text, i)
+            tokens.append(_Token("string", value, col))
+        elif ch == "`":
+            end = text.find("`", i + 1)
+            if end < 0:
+                raise _error(col, "unterminated `backticked` name.")
+            tokens.append(_Token("qname", text[i + 1 : end], col))
+            i = end + 1
+        elif after_dot and (match := _SEGMENT_RE.match(text, i)) is not None:
+            # After a '.', a key may start with a digit (metadata.2021).
+            tokens.append(_Token("name", match.group(), col))
+            i = match.end()
+        elif (match := _NAME_RE.match(text, i)) is not None:
+            tokens.append(_Token("name", match.group(), col))
+            i = match.end()
+        elif (ch.isdigit() or ch == "-") and (match := _NUMBER_RE.match(text, i)) is not None:
+            literal = match.group()
+            if match.end() < n and (text[match.end()].isalnum() or text[match.end()] in "._"):
+                raise _error(col, f"malformed number starting {text[i : match.end() + 1]!r}.")
+            is_int = not any(c in literal for c in ".eE")
+            tokens.append(_Token("number", literal, col, int(literal) if is_int else float(literal)))
+            i = match.end()
+        else:
+            op = next((op for op in _CMP_OPS if text.startswith(op, i)), None)
+            if op is None:
+                raise _error(col, f"unexpected character {ch!r}.")
+            tokens.append(_Token("op", op, col))
+            i += len(op)
+    tokens.append(_Token("end", "", n + 1))
+    return tokens
+
+
+def _read_string(text: str, start: int) -> tuple[str, int]:
+    quote = text[start]
+    out: list[str] = []
+    i = start + 1
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == quote:
+            return "".join(out), i + 1
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        if i + 1 >= n:
+            break
+        esc = text[i + 1]
+        if esc in _ESCAPES:
+            out.append(_ESCAPES[esc])
+            i += 2
+        elif esc in "%_":
+            out.append("\\" + esc)  # a LIKE escape: keep it for the pattern
+            i += 2
+        elif esc == "u":
+            code, i = _read_unicode_escape(text, i)
+            out.append(code)
+        else:
+            raise _error(
+                i + 1,
+                f"unknown escape '\\{esc}' in a string.",
+                "Escapes are \\\" \\' \\\\ \\/ \\n \\t \\r \\b \\f \\uXXXX (and \\% \\_ in LIKE patterns).",
+            )
+    raise _error(start + 1, f"unterminated string (missing closing {quote}).")
+
+
+def _read_unicode_escape(text: str, i: int) -> tuple[str, int]:
+    r"""Decode ``\uXXXX`` at ``text[i]`` (a surrogate pair when two follow each other)."""
+    digits = text[i + 2 : i + 6]
+    if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise _error(i + 1, "\\u needs four hex digits.")
+    code = int(digits, 16)
+    end = i + 6
+    if 0xD800 <= code < 0xDC00 and text[end : end + 2] == "\\u":
+        low_digits = text[end + 2 : end + 6]
+        if len(low_digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in low_digits):
+            low = int(low_digits, 16)
+            if 0xDC00 <= low < 0xE000:
+                return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), end + 6
+    if 0xD800 <= code < 0xE000:
+        raise _error(i + 1, "\\u escape is a lone surrogate.", "Write the character itself, or a valid pair.")
+    return chr(code), end
+
+
+class _Parser:
+    def __init__(self, tokens: list[_Token], field_prefix: str, max_depth: int, max_nodes: int) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.field_prefix = field_prefix
+        self.max_depth = max_depth
+        self.max_nodes = max_nodes
+        self.nodes = 0
+
+    # -- token helpers
+    @property
+    def tok(self) -> _Token:
+        return self.tokens[self.pos]
+
+    def is_keyword(self, word: str, offset: int = 0) -> bool:
+        token = self.tokens[min(self.pos + offset, len(self.tokens) - 1)]
+        return token.kind == "name" and token.text.lower() == word
+
+    def advance(self) -> _Token:
+        token = self.tokens[self.pos]
+        self.pos += 1
+        return token
+
+    def expect_keyword(self, word: str, context: str) -> _Token:
+        if not self.is_keyword(word):
+            raise _error(self.tok.col, f"expected {word.upper()} {context}, found {_show(self.tok)}.")
+        return self.advance()
+
+    def count(self, col: int) -> None:
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise _error(
+                col,
+                f"more than {self.max_nodes} conditions and groups.",
+                "Simplify the filter, e.g. use IN (...) instead of many ORs.",
+            )
+
+    def deeper(self, depth: int, col: int) -> int:
+        if depth + 1 > self.max_depth:
+            raise _error(col, f"nested deeper than {self.max_depth} levels.", "Flatten the filter.")
+        return depth + 1
+
+    # -- grammar
+    def parse(self) -> FilterNode:
+        if self.tok.kind == "end":
+            return And(())
+        node = self.parse_or(1)
+        if self.tok.kind != "end":
+            raise _error(self.tok.col, f"expected AND, OR or the end, found {_show(self.tok)}.")
+        return node
+
+    def parse_or(self, depth: int) -> FilterNode:
+        first = self.tok
+        parts = [self.parse_and(depth)]
+        while self.is_keyword("or"):
+            self.advance()
+            parts.append(self.parse_and(depth))
+        if len(parts) > 1:
+            self.count(first.col)
+        return or_(*parts)
+
+    def parse_and(self, depth: int) -> FilterNode:
+        first = self.tok
+        parts = [self.parse_unary(depth)]
+        while self.is_keyword("and"):
+            self.advance()
+            parts.append(self.parse_unary(depth))
+        if len(parts) > 1:
+            self.count(first.col)
+        return and_(*parts)
+
+    def parse_unary(self, depth: int) -> FilterNode:
+        token = self.tok
+        if self.is_keyword("not"):
+            self.advance()
+            self.count(token.col)
+            return not_(self.parse_unary(self.deeper(depth, token.col)))
+        if token.kind == "(":
+            self.advance()
+            node = self.parse_or(self.deeper(depth, token.col))
+            if self.tok.kind != ")":
+                raise _error(
+                    self.tok.col,
+                    f"expected ')' to close the '(' at column {token.col}, found {_show(self.tok)}.",
+                )
+            self.advance()
+            return node
+        if self.is_keyword("true") or self.is_keyword("false"):
+            self.advance()
+            return And(()) if token.text.lower() == "true" else Or(())
+        return self.parse_predicate()
+
+    def parse_field(self) -> tuple[str, int]:
+        token = self.tok
+        if token.kind == "name" and token.text.lower() in _KEYWORDS:
+            raise _error(
+                token.col,
+                f"expected a field name, found the keyword {token.text.upper()}.",
+                "Quote a field named like a keyword with backticks: `in` = 1.",
+            )
+        if token.kind not in ("name", "qname"):
+            raise _error(token.col, f"expected a field name or '(', found {_show(token)}.")
+        segments = [self.advance().text]
+        while self.tok.kind == ".":
+            self.advance()
+            if self.tok.kind not in ("name", "qname"):
+                raise _error(self.tok.col, f"expected a key after '.', found {_show(self.tok)}.")
+            segments.append(self.advance().text)
+        return self.field_prefix + ".".join(segments), token.col
+
+    def parse_predicate(self) -> FilterNode:
+        field, col = self.parse_field()
+        self.count(col)
+        token = self.tok
+        if token.kind == "op":
+            self.advance()
+            value = self.parse_value(f"after {token.text}")
+            return _build(col, lambda: condition(field, token.text, value))
+        negate = False
+        if self.is_keyword("is"):
+            self.advance()
+            if self.is_keyword("not"):
+                self.advance()
+                negate = True
+            self.expect_keyword("null", "after IS")
+            return _build(col, lambda: condition(field, "ne" if negate else "eq", None))
+        if self.is_keyword("not"):
+            self.advance()
+            negate = True
+            if not any(self.is_keyword(w) for w in ("in", "like", "contains", "exists")):
+                raise _error(
+                    self.tok.col, f"expected IN, LIKE, CONTAINS or EXISTS after NOT, found {_show(self.tok)}."
+                )
+        word = self.tok.text.lower() if self.tok.kind == "name" else ""
+        if word == "in":
+            self.advance()
+            values = self.parse_list()
+            return _build(col, lambda: condition(field, "nin" if negate else "in", values))
+        if word == "like":
+            self.advance()
+            if self.tok.kind != "string":
+                raise _error(self.tok.col, f"LIKE needs a quoted pattern, found {_show(self.tok)}.")
+            pattern = self.advance().text
+            node = _build(col, lambda: condition(field, "like", pattern))
+        elif word == "contains":
+            self.advance()
+            value = self.parse_value("after CONTAINS")
+            node = _build(col, lambda: condition(field, "contains", value))
+        elif word == "exists":
+            self.advance()
+            node = _build(col, lambda: condition(field, "exists"))
+        else:
+            raise _error(
+                token.col,
+                f"expected a comparison (= != < <= > >=, IN, LIKE, CONTAINS, EXISTS, IS NULL) after "
+                f"{field.removeprefix(self.field_prefix)!r}, found {_show(token)}.",
+            )
+        return not_(node) if negate else node
+
+    def parse_list(self) -> list[Any]:
+        if self.tok.kind != "(":
+            raise _error(self.tok.col, f"IN needs a parenthesized list, found {_show(self.tok)}.")
+        self.advance()
+        values: list[Any] = []
+        while self.tok.kind != ")":
+            values.append(self.parse_value("in the IN list"))
+            if self.tok.kind == ",":
+                self.advance()
+            elif self.tok.kind != ")":
+                raise _error(self.tok.col, f"expected ',' or ')' in the IN list, found {_show(self.tok)}.")
+        self.advance()
+        return values
+
+    def parse_value(self, context: str) -> Any:
+        token = self.tok
+        if token.kind == "string":
+            self.advance()
+            return token.text
+        if token.kind == "number":
+            self.advance()
+            return token.value
+        if token.kind == "name" and token.text.lower() in ("true", "false", "null"):
+            self.advance()
+            return {"true": True, "false": False, "null": None}[token.text.lower()]
+        hint = _HINT
+        if token.kind in ("name", "qname"):
+            hint = (
+                f'Quote text values: "{token.text}". Values are quoted strings, numbers, true, false or null.'
+            )
+        raise _error(token.col, f"expected a value {context}, found {_show(token)}.", hint)
+
+
+def _show(token: _Token) -> str:
+    if token.kind == "end":
+        return "the end of the expression"
+    if token.kind == "string":
+        return f"the string {token.text[:30]!r}"
+    return repr(token.text[:30])
+
+
+def _build(col: int, build: Callable[[], FilterNode]) -> FilterNode:
+    """Build a condition, pointing any error at the predicate's column."""
+    try:
+        return build()
+    except (InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError) as exc:
+        exc.message = f"At column {col} of the filter expression: {exc.message}"
+        exc.args = (exc.message,)
+        exc.context.setdefault("position", col)
+        raise
+
+
+def parse_filter_expression(
+    text: str, *, field_prefix: str = "metadata.", max_depth: int = 32, max_nodes: int = 200
+) -> FilterNode:
+    """Parse a text filter such as ``kind = "faq" AND year >= 2020`` into a filter tree.
+
+    Comparisons ``= != < <= > >=``, ``[NOT] IN (...)``, ``[NOT] LIKE "pat"``,
+    ``[NOT] CONTAINS value``, ``[NOT] EXISTS``, ``IS [NOT] NULL``, combined
+    with ``NOT`` > ``AND`` > ``OR`` (that precedence) and parentheses; see the
+    module docstring for the grammar. Semantics are those of the other filter
+    forms (``docs/filters.md``). An empty text is the always-true filter.
+
+    Args:
+        text: The expression.
+        field_prefix: Prepended to every field name. The default lets names
+            reach metadata keys only (``id`` means ``metadata.id``); pass
+            ``""`` to address the columns (``id``, ``document``,
+            ``created_at``, ``updated_at``, ``metadata.<key>``).
+        max_depth: Deepest nesting of parentheses and NOT allowed.
+        max_nodes: Most conditions and groups allowed.
+
+    Returns:
+        The filter tree.
+
+    Raises:
+        InvalidFilterError: Unparsable text, a bad value or a limit exceeded;
+            the message gives the 1-based column (also as ``.position``).
+        UnknownFieldError: A field that is not a column or a metadata path
+            (unknown operators are syntax errors, so `InvalidFilterError`).
+    """
+    if not isinstance(text, str):
+        raise InvalidFilterError(
+            f"A filter expression must be a string, not {type(text).__name__}.", hint=_HINT
+        )
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise InvalidFilterError(
+            f"The filter expression is longer than {MAX_EXPRESSION_LENGTH} characters.", hint=_HINT
+        )
+    if "\x00" in text:
+        raise _error(text.index("\x00") + 1, "NUL character in the expression.")
+    if field_prefix and not field_prefix.endswith("."):
+        raise InvalidFilterError(
+            f"field_prefix must end with '.', got {field_prefix!r}.", hint="Use '' or 'metadata.'."
+        )
+    try:
+        return _Parser(_tokenize(text), field_prefix, max_depth, max_nodes).parse()
+    except RecursionError:
+        raise InvalidFilterError(
+            "The filter expression is nested too deeply to parse.",
+            hint="Lower the nesting of parentheses and NOT.",
+        ) from None
+
+
+# ---------------------------------------------------------------------------
+# Rendering (the inverse, for logs, prompts and round-trip tests)
+
+_RENDER_OPS: Final = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_RENDER_ESCAPES: Final = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\b": "\\b",
+    "\f": "\\f",
+}
+
+
+def _render_string(value: str) -> str:
+    out = []
+    for ch in value:
+        if ch in _RENDER_ESCAPES:
+            out.append(_RENDER_ESCAPES[ch])
+        elif ord(ch) < 0x20:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _render_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return _render_string(value.isoformat())
+    if isinstance(value, str):
+        return _render_string(value)
+    raise InvalidFilterError(f"Cannot render {type(value).__name__} in a filter expression.")
+
+
+def _render_field(field: str, field_prefix: str) -> str:
+    if field_prefix:
+        if not field.startswith(field_prefix):
+            raise InvalidFilterError(
+                f"Field {field!r} cannot be written with field_prefix={field_prefix!r}.",
+                hint="Render with field_prefix='' to include columns.",
+            )
+        field = field[len(field_prefix) :]
+    parts = []
+    for index, seg in enumerate(field.split(".")):
+        plain = (_NAME_RE if index == 0 else _SEGMENT_RE).fullmatch(seg) is not None
+        parts.append(seg if plain and seg.lower() not in _KEYWORDS else f"`{seg}`")
+    return ".".join(parts)
+
+
+def format_filter_expression(node: FilterNode, *, field_prefix: str = "metadata.") -> str:
+    """Render a filter tree as text that `parse_filter_expression` reads back to the same filter.
+
+    Args:
+        node: The filter tree (without `Raw` fragments).
+        field_prefix: Stripped from every field; must match the prefix the
+            text will be parsed with.
+
+    Returns:
+        The expression text; ``true``/``false`` for an empty AND/OR.
+
+    Raises:
+        InvalidFilterError: The tree contains raw SQL, or a field outside ``field_prefix``.
+    """
+    if isinstance(node, And | Or):
+        if not node.children:
+            return "true" if isinstance(node, And) else "false"
+        joiner = " AND " if isinstance(node, And) else " OR "
+        return joiner.join(_render_child(child, field_prefix) for child in node.children)
+    if isinstance(node, Not):
+        return f"NOT ({format_filter_expression(node.child, field_prefix=field_prefix)})"
+    if isinstance(node, Raw):
+        raise InvalidFilterError("Raw SQL cannot be written as a filter expression.")
+    if not isinstance(node, Condition):
+        raise InvalidFilterError(f"Not a filter node: {type(node).__name__}.")
+    field = _render_field(node.field, field_prefix)
+    op, value = node.op, node.value
+    if op in _RENDER_OPS:
+        if op == "ne" and value is None:
+            return f"{field} IS NOT NULL"
+        return f"{field} {_RENDER_OPS[op]} {_render_value(value)}"
+    if op in ("in", "nin"):
+        items = ", ".join(_render_value(v) for v in value)
+        return f"{field} {'IN' if op == 'in' else 'NOT IN'} ({items})"
+    if op in ("like", "contains"):
+        return f"{field} {op.upper()} {_render_value(value)}"
+    if op == "exists":
+        return f"{field} EXISTS" if value else f"{field} NOT EXISTS"
+    if op == "null":
+        return f"{field} IS NULL" if value else f"NOT ({field} IS NULL)"
+    raise InvalidFilterError(f"Unknown operator {op!r}.")
+
+
+def _render_child(node: FilterNode, field_prefix: str) -> str:
+    text = format_filter_expression(node, field_prefix=field_prefix)
+    return f"({text})" if isinstance(node, And | Or) and len(node.children) > 1 else text

@@ -1,0 +1,303 @@
+"""Record validation and the Arrow layout of a collection.
+
+Records are validated as a whole batch *before* anything is encoded or
+written, so a bad record never leaves a half-written batch behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from ._errors import DimensionMismatchError, InvalidVectorRecordError
+
+__all__ = [
+    "PreparedBatch",
+    "VectorMatch",
+    "VectorRecord",
+    "collection_schema",
+    "parse_timestamp",
+    "prepare_records",
+]
+
+RECORD_KEYS = frozenset({"id", "document", "vector", "metadata", "created_at", "updated_at"})
+MAX_ID_LENGTH = 1024
+
+
+class VectorRecord(TypedDict, total=False):
+    """A record as given to ``upsert``. Only ``id`` is required.
+
+    A record needs a ``vector`` or a ``document`` (which the store encodes).
+    """
+
+    id: str
+    document: str | None
+    vector: Sequence[float] | npt.NDArray[np.floating[Any]] | None
+    metadata: Mapping[str, Any] | None
+    created_at: datetime | str | None
+    updated_at: datetime | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatch:
+    """One record returned by a search, scan or ``get``.
+
+    Every field but ``id`` is ``None`` unless it was selected (``score`` and
+    ``distance`` are set for searches with a near clause and absent on
+    filter-only scans).
+
+    Attributes:
+        id: The record id.
+        score: Similarity in [0, 1], higher is closer, for every metric.
+        distance: The raw metric value LanceDB computed (lower is closer).
+        document: The stored text.
+        metadata: The stored JSON object.
+        vector: The stored vector.
+        created_at: When the record was first written (as given to upsert).
+        updated_at: When the record was last written.
+    """
+
+    id: str
+    score: float | None = None
+    distance: float | None = None
+    document: str | None = None
+    metadata: dict[str, Any] | None = None
+    vector: list[float] | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+def collection_schema(dimension: int, meta: Mapping[str, Any]) -> pa.Schema:
+    """The explicit Arrow schema of a collection (turnkit's own metadata under ``turnkit``)."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+            pa.field("document", pa.string()),
+            # JSON, not a struct: keys may differ between records (a struct
+            # freezes its keys at the first write).
+            pa.field("metadata", pa.json_()),
+            pa.field("created_at", pa.timestamp("us", tz="UTC")),
+            pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+        ],
+        metadata={b"turnkit": json.dumps(dict(meta), sort_keys=True).encode()},
+    )
+
+
+def parse_timestamp(value: Any, *, what: str = "timestamp") -> datetime:
+    """An aware UTC datetime from a datetime or an ISO-8601 string (naive values are rejected)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValueError(f"{what} {value!r} is not an ISO-8601 timestamp") from exc
+    if not isinstance(value, datetime):
+        raise ValueError(f"{what} must be a datetime or an ISO-8601 string, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} {value.isoformat()!r} has no timezone; pass an aware datetime")
+    return value.astimezone(UTC)
+
+
+@dataclass(slots=True)
+class PreparedBatch:
+    """A validated batch; vectors may still be missing for records to encode."""
+
+    ids: list[str]
+    documents: list[str | None]
+    metadata_json: list[str | None]
+    vectors: list[Any]
+    created_at: list[datetime | None]
+    updated_at: list[datetime | None]
+    to_encode: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def vector_array(self, dimension: int) -> npt.NDArray[np.float32]:
+        """Stack the vectors into an ``(n, dimension)`` float32 array, checking each one."""
+        out = np.empty((len(self.ids), dimension), dtype=np.float32)
+        for index, vec in enumerate(self.vectors):
+            try:
+                row = np.asarray(vec, dtype=np.float32)
+            except (TypeError, ValueError) as exc:
+                raise InvalidVectorRecordError(
+                    f"Record {index} (id {self.ids[index]!r}): vector is not a sequence of numbers.",
+                    index=index,
+                    record_id=self.ids[index],
+                ) from exc
+            if row.shape != (dimension,):
+                raise DimensionMismatchError(
+                    f"Record {index} (id {self.ids[index]!r}): vector has shape {row.shape}, "
+                    f"the collection's dimension is {dimension}.",
+                    hint="Use vectors from the same encoder the collection was created with.",
+                    index=index,
+                    record_id=self.ids[index],
+                    expected=dimension,
+                )
+            out[index] = row
+        bad = ~np.isfinite(out).all(axis=1)
+        if bad.any():
+            index = int(np.argmax(bad))
+            raise InvalidVectorRecordError(
+                f"Record {index} (id {self.ids[index]!r}): vector contains NaN or infinity.",
+                index=index,
+                record_id=self.ids[index],
+            )
+        return out
+
+    def to_arrow(self, vectors: npt.NDArray[np.float32], schema: pa.Schema, now: datetime) -> pa.Table:
+        """Build the Arrow table written by ``merge_insert``."""
+        n, dimension = vectors.shape
+        vector_col = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
+        stamp = pa.timestamp("us", tz="UTC")
+        created = pa.array([c or now for c in self.created_at], stamp)
+        updated = pa.array([u or now for u in self.updated_at], stamp)
+        return pa.Table.from_arrays(
+            [
+                pa.array(self.ids, pa.string()),
+                vector_col,
+                pa.array(self.documents, pa.string()),
+                pa.array(self.metadata_json, pa.string()).cast(pa.json_()),
+                created,
+                updated,
+            ],
+            schema=schema,
+        )
+
+
+def _bad(index: int, record_id: Any, detail: str) -> InvalidVectorRecordError:
+    who = f"Record {index}" + (f" (id {record_id!r})" if isinstance(record_id, str) and record_id else "")
+    return InvalidVectorRecordError(f"{who}: {detail}", index=index, record_id=record_id)
+
+
+def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
+    """Validate a batch of records; raise `InvalidVectorRecordError` naming the first bad one."""
+    batch = PreparedBatch([], [], [], [], [], [])
+    seen: dict[str, int] = {}
+    for index, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            raise _bad(index, None, f"must be a mapping with an 'id', not {type(record).__name__}.")
+        unknown = set(record) - RECORD_KEYS
+        if unknown:
+            raise _bad(
+                index,
+                record.get("id"),
+                f"unknown keys {sorted(map(str, unknown))}; allowed: {sorted(RECORD_KEYS)}.",
+            )
+        rid = record.get("id")
+        if not isinstance(rid, str) or not rid.strip():
+            raise _bad(index, rid, "`id` must be a non-empty string.")
+        if len(rid) > MAX_ID_LENGTH or "\x00" in rid:
+            raise _bad(index, rid[:40], f"`id` must be at most {MAX_ID_LENGTH} characters with no NUL.")
+        if rid in seen:
+            raise _bad(
+                index,
+                rid,
+                f"duplicate id; record {seen[rid]} has the same id. Ids in one batch must be unique.",
+            )
+        seen[rid] = index
+        document = record.get("document")
+        if document is not None and not isinstance(document, str):
+            raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
+        metadata = record.get("metadata")
+        if metadata is None:
+            metadata_json = None
+        elif not isinstance(metadata, Mapping):
+            raise _bad(
+                index, rid, f"`metadata` must be a JSON object (a dict), not {type(metadata).__name__}."
+            )
+        else:
+            try:
+                metadata_json = json.dumps(
+                    metadata, allow_nan=False, ensure_ascii=False, separators=(",", ":")
+                )
+            except (TypeError, ValueError) as exc:
+                raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
+            if any(not isinstance(key, str) for key in metadata):
+                raise _bad(index, rid, "`metadata` keys must be strings.")
+            too_big = _out_of_range_int(metadata)
+            if too_big is not None:
+                raise _bad(
+                    index,
+                    rid,
+                    f"`metadata` integer at {too_big} does not fit in 64 bits; "
+                    "LanceDB would store it rounded or as null. Store it as a string.",
+                )
+        vector = record.get("vector")
+        if vector is None:
+            if document is None:
+                raise _bad(index, rid, "needs a `vector` or a `document` to encode.")
+            batch.to_encode.append(index)
+        elif isinstance(vector, str | bytes) or not hasattr(vector, "__len__"):
+            raise _bad(index, rid, "`vector` must be a sequence of numbers.")
+        stamps: list[datetime | None] = []
+        for key in ("created_at", "updated_at"):
+            value = record.get(key)
+            if value is None:
+                stamps.append(None)
+                continue
+            try:
+                stamps.append(parse_timestamp(value, what=f"`{key}`"))
+            except ValueError as exc:
+                raise _bad(index, rid, str(exc) + ".") from exc
+        batch.ids.append(rid)
+        batch.documents.append(document)
+        batch.metadata_json.append(metadata_json)
+        batch.vectors.append(vector)
+        batch.created_at.append(stamps[0])
+        batch.updated_at.append(stamps[1])
+    return batch
+
+
+def match_from_row(row: Mapping[str, Any], score_fn: Any | None) -> VectorMatch:
+    """Turn one result row (a dict from Arrow) into a `VectorMatch`."""
+    distance = row.get("_distance")
+    metadata = row.get("metadata")
+    if isinstance(metadata, str | bytes):
+        metadata = json.loads(metadata)
+    vector = row.get("vector")
+    return VectorMatch(
+        id=row["id"],
+        score=None if distance is None or score_fn is None else score_fn(distance),
+        distance=None if distance is None else float(distance),
+        document=row.get("document"),
+        metadata=metadata,
+        vector=None if vector is None else [float(x) for x in vector],
+        created_at=row.get("created_at"),
+        updated_at=row.get("updated_at"),
+    )
+
+
+def finite(value: float) -> bool:
+    """True for a real number that is neither NaN nor infinite (bools excluded)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _out_of_range_int(value: Any, path: str = "metadata") -> str | None:
+    """The path of the first integer outside what LanceDB's JSON keeps exactly, if any."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if _INT_MIN <= value <= _INT_MAX else path
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _out_of_range_int(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _out_of_range_int(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,91 @@
+"""The inspectable, I/O-free description of a query that a builder compiles to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._filter_ast import FilterNode
+
+__all__ = ["NearId", "NearText", "NearVector", "QuerySpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class NearText:
+    """Search near the encoding of ``text``."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class NearVector:
+    """Search near ``vector``."""
+
+    vector: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NearId:
+    """Search near the stored vector of record ``id`` (the record itself included)."""
+
+    id: str
+
+
+Near = NearText | NearVector | NearId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuerySpec:
+    """Everything a `QueryBuilder` has been told, with no I/O done.
+
+    ``spec.where_sql`` shows the exact filter SQL LanceDB will receive.
+    """
+
+    collection: str
+    near: Near | None = None
+    filter: FilterNode | None = None
+    select: tuple[str, ...] | None = None
+    limit: int = 10
+    offset: int = 0
+    min_score: float | None = None
+    max_distance: float | None = None
+    nprobes: int | None = None
+    refine_factor: int | None = None
+    ef: int | None = None
+    prefilter: bool = True
+
+    @property
+    def where_sql(self) -> str | None:
+        """The compiled filter, or ``None`` without one."""
+        from ._filters import to_sql
+
+        return None if self.filter is None else to_sql(self.filter)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly view of the spec (vectors shortened), for logs and tests."""
+        from ._filters import filter_to_dict
+
+        near: dict[str, Any] | None
+        if isinstance(self.near, NearText):
+            near = {"text": self.near.text}
+        elif isinstance(self.near, NearVector):
+            near = {"vector": list(self.near.vector[:8]), "dimension": len(self.near.vector)}
+        elif isinstance(self.near, NearId):
+            near = {"id": self.near.id}
+        else:
+            near = None
+        return {
+            "collection": self.collection,
+            "near": near,
+            "filter": None if self.filter is None else filter_to_dict(self.filter),
+            "where_sql": self.where_sql,
+            "select": None if self.select is None else list(self.select),
+            "limit": self.limit,
+            "offset": self.offset,
+            "min_score": self.min_score,
+            "max_distance": self.max_distance,
+            "nprobes": self.nprobes,
+            "refine_factor": self.refine_factor,
+            "ef": self.ef,
+            "prefilter": self.prefilter,
+        }

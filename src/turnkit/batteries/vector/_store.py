@@ -1,0 +1,782 @@
+"""The LanceDB-backed vector store: connection, collections, writes and searches.
+
+Everything that touches LanceDB runs on turnkit's background loop (see
+``turnkit._aio``): table handles, per-collection write locks and maintenance
+tasks live there, so async callers on any loop and sync callers on any thread
+share one handle and one lock per collection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..._aio import on_loop, run_sync
+from ._builder import QueryBuilder
+from ._encoders import Encoder, encode_texts
+from ._errors import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    ConnectionFailedError,
+    DimensionMismatchError,
+    EncoderMismatchError,
+    EncoderRequiredError,
+    InvalidCollectionNameError,
+    InvalidQueryError,
+    InvalidVectorStoreConfigError,
+    RecordNotFoundError,
+    UnsafeDeleteError,
+)
+from ._filter_ast import And, FilterNode, Not, Or, Raw
+from ._filters import MAX_IN_VALUES, condition, to_sql
+from ._lancedb import import_lancedb, translate_errors
+from ._records import collection_schema, match_from_row, prepare_records
+from ._scores import Metric, distance_bound, normalize_metric, score_from_distance
+from ._spec import NearId, NearVector, QuerySpec
+
+__all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore", "create_vector_store"]
+
+log = logging.getLogger("turnkit.vector")
+
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_FORMAT = 1
+_COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    """What an upsert did."""
+
+    inserted: int
+    updated: int
+
+    @property
+    def written(self) -> int:
+        """Records written in all."""
+        return self.inserted + self.updated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoOptimize:
+    """When the store compacts a collection by itself, in the background after a write.
+
+    Attributes:
+        every_writes: Optimize after this many write commits (LanceDB's own rule
+            of thumb is about 20).
+        unindexed_rows: Also optimize once an indexed collection has this many
+            rows outside its index (they are flat-scanned until then).
+    """
+
+    every_writes: int = 20
+    unindexed_rows: int | None = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """Facts about one collection."""
+
+    name: str
+    dimension: int
+    metric: Metric
+    encoder: str | None
+    rows: int
+    version: int
+    indexes: tuple[str, ...]
+    unindexed_rows: int
+    fragments: int
+
+
+@dataclass(slots=True)
+class _Collection:
+    name: str
+    table: Any
+    dimension: int
+    metric: Metric
+    encoder: str | None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    writes: int = 0
+    index_type: str | None = None
+    maintenance: asyncio.Task[None] | None = None
+
+
+def _contains_raw(node: FilterNode | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, Raw):
+        return True
+    if isinstance(node, And | Or):
+        return any(_contains_raw(child) for child in node.children)
+    if isinstance(node, Not):
+        return _contains_raw(node.child)
+    return False
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidCollectionNameError(f"Invalid collection name {name!r}.", collection=str(name))
+    return name
+
+
+class VectorStore:
+    """A LanceDB database used as retrieval memory. Call it with a collection name for a builder.
+
+    Create one with `create_vector_store`. One store keeps one cached table
+    handle per collection and serializes writes to each collection, so share
+    the store across your application rather than creating one per request.
+    """
+
+    def __init__(
+        self,
+        *,
+        uri: str,
+        encoder: Encoder | None,
+        metric: Metric,
+        read_consistency_interval: timedelta | None,
+        storage_options: Mapping[str, str] | None,
+        connect_options: Mapping[str, Any],
+        auto_optimize: AutoOptimize | None,
+    ) -> None:
+        self.uri = uri
+        self.encoder = encoder
+        self.metric: Metric = metric
+        self.read_consistency_interval = read_consistency_interval
+        self.auto_optimize = auto_optimize
+        self._storage_options = dict(storage_options or {})
+        self._connect_options = dict(connect_options)
+        self._conn: Any = None
+        self._collections: dict[str, _Collection] = {}
+        self._open_lock: asyncio.Lock | None = None
+
+    def __call__(self, collection: str) -> QueryBuilder:
+        """A fresh query builder for ``collection`` (no I/O until a terminal runs)."""
+        return QueryBuilder(self, QuerySpec(collection=_check_name(collection)))
+
+    def __repr__(self) -> str:
+        return f"<VectorStore uri={self.uri!r} metric={self.metric!r} encoder={self.encoder!r}>"
+
+    # -- connection and handles (background loop only) ------------------------------------
+    async def _connection(self) -> Any:
+        if self._conn is None:
+            lancedb = import_lancedb()
+            try:
+                self._conn = await lancedb.connect_async(
+                    self.uri,
+                    read_consistency_interval=self.read_consistency_interval,
+                    storage_options=self._storage_options or None,
+                    **self._connect_options,
+                )
+            except Exception as exc:
+                raise ConnectionFailedError(
+                    f"Could not open the LanceDB database at {self.uri!r}: {exc}",
+                    hint="Check the URI, credentials (storage_options) and that the directory is writable.",
+                    uri=self.uri,
+                ) from exc
+        return self._conn
+
+    def _lock(self) -> asyncio.Lock:
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        return self._open_lock
+
+    async def _collection(self, name: str, *, create_dimension: int | None = None) -> _Collection:
+        cached = self._collections.get(name)
+        if cached is not None:
+            return cached
+        async with self._lock():
+            cached = self._collections.get(name)
+            if cached is not None:
+                return cached
+            conn = await self._connection()
+            try:
+                with translate_errors("open", name):
+                    table = await conn.open_table(name)
+            except CollectionNotFoundError:
+                if create_dimension is None:
+                    raise
+                table = await self._create_table(conn, name, create_dimension, self.metric)
+            coll = await self._wrap(name, table)
+            self._collections[name] = coll
+            return coll
+
+    async def _create_table(self, conn: Any, name: str, dimension: int, metric: Metric) -> Any:
+        meta = {
+            "format": _FORMAT,
+            "dimension": dimension,
+            "metric": metric,
+            "encoder": self.encoder.name if self.encoder is not None else None,
+            "created_at": datetime.now(UTC).isoformat(),
+        }
+        with translate_errors("create_collection", name):
+            # exist_ok: another process may have created it since we looked.
+            return await conn.create_table(name, schema=collection_schema(dimension, meta), exist_ok=True)
+
+    async def _wrap(self, name: str, table: Any) -> _Collection:
+        with translate_errors("open", name):
+            schema = await table.schema()
+            indices = await table.list_indices()
+        names = set(schema.names)
+        missing = [c for c in _COLUMNS if c not in names]
+        if missing:
+            raise InvalidVectorStoreConfigError(
+                f"Table {name!r} is not a turnkit collection (missing columns {missing}).",
+                hint="Use a new collection name, or create the collection with turnkit.",
+                collection=name,
+            )
+        raw_meta = (schema.metadata or {}).get(b"turnkit")
+        meta: dict[str, Any] = json.loads(raw_meta) if raw_meta else {}
+        dimension = int(meta.get("dimension") or schema.field("vector").type.list_size)
+        metric = normalize_metric(meta.get("metric") or self.metric)
+        coll = _Collection(
+            name=name, table=table, dimension=dimension, metric=metric, encoder=meta.get("encoder")
+        )
+        coll.index_type = _vector_index_type(indices)
+        return coll
+
+    # -- collection management -------------------------------------------------------------
+    async def _list(self) -> list[str]:
+        conn = await self._connection()
+        names: list[str] = []
+        token = None
+        with translate_errors("list_collections"):
+            while True:
+                page = await conn.list_tables(page_token=token)
+                names.extend(page.tables)
+                token = page.page_token
+                if not token:
+                    break
+        return sorted(names)
+
+    async def list_collections(self) -> list[str]:
+        """Names of every collection in the store, sorted."""
+        return await on_loop(self._list())
+
+    def list_collections_sync(self) -> list[str]:
+        """Sync form of `list_collections`."""
+        return run_sync(self.list_collections())
+
+    async def has_collection(self, name: str) -> bool:
+        """Whether ``name`` exists."""
+        _check_name(name)
+        return name in await self.list_collections()
+
+    def has_collection_sync(self, name: str) -> bool:
+        """Sync form of `has_collection`."""
+        return run_sync(self.has_collection(name))
+
+    async def _create(self, name: str, dimension: int | None, metric: str | None, exist_ok: bool) -> None:
+        dim = dimension or (self.encoder.dimension if self.encoder is not None else None)
+        if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidQueryError(
+                "create_collection() needs a positive dimension when the store has no encoder.",
+                collection=name,
+            )
+        chosen = normalize_metric(metric) if metric else self.metric
+        async with self._lock():
+            conn = await self._connection()
+            if name in await self._list():
+                if not exist_ok:
+                    raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
+                return
+            meta = {
+                "format": _FORMAT,
+                "dimension": dim,
+                "metric": chosen,
+                "encoder": self.encoder.name if self.encoder is not None else None,
+                "created_at": datetime.now(UTC).isoformat(),
+            }
+            with translate_errors("create_collection", name):
+                table = await conn.create_table(name, schema=collection_schema(dim, meta))
+            self._collections[name] = await self._wrap(name, table)
+
+    async def create_collection(
+        self, name: str, *, dimension: int | None = None, metric: str | None = None, exist_ok: bool = False
+    ) -> CollectionInfo:
+        """Create an empty collection (upserting into a new name also creates it).
+
+        Args:
+            name: Letters, digits, ``_``, ``-`` and ``.``.
+            dimension: Vector length; defaults to the encoder's.
+            metric: ``cosine`` (default: the store's), ``l2`` or ``dot``; fixed for the collection's life.
+            exist_ok: Return the existing collection instead of raising `CollectionExistsError`.
+        """
+        _check_name(name)
+        await on_loop(self._create(name, dimension, metric, exist_ok))
+        return await self.collection_info(name)
+
+    def create_collection_sync(
+        self, name: str, *, dimension: int | None = None, metric: str | None = None, exist_ok: bool = False
+    ) -> CollectionInfo:
+        """Sync form of `create_collection`."""
+        return run_sync(self.create_collection(name, dimension=dimension, metric=metric, exist_ok=exist_ok))
+
+    async def _drop(self, name: str, missing_ok: bool) -> bool:
+        async with self._lock():
+            conn = await self._connection()
+            coll = self._collections.pop(name, None)
+            if coll is not None and coll.maintenance is not None:
+                coll.maintenance.cancel()
+            if name not in await self._list():
+                if missing_ok:
+                    return False
+                raise CollectionNotFoundError(f"Collection {name!r} does not exist.", collection=name)
+            with translate_errors("drop_collection", name):
+                await conn.drop_table(name)
+            return True
+
+    async def drop_collection(self, name: str, *, missing_ok: bool = False) -> bool:
+        """Delete a collection and all its records; returns whether it existed."""
+        _check_name(name)
+        return await on_loop(self._drop(name, missing_ok))
+
+    def drop_collection_sync(self, name: str, *, missing_ok: bool = False) -> bool:
+        """Sync form of `drop_collection`."""
+        return run_sync(self.drop_collection(name, missing_ok=missing_ok))
+
+    async def _info(self, name: str) -> CollectionInfo:
+        coll = await self._collection(name)
+        with translate_errors("collection_info", name):
+            rows = await coll.table.count_rows()
+            version = await coll.table.version()
+            indices = await coll.table.list_indices()
+            stats = await coll.table.stats()
+            unindexed = 0
+            for index in indices:
+                istats = await coll.table.index_stats(index.name)
+                if istats is not None:
+                    unindexed = max(unindexed, int(istats.num_unindexed_rows))
+        coll.index_type = _vector_index_type(indices)
+        return CollectionInfo(
+            name=name,
+            dimension=coll.dimension,
+            metric=coll.metric,
+            encoder=coll.encoder,
+            rows=rows,
+            version=version,
+            indexes=tuple(f"{i.name}:{i.index_type}" for i in indices),
+            unindexed_rows=unindexed,
+            fragments=int(_fragment_count(stats)),
+        )
+
+    async def collection_info(self, name: str) -> CollectionInfo:
+        """Rows, dimension, metric, encoder, version, indexes and fragments of a collection."""
+        _check_name(name)
+        return await on_loop(self._info(name))
+
+    def collection_info_sync(self, name: str) -> CollectionInfo:
+        """Sync form of `collection_info`."""
+        return run_sync(self.collection_info(name))
+
+    async def wait_for_maintenance(self) -> None:
+        """Wait until background optimizations started by `AutoOptimize` have finished."""
+
+        async def _wait() -> None:
+            tasks = [c.maintenance for c in self._collections.values() if c.maintenance is not None]
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+        await on_loop(_wait())
+
+    def wait_for_maintenance_sync(self) -> None:
+        """Sync form of `wait_for_maintenance`."""
+        run_sync(self.wait_for_maintenance())
+
+    # -- encoding ------------------------------------------------------------------------
+    def _require_encoder(self, collection: str) -> Encoder:
+        if self.encoder is None:
+            raise EncoderRequiredError(
+                f"Collection {collection!r}: text must be encoded but this store has no encoder.",
+                collection=collection,
+            )
+        return self.encoder
+
+    def _check_encoder(self, coll: _Collection | None, encoder: Encoder) -> None:
+        if coll is not None and coll.encoder and coll.encoder != encoder.name:
+            raise EncoderMismatchError(
+                f"Collection {coll.name!r} was built with encoder {coll.encoder!r}; "
+                f"this store encodes with {encoder.name!r}.",
+                collection=coll.name,
+                expected=coll.encoder,
+                actual=encoder.name,
+            )
+
+    async def _encode_query(self, collection: str, text: str) -> np.ndarray[Any, Any]:
+        encoder = self._require_encoder(collection)
+        coll = await on_loop(self._collection(collection))
+        self._check_encoder(coll, encoder)
+        vectors = await encode_texts(encoder, [text], "query")
+        row: np.ndarray[Any, Any] = vectors[0]
+        return row
+
+    async def _existing(self, name: str) -> _Collection | None:
+        try:
+            return await self._collection(name)
+        except CollectionNotFoundError:
+            return None
+
+    # -- writes --------------------------------------------------------------------------
+    async def _upsert(self, name: str, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
+        batch = prepare_records(records)
+        if not len(batch):
+            return UpsertResult(0, 0)
+        coll = await on_loop(self._existing(name))
+        if batch.to_encode:
+            encoder = self._require_encoder(name)
+            self._check_encoder(coll, encoder)
+            texts = [batch.documents[i] or "" for i in batch.to_encode]
+            vectors = await encode_texts(encoder, texts, "document")
+            for row, index in enumerate(batch.to_encode):
+                batch.vectors[index] = vectors[row]
+        if coll is not None:
+            dimension = coll.dimension
+        else:
+            first = batch.vectors[0]
+            dimension = len(first)
+        array = batch.vector_array(dimension)
+        return await on_loop(self._write(name, batch, array))
+
+    async def _write(self, name: str, batch: Any, vectors: np.ndarray[Any, Any]) -> UpsertResult:
+        coll = await self._collection(name, create_dimension=vectors.shape[1])
+        if coll.dimension != vectors.shape[1]:
+            raise DimensionMismatchError(
+                f"Collection {name!r} has dimension {coll.dimension}, the records have {vectors.shape[1]}.",
+                collection=name,
+                expected=coll.dimension,
+            )
+        # The table's own schema reads the JSON column back as large_binary;
+        # writing with it stores bytes that JSON filters then reject.
+        schema = collection_schema(coll.dimension, {})
+        data = batch.to_arrow(vectors, schema, datetime.now(UTC))
+        async with coll.lock:
+            # LanceDB's merge_insert of the same *new* key from two writers at
+            # once inserts it twice (lancedb#2463); one writer per collection
+            # in this process avoids that.
+            with translate_errors("upsert", name):
+                result = await (
+                    coll.table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data)
+                )
+        self._after_write(coll)
+        return UpsertResult(int(result.num_inserted_rows), int(result.num_updated_rows))
+
+    async def _delete(self, spec: QuerySpec, *, all_records: bool) -> int:
+        if spec.filter is None and not all_records:
+            raise UnsafeDeleteError(
+                f"delete() on {spec.collection!r} has no filter and would remove every record.",
+                collection=spec.collection,
+            )
+        coll = await self._collection(spec.collection)
+        sql = "true" if spec.filter is None else to_sql(spec.filter)
+        async with coll.lock:
+            with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
+                result = await coll.table.delete(sql)
+        self._after_write(coll)
+        return int(getattr(result, "num_deleted_rows", 0) or 0)
+
+    # -- maintenance -----------------------------------------------------------------------
+    def _after_write(self, coll: _Collection) -> None:
+        coll.writes += 1
+        policy = self.auto_optimize
+        if policy is None or (coll.maintenance is not None and not coll.maintenance.done()):
+            return
+        if coll.writes >= policy.every_writes:
+            coll.maintenance = asyncio.get_running_loop().create_task(self._background_optimize(coll))
+        elif policy.unindexed_rows is not None and coll.index_type is not None:
+            coll.maintenance = asyncio.get_running_loop().create_task(
+                self._optimize_if_unindexed(coll, policy.unindexed_rows)
+            )
+
+    async def _optimize_if_unindexed(self, coll: _Collection, threshold: int) -> None:
+        try:
+            indices = await coll.table.list_indices()
+            for index in indices:
+                stats = await coll.table.index_stats(index.name)
+                if stats is not None and stats.num_unindexed_rows >= threshold:
+                    await self._run_optimize(coll)
+                    return
+        except Exception:  # maintenance must never break the write path
+            log.exception("turnkit: checking collection %r for maintenance failed", coll.name)
+
+    async def _background_optimize(self, coll: _Collection) -> None:
+        try:
+            await self._run_optimize(coll)
+        except Exception:
+            log.exception("turnkit: background optimize of collection %r failed", coll.name)
+
+    async def _run_optimize(self, coll: _Collection) -> None:
+        async with coll.lock:
+            with translate_errors("optimize", coll.name):
+                await coll.table.optimize()
+            coll.writes = 0
+            coll.index_type = _vector_index_type(await coll.table.list_indices())
+
+    async def _optimize(self, name: str) -> None:
+        await self._run_optimize(await self._collection(name))
+
+    async def _create_index(self, name: str, index_type: str, params: Mapping[str, Any]) -> str:
+        from lancedb.index import HnswSq, IvfFlat, IvfPq  # noqa: TID251 - inside the battery, lazily
+
+        coll = await self._collection(name)
+        if index_type == "auto":
+            rows = await coll.table.count_rows()
+            index_type = "ivf_flat" if rows <= 200_000 else "hnsw_sq"
+        configs = {"ivf_flat": IvfFlat, "ivf_pq": IvfPq, "hnsw_sq": HnswSq}
+        if index_type not in configs:
+            raise InvalidQueryError(
+                f"Unknown index type {index_type!r}; use auto, ivf_flat, ivf_pq or hnsw_sq.", collection=name
+            )
+        try:
+            config = configs[index_type](distance_type=coll.metric, **params)
+        except TypeError as exc:
+            raise InvalidQueryError(f"Bad parameters for {index_type}: {exc}", collection=name) from exc
+        async with coll.lock:
+            with translate_errors("create_index", name):
+                await coll.table.create_index("vector", config=config, replace=True)
+                coll.index_type = _vector_index_type(await coll.table.list_indices())
+        return index_type
+
+    # -- reads ---------------------------------------------------------------------------
+    async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
+        coll = await self._collection(spec.collection)
+        select = spec.select or ("*",)
+        columns = _columns(select)
+        raw = _contains_raw(spec.filter)
+        where = None if spec.filter is None else to_sql(spec.filter)
+        if isinstance(spec.near, NearId):
+            vector = await self._vector_of(coll, spec.near.id)
+        elif isinstance(spec.near, NearVector):
+            vector = np.asarray(spec.near.vector, dtype=np.float32)
+        if vector is not None:
+            if len(vector) != coll.dimension:
+                raise DimensionMismatchError(
+                    f"The query vector has {len(vector)} dimensions; "
+                    f"collection {coll.name!r} has {coll.dimension}.",
+                    collection=coll.name,
+                    expected=coll.dimension,
+                )
+            query = (
+                coll.table.vector_search(np.asarray(vector, dtype=np.float32))
+                .column("vector")
+                .distance_type(coll.metric)
+                .limit(spec.limit)
+            )
+            if spec.offset:
+                query = query.offset(spec.offset)
+            query = self._knobs(query, coll, spec)
+            upper = math.inf
+            if spec.max_distance is not None:
+                upper = spec.max_distance
+            if spec.min_score is not None:
+                upper = min(upper, distance_bound(coll.metric, spec.min_score))
+            if math.isfinite(upper):
+                # distance_range's bound is exclusive and compared in float32, and a
+                # score's bound loses bits going back to a distance; widen it a
+                # little here, the exact thresholds are re-checked below.
+                query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
+            if where is not None:
+                query = query.where(where)
+                if not spec.prefilter:
+                    query = query.postfilter()
+            query = query.select([*columns, "_distance"])
+        else:
+            query = coll.table.query()
+            if where is not None:
+                query = query.where(where)
+            query = query.select(columns).limit(spec.limit)
+            if spec.offset:
+                query = query.offset(spec.offset)
+        with translate_errors("search", coll.name, raw_filter=raw):
+            rows = await query.to_list()
+        metric = coll.metric
+
+        def score(distance: float) -> float:
+            return score_from_distance(metric, distance)
+
+        matches = [match_from_row(row, score) for row in rows]
+        if spec.min_score is not None:
+            matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
+        if spec.max_distance is not None:
+            matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
+        return _trim_metadata(matches, select)
+
+    def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
+        index = (coll.index_type or "").lower()
+        nprobes = spec.nprobes
+        refine = spec.refine_factor
+        ef = spec.ef
+        # Defaults chosen to keep recall@10 >= 0.95 (see docs/store.md, measured in tests).
+        if "hnsw" in index and ef is None:
+            ef = max(128, 2 * (spec.limit + spec.offset))
+        if "pq" in index and refine is None:
+            refine = 10
+        if nprobes is not None:
+            query = query.nprobes(nprobes)
+        if refine is not None:
+            query = query.refine_factor(refine)
+        if ef is not None:
+            query = query.ef(ef)
+        return query
+
+    async def _vector_of(self, coll: _Collection, record_id: str) -> np.ndarray[Any, Any]:
+        sql = to_sql(condition("id", "eq", record_id))
+        with translate_errors("search", coll.name):
+            rows = await coll.table.query().where(sql).select(["vector"]).limit(1).to_list()
+        if not rows:
+            raise RecordNotFoundError(
+                f"near_id(): no record {record_id!r} in collection {coll.name!r}.",
+                collection=coll.name,
+                record_id=record_id,
+            )
+        return np.asarray(rows[0]["vector"], dtype=np.float32)
+
+    async def _count(self, spec: QuerySpec) -> int:
+        coll = await self._collection(spec.collection)
+        where = None if spec.filter is None else to_sql(spec.filter)
+        with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
+            return int(await coll.table.count_rows(where))
+
+    async def _get(self, spec: QuerySpec, ids: list[str]) -> list[Any]:
+        if not ids:
+            return []
+        coll = await self._collection(spec.collection)
+        select = spec.select or ("id", "document", "metadata", "created_at", "updated_at")
+        unique = list(dict.fromkeys(ids))
+        by_id: dict[str, Any] = {}
+        # An IN list is capped (MAX_IN_VALUES); long id lists are read in chunks.
+        for start in range(0, len(unique), MAX_IN_VALUES):
+            chunk = unique[start : start + MAX_IN_VALUES]
+            node: FilterNode = condition("id", "in", chunk)
+            if spec.filter is not None:
+                node = And((node, spec.filter))
+            query = coll.table.query().where(to_sql(node)).select(_columns(select)).limit(len(chunk))
+            with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
+                rows = await query.to_list()
+            for row in rows:
+                by_id.setdefault(row["id"], match_from_row(row, None))
+        found = [by_id[i] for i in unique if i in by_id]
+        return _trim_metadata(found, select)
+
+
+def _vector_index_type(indices: Iterable[Any]) -> str | None:
+    for index in indices:
+        if "vector" in list(getattr(index, "columns", []) or []):
+            return str(index.index_type)
+    return None
+
+
+def _columns(select: Iterable[str]) -> list[str]:
+    wanted: list[str] = ["id"]
+    for name in select:
+        if name == "*":
+            return list(_COLUMNS)
+        if name.startswith("metadata."):
+            name = "metadata"
+        if name in _COLUMNS and name not in wanted:
+            wanted.append(name)
+    return wanted
+
+
+def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
+    paths = [name.split(".")[1:] for name in select if name.startswith("metadata.")]
+    if not paths or "metadata" in select or "*" in select:
+        return matches
+    from dataclasses import replace
+
+    out = []
+    for match in matches:
+        source = match.metadata or {}
+        trimmed: dict[str, Any] = {}
+        for path in paths:
+            node: Any = source
+            for key in path:
+                if not isinstance(node, dict) or key not in node:
+                    break
+                node = node[key]
+            else:
+                target = trimmed
+                for key in path[:-1]:
+                    target = target.setdefault(key, {})
+                target[path[-1]] = node
+        out.append(replace(match, metadata=trimmed))
+    return out
+
+
+def create_vector_store(
+    uri: str = ".turnkit/lancedb",
+    *,
+    encoder: Encoder | None = None,
+    metric: str = "cosine",
+    read_consistency_interval: timedelta | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    auto_optimize: AutoOptimize | None = AutoOptimize(),
+    **connect_options: Any,
+) -> VectorStore:
+    """Create a vector store over a LanceDB database.
+
+    Args:
+        uri: A local directory (the embedded default), ``memory://`` (tests), an
+            object-store URI (``s3://…``, ``gs://…``, ``az://…``) or LanceDB
+            Cloud (``db://…``). Nothing else changes between them.
+        encoder: Encodes text for ``near_text`` and for records without a
+            vector. Without one, text raises `EncoderRequiredError`.
+        metric: ``cosine`` (default), ``l2`` (squared Euclidean) or ``dot`` for new collections.
+        read_consistency_interval: How stale a reader may be with respect to
+            writes from *other processes*; ``timedelta(0)`` checks on every read.
+            ``None`` (default) suits a single writer process.
+        storage_options: Passed to LanceDB (object-store credentials, region…).
+        auto_optimize: Background compaction policy; ``None`` disables it.
+        **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
+            ``region``, ``host_override``, ``session``…).
+
+    Returns:
+        A `VectorStore`; call it with a collection name to get a builder.
+    """
+    if not isinstance(uri, str) or not uri:
+        raise InvalidVectorStoreConfigError("uri must be a non-empty string.", hint="Try uri='memory://'.")
+    try:
+        canonical = normalize_metric(metric)
+    except ValueError as exc:
+        raise InvalidVectorStoreConfigError(str(exc)) from None
+    if encoder is not None and not (
+        isinstance(getattr(encoder, "name", None), str)
+        and isinstance(getattr(encoder, "dimension", None), int)
+        and callable(getattr(encoder, "encode", None))
+    ):
+        raise InvalidVectorStoreConfigError(
+            f"encoder {encoder!r} is not an Encoder (needs .name, .dimension and .encode(texts, kind=...)).",
+            hint="Wrap a plain function with turnkit.batteries.vector.FunctionEncoder.",
+        )
+    if read_consistency_interval is not None and not isinstance(read_consistency_interval, timedelta):
+        raise InvalidVectorStoreConfigError("read_consistency_interval must be a datetime.timedelta or None.")
+    if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
+        raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
+    if "://" not in uri:
+        from pathlib import Path
+
+        uri = str(Path(uri).expanduser())
+    return VectorStore(
+        uri=uri,
+        encoder=encoder,
+        metric=canonical,
+        read_consistency_interval=read_consistency_interval,
+        storage_options=storage_options,
+        connect_options=connect_options,
+        auto_optimize=auto_optimize,
+    )
+
+
+def _fragment_count(stats: Any) -> int:
+    # The async API returns a plain dict, the sync one an object.
+    if isinstance(stats, dict):
+        return int(stats["fragment_stats"]["num_fragments"])
+    return int(stats.fragment_stats.num_fragments)

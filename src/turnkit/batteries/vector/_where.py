@@ -1,0 +1,175 @@
+"""The knex-style ``where`` family shared by query builders and filter groups.
+
+Chained calls AND together; ``or_*`` calls OR the new condition with
+everything before it, so ``where(A).where(B).or_where(C)`` is
+``(A AND B) OR C``. A callable argument opens a parenthesised group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Self
+
+from ._errors import InvalidFilterError
+from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
+from ._filters import and_, bind_raw, condition, not_, or_, parse_mongo
+
+__all__ = ["FilterGroup", "Filterable"]
+
+_MISSING: Any = object()
+_NODE_TYPES = (Condition, And, Or, Not, Raw)
+
+
+class Filterable:
+    """Mixin: every ``where*`` method returns a new object with the filter extended."""
+
+    _filter: FilterNode | None
+
+    def _with_filter(self, node: FilterNode | None) -> Self:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _combine(self, node: FilterNode, how: Literal["and", "or"]) -> Self:
+        current = self._filter
+        if current is None:
+            return self._with_filter(node)
+        return self._with_filter(and_(current, node) if how == "and" else or_(current, node))
+
+    def _node(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], method: str) -> FilterNode:
+        if kwargs:
+            raise InvalidFilterError(f"{method}() takes positional arguments only, got {sorted(kwargs)}.")
+        if len(args) == 1:
+            (arg,) = args
+            if isinstance(arg, _NODE_TYPES):
+                return arg
+            if isinstance(arg, Mapping):
+                return parse_mongo(arg)
+            if callable(arg):
+                return _group(arg, method)
+            raise InvalidFilterError(
+                f"{method}() with one argument takes a dict, a callable or a filter node, "
+                f"not {type(arg).__name__}.",
+                hint=f"Use {method}(field, value) or {method}(field, op, value).",
+            )
+        if len(args) == 2:
+            return condition(args[0], "eq", args[1])
+        if len(args) == 3:
+            return condition(args[0], args[1], args[2])
+        raise InvalidFilterError(f"{method}() takes 1 to 3 arguments, got {len(args)}.")
+
+    def where(self, *args: Any, **kwargs: Any) -> Self:
+        """AND a condition: ``(field, value)``, ``(field, op, value)``, a dict, a callable group or a node.
+
+        A dict is equality per key or Mongo-style operators
+        (``{"metadata.year": {"$gte": 2020}}``).
+        """
+        return self._combine(self._node(args, kwargs, "where"), "and")
+
+    def or_where(self, *args: Any, **kwargs: Any) -> Self:
+        """OR a condition with everything before it (same arguments as `where`)."""
+        return self._combine(self._node(args, kwargs, "or_where"), "or")
+
+    def where_not(self, *args: Any, **kwargs: Any) -> Self:
+        """AND the negation of a condition (same arguments as `where`)."""
+        return self._combine(not_(self._node(args, kwargs, "where_not")), "and")
+
+    def or_where_not(self, *args: Any, **kwargs: Any) -> Self:
+        """OR the negation of a condition."""
+        return self._combine(not_(self._node(args, kwargs, "or_where_not")), "or")
+
+    def where_in(self, field: str, values: Iterable[Any]) -> Self:
+        """AND ``field IN values`` (an empty list matches nothing)."""
+        return self._combine(condition(field, "in", _as_list(values, "where_in")), "and")
+
+    def or_where_in(self, field: str, values: Iterable[Any]) -> Self:
+        """OR ``field IN values``."""
+        return self._combine(condition(field, "in", _as_list(values, "or_where_in")), "or")
+
+    def where_not_in(self, field: str, values: Iterable[Any]) -> Self:
+        """AND ``field NOT IN values`` (an empty list matches everything)."""
+        return self._combine(condition(field, "nin", _as_list(values, "where_not_in")), "and")
+
+    def or_where_not_in(self, field: str, values: Iterable[Any]) -> Self:
+        """OR ``field NOT IN values``."""
+        return self._combine(condition(field, "nin", _as_list(values, "or_where_not_in")), "or")
+
+    def where_null(self, field: str) -> Self:
+        """AND "field is missing or null"."""
+        return self._combine(condition(field, "null"), "and")
+
+    def or_where_null(self, field: str) -> Self:
+        """OR "field is missing or null"."""
+        return self._combine(condition(field, "null"), "or")
+
+    def where_exists(self, field: str) -> Self:
+        """AND "field is present" (a metadata key stored as null counts as present)."""
+        return self._combine(condition(field, "exists"), "and")
+
+    def or_where_exists(self, field: str) -> Self:
+        """OR "field is present"."""
+        return self._combine(condition(field, "exists"), "or")
+
+    def where_raw(self, sql: str, bindings: Sequence[Any] = ()) -> Self:
+        """AND a trusted SQL fragment; each ``?`` is bound to an escaped value from ``bindings``.
+
+        Raw SQL is for the developer, never for text from users or models:
+        only the bindings are escaped. So that it combines safely with other
+        filters, the fragment may not contain ``;``, an SQL comment (``--``,
+        ``/*``), unbalanced parentheses or an unterminated quote; a ``?``
+        inside a quoted literal is not a placeholder. The placeholder count
+        must match ``bindings`` (``E_VECTOR_STORE_RAW_BINDING_MISMATCH``).
+
+        Example: ``vs("docs").where_raw("json_extract(metadata, '$.year') > ?", [2020])``.
+        """
+        return self._combine(_raw(sql, bindings), "and")
+
+    def or_where_raw(self, sql: str, bindings: Sequence[Any] = ()) -> Self:
+        """OR a trusted SQL fragment (see `where_raw`)."""
+        return self._combine(_raw(sql, bindings), "or")
+
+
+def _raw(sql: str, bindings: Sequence[Any]) -> Raw:
+    if not isinstance(sql, str) or not sql.strip():
+        raise InvalidFilterError("where_raw() needs a non-empty SQL string.")
+    if isinstance(bindings, str | bytes) or not isinstance(bindings, Sequence):
+        raise InvalidFilterError("where_raw() bindings must be a list or tuple of values.")
+    node = Raw(sql, tuple(bindings))
+    bind_raw(node.sql, node.bindings)  # validates placeholder count and value types now
+    return node
+
+
+def _as_list(values: Iterable[Any], method: str) -> list[Any]:
+    if isinstance(values, str | bytes | Mapping):
+        raise InvalidFilterError(f"{method}() takes a list of values, not {type(values).__name__}.")
+    try:
+        return list(values)
+    except TypeError:
+        raise InvalidFilterError(f"{method}() takes a list of values, not {type(values).__name__}.") from None
+
+
+class FilterGroup(Filterable):
+    """The builder handed to a callable in ``where(lambda g: ...)``: where-methods only."""
+
+    __slots__ = ("_filter",)
+
+    def __init__(self, node: FilterNode | None = None) -> None:
+        self._filter = node
+
+    def _with_filter(self, node: FilterNode | None) -> FilterGroup:
+        return FilterGroup(node)
+
+    @property
+    def node(self) -> FilterNode | None:
+        """The filter built so far."""
+        return self._filter
+
+
+def _group(fn: Callable[[FilterGroup], Any], method: str) -> FilterNode:
+    result = fn(FilterGroup())
+    if not isinstance(result, FilterGroup):
+        raise InvalidFilterError(
+            f"The callable passed to {method}() must return the group it was given, extended "
+            "(e.g. lambda g: g.where(...).or_where(...)).",
+        )
+    if result.node is None:
+        return And(())
+    return result.node

@@ -1,0 +1,142 @@
+"""Visible text of an HTML page, cut into heading sections (stdlib ``html.parser``).
+
+What a reader sees is kept; what the browser does not render as text is
+dropped (``head``, ``script``, ``style``, ``noscript``, ``template``, ``svg``…).
+Block elements become line or paragraph breaks so the chunker can prefer them;
+inline whitespace collapses as a browser collapses it, except inside ``pre``.
+``h1``–``h6`` start sections that carry their heading path, as in Markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from ._model import Section
+
+__all__ = ["split_html"]
+
+_SKIP = frozenset(
+    "head title script style noscript template svg math iframe object canvas select datalist".split()
+)
+_PARAGRAPH = frozenset(
+    "address article aside blockquote body details dialog div dl fieldset figcaption figure footer form "
+    "header hr html main nav ol p pre section summary table ul h1 h2 h3 h4 h5 h6".split()
+)
+_LINE = frozenset({"br", "li", "tr", "dt", "dd", "caption", "thead", "tbody", "tfoot"})
+_CELL = frozenset({"td", "th"})
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_SPACE = re.compile(r"\s+")
+
+
+class _Section:
+    __slots__ = ("path", "out", "pending")
+
+    def __init__(self, path: tuple[str, ...]) -> None:
+        self.path = path
+        self.out: list[str] = []
+        self.pending = 0  # newlines owed before the next text (1 = line break, 2 = paragraph)
+
+    def brk(self, n: int) -> None:
+        if self.out:
+            self.pending = max(self.pending, n)
+            self.out[-1] = self.out[-1].rstrip(" ")
+
+    def add(self, text: str, *, pre: bool) -> None:
+        if not pre:
+            text = _SPACE.sub(" ", text)
+            if self.pending or not self.out or self.out[-1].endswith((" ", "\n")):
+                text = text.lstrip(" ")
+        if not text:
+            return
+        if self.pending:
+            self.out.append("\n" * self.pending)
+            self.pending = 0
+        self.out.append(text)
+
+    def text(self) -> str:
+        return "".join(self.out).rstrip()
+
+
+class _VisibleText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sections = [_Section(())]
+        self.skip: list[str] = []
+        self.pre = 0
+        self.stack: list[tuple[int, str]] = []
+        self.heading: tuple[int, list[str]] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":  # an unclosed <head> ends where the body starts
+            self.skip = [t for t in self.skip if t not in ("head", "title")]
+        if tag in _SKIP:
+            self.skip.append(tag)
+            return
+        if self.skip:
+            return
+        current = self.sections[-1]
+        if tag in _HEADINGS:
+            current.brk(2)
+            self.sections.append(_Section(tuple(t for _, t in self.stack)))
+            self.heading = (_HEADINGS[tag], [])
+        elif tag in _PARAGRAPH:
+            current.brk(2)
+        elif tag in _LINE:
+            current.brk(1)
+        elif tag in _CELL and current.out and not current.pending:
+            current.add(" ", pre=True)  # cells of a row read as words on one line
+        if tag == "pre":
+            self.pre += 1
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP:  # a self-closed <svg/> has no content to skip
+            return
+        self.handle_starttag(tag, attrs)
+        self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP:
+            if tag in self.skip:
+                while self.skip and self.skip.pop() != tag:
+                    pass
+            return
+        if self.skip:
+            return
+        current = self.sections[-1]
+        if tag in _HEADINGS and self.heading is not None:
+            level, parts = self.heading
+            self.heading = None
+            title = _SPACE.sub(" ", "".join(parts)).strip()
+            while self.stack and self.stack[-1][0] >= level:
+                self.stack.pop()
+            if title:
+                self.stack.append((level, title))
+            current.path = tuple(t for _, t in self.stack)
+            current.brk(2)
+        elif tag in _PARAGRAPH:
+            current.brk(2)
+        elif tag in _LINE and tag != "br":
+            current.brk(1)
+        if tag == "pre" and self.pre:
+            self.pre -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.skip:
+            return
+        self.sections[-1].add(data, pre=self.pre > 0)
+        if self.heading is not None:
+            self.heading[1].append(data)
+
+
+def split_html(markup: str) -> tuple[Section, ...]:
+    """Visible text of ``markup`` as heading sections (each but the last ends with a blank line)."""
+    parser = _VisibleText()
+    parser.feed(markup)
+    parser.close()
+    texts = [(s.path, s.text()) for s in parser.sections]
+    texts = [(path, text) for path, text in texts if text]
+    return tuple(
+        Section(text=text + ("\n\n" if i < len(texts) - 1 else ""), heading_path=path)
+        for i, (path, text) in enumerate(texts)
+    )

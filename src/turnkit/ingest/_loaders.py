@@ -1,0 +1,259 @@
+"""Read files into :class:`LoadedDocument`: plain text, Markdown, HTML and PDF.
+
+A file is read once; its bytes are hashed and parsed from that same buffer, so
+the hash stored with the chunks always describes the text they came from even
+if the file changes while it is being ingested.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import get_args
+
+from ._errors import (
+    DocumentDecodeError,
+    DocumentLoadError,
+    DocumentParseError,
+    DocumentReadError,
+    IngestDependencyMissingError,
+    InvalidIngestOptionError,
+    UnsupportedDocumentError,
+)
+from ._html import split_html
+from ._markdown import split_markdown
+from ._model import DocumentKind, LoadedDocument, Section
+
+__all__ = [
+    "DEFAULT_EXTENSIONS",
+    "ExtensionMap",
+    "detect_kind",
+    "load_document",
+    "parse_document",
+    "read_file",
+    "resolve_extensions",
+    "source_uri_for",
+]
+
+DEFAULT_EXTENSIONS: Mapping[str, DocumentKind] = MappingProxyType(
+    {
+        ".txt": "text",
+        ".text": "text",
+        ".rst": "text",
+        ".md": "markdown",
+        ".markdown": "markdown",
+        ".mdown": "markdown",
+        ".mkd": "markdown",
+        ".mdx": "markdown",
+        ".html": "html",
+        ".htm": "html",
+        ".xhtml": "html",
+        ".pdf": "pdf",
+    }
+)
+"""File extension (lower case, with the dot) → loader. Other extensions are skipped."""
+
+ExtensionMap = Mapping[str, DocumentKind | None]
+"""Extra extension mappings for :func:`load_document` / ``ingest``; ``None`` disables an extension."""
+
+_KINDS: frozenset[str] = frozenset(get_args(DocumentKind))
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+
+
+def source_uri_for(path: str | os.PathLike[str]) -> str:
+    """The ``source_uri`` turnkit stores for a file: its absolute, resolved ``file://`` URI.
+
+    Use it to filter a collection by file, e.g.
+    ``vs("docs").where("metadata.source_uri", source_uri_for("guide.md"))``.
+    Symlinks are resolved, so a file reached through two paths is one source.
+    """
+    return Path(path).expanduser().resolve().as_uri()
+
+
+def resolve_extensions(extensions: ExtensionMap | None) -> dict[str, DocumentKind]:
+    """The default extension map with ``extensions`` applied (validated)."""
+    merged = dict(DEFAULT_EXTENSIONS)
+    for ext, kind in (extensions or {}).items():
+        if not isinstance(ext, str) or not ext.startswith(".") or len(ext) < 2:
+            raise InvalidIngestOptionError(
+                f"Extension keys look like '.md'; got {ext!r}.", hint="Start each key with a dot."
+            )
+        if kind is None:
+            merged.pop(ext.lower(), None)
+        elif kind not in _KINDS:
+            raise InvalidIngestOptionError(
+                f"Unknown document kind {kind!r} for {ext!r}.", hint=f"Use one of {sorted(_KINDS)}."
+            )
+        else:
+            merged[ext.lower()] = kind
+    return merged
+
+
+def detect_kind(path: str | os.PathLike[str], extensions: Mapping[str, DocumentKind]) -> DocumentKind:
+    """The loader for ``path``, chosen by its extension (case-insensitive)."""
+    suffix = Path(path).suffix.lower()
+    kind = extensions.get(suffix)
+    if kind is None:
+        raise UnsupportedDocumentError(
+            f"No loader for {suffix or 'files without an extension'!r}.", path=os.fspath(path)
+        )
+    return kind
+
+
+@dataclass(frozen=True, kw_only=True)
+class RawFile:
+    data: bytes
+    mtime: datetime
+    size: int
+    content_hash: str
+
+
+def read_file(path: str | os.PathLike[str]) -> RawFile:
+    """Read ``path`` once: its bytes, size, modification time and sha256."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DocumentReadError(
+            f"Cannot read {os.fspath(path)!r}: {reason}.", path=os.fspath(path), reason=reason
+        ) from exc
+    return RawFile(
+        data=data,
+        mtime=datetime.fromtimestamp(st.st_mtime, tz=UTC),
+        size=len(data),
+        content_hash=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def _decode_error(path: str, reason: str) -> DocumentDecodeError:
+    return DocumentDecodeError(f"Cannot decode {path!r}: {reason}.", path=path, reason=reason)
+
+
+def _decode(data: bytes, *, path: str, html: bool = False) -> str:
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise _decode_error(path, f"invalid {codec} at byte {exc.start}") from exc
+    if b"\x00" in data[:8192]:
+        raise _decode_error(path, "it looks binary (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        utf8_error = exc
+    if html:  # a page may declare a legacy charset; honour it before giving up
+        declared = _META_CHARSET.search(data[:4096])
+        if declared:
+            charset = declared.group(1).decode("ascii")
+            try:
+                return data.decode(charset)
+            except LookupError as exc:
+                raise _decode_error(path, f"unknown declared charset {charset!r}") from exc
+            except UnicodeDecodeError as exc:
+                raise _decode_error(path, f"not valid {charset} at byte {exc.start}") from exc
+    raise _decode_error(path, f"not valid UTF-8 at byte {utf8_error.start}") from utf8_error
+
+
+def _newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
+    try:
+        import pypdf
+    except ImportError as exc:
+        raise IngestDependencyMissingError(
+            f"Reading {path!r} needs `pypdf`, which is not installed.", path=path, reason="pypdf missing"
+        ) from exc
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise DocumentParseError(
+                f"{path!r} is encrypted with a password.", path=path, reason="encrypted with a password"
+            )
+        pages = [_newlines(page.extract_text() or "").rstrip() for page in reader.pages]
+    except DocumentLoadError:
+        raise
+    except Exception as exc:  # pypdf raises many types on damaged input; all mean "unreadable PDF"
+        reason = f"not a readable PDF ({type(exc).__name__}: {exc})"
+        raise DocumentParseError(f"Cannot parse {path!r}: {reason}.", path=path, reason=reason) from exc
+    last = len(pages) - 1
+    # Pages end with a blank line so a page break is a paragraph boundary for the chunker.
+    return tuple(
+        Section(text=text + ("\n\n" if text and i < last else ""), page=i + 1) for i, text in enumerate(pages)
+    )
+
+
+def parse_document(data: bytes, kind: DocumentKind, *, path: str = "<bytes>") -> tuple[Section, ...]:
+    """Turn a file's bytes into sections with the loader for ``kind``.
+
+    Raises:
+        DocumentDecodeError: text that is not UTF-8/UTF-16 (or a declared HTML charset).
+        DocumentParseError: a damaged or password-protected PDF.
+        IngestDependencyMissingError: a PDF without `pypdf` installed.
+    """
+    if kind == "pdf":
+        return _pdf_pages(data, path=path)
+    text = _newlines(_decode(data, path=path, html=kind == "html"))
+    if kind == "markdown":
+        return split_markdown(text)
+    if kind == "html":
+        try:
+            return split_html(text)
+        except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
+            raise DocumentParseError(
+                f"Cannot parse {path!r} as HTML: {exc}.", path=path, reason=f"unparsable HTML ({exc})"
+            ) from exc
+    return (Section(text=text),) if text else ()
+
+
+def load_document(
+    path: str | os.PathLike[str],
+    *,
+    kind: DocumentKind | None = None,
+    display_name: str | None = None,
+    extensions: ExtensionMap | None = None,
+) -> LoadedDocument:
+    """Read one file into a :class:`LoadedDocument`.
+
+    Args:
+        path: The file to read.
+        kind: The loader to use; by default chosen from the extension.
+        display_name: The name shown to people and agents; defaults to the file name.
+        extensions: Extra extension → kind mappings (see :data:`DEFAULT_EXTENSIONS`).
+
+    Raises:
+        UnsupportedDocumentError: no loader for the file's extension.
+        DocumentReadError: the file cannot be read.
+        DocumentDecodeError: the text is not in a supported encoding.
+        DocumentParseError: the file's format is damaged.
+        IngestDependencyMissingError: a loader's optional dependency is missing.
+    """
+    if kind is None:
+        kind = detect_kind(path, resolve_extensions(extensions))
+    elif kind not in _KINDS:
+        raise InvalidIngestOptionError(
+            f"Unknown document kind {kind!r}.", hint=f"Use one of {sorted(_KINDS)}."
+        )
+    raw = read_file(path)
+    return LoadedDocument(
+        source_uri=source_uri_for(path),
+        display_name=display_name if display_name is not None else Path(path).name,
+        kind=kind,
+        sections=parse_document(raw.data, kind, path=os.fspath(path)),
+        mtime=raw.mtime,
+        content_hash=raw.content_hash,
+        size=raw.size,
+    )

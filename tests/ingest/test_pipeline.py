@@ -1,0 +1,297 @@
+import io
+import sys
+
+import pytest
+
+from turnkit.ingest import (
+    IngestReport,
+    InvalidChunkingError,
+    InvalidIngestOptionError,
+    chunk_document,
+    ingest,
+    ingest_sync,
+    load_document,
+    source_uri_for,
+)
+
+LONG = " ".join(f"Sentence {i} explains one more detail of the install." for i in range(120))
+
+
+def build_corpus(root, make_pdf):
+    """A folder with one real file of each type, plus files that must be skipped or reported."""
+    (root / "sub").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "readme.txt").write_text("Plain text file.\n\nIt has two paragraphs.\n")
+    (root / "guide.md").write_text(
+        f"# Guide\n\nIntro.\n\n## Install\n\n{LONG}\n\n### Linux\n\nUse apt.\n\n## Usage\n\nRun it.\n"
+    )
+    (root / "sub" / "page.html").write_text(
+        "<html><head><title>T</title><script>var x = 'secret';</script><style>p{}</style></head>"
+        "<body><h1>Page</h1><p>Visible words here.</p><h2>More</h2><p>And more.</p></body></html>"
+    )
+    make_pdf(root / "sub" / "book.pdf", [["First page text."], ["Second page text."], ["Third page text."]])
+    (root / ".git" / "hidden.md").write_text("# never ingested")
+    (root / "notes.xyz").write_text("unknown extension")
+    (root / "broken.txt").write_bytes(b"caf\xe9")
+    (root / "corrupt.pdf").write_bytes(b"%PDF-1.7\n1 0 obj garbage")
+    (root / "dangling.md").symlink_to(root / "nowhere.md")
+    (root / "empty.txt").write_text("  \n")
+    return root
+
+
+def stored(store, collection):
+    rows = store(collection).select("id", "document", "metadata").limit(10_000).search_sync()
+    assert store(collection).count_sync() == len(rows) == len({r.id for r in rows})  # no duplicates
+    return {r.id: r for r in rows}
+
+
+def expected_ids(path, display_name, **settings):
+    doc = load_document(path, display_name=display_name)
+    return {c.id for c in chunk_document(doc, **settings)}
+
+
+@pytest.fixture
+def corpus(tmp_path, make_pdf):
+    return build_corpus(tmp_path / "corpus", make_pdf)
+
+
+def test_first_run_ingests_every_type_and_reports_the_rest(store, collection, corpus):
+    report = ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    assert isinstance(report, IngestReport)
+    assert report.files_written == 4  # txt, md, html, pdf
+    assert report.files_unchanged == 0
+    assert {(i.path.rsplit("/", 1)[-1], i.code) for i in report.errors} == {
+        ("broken.txt", "E_INGEST_DECODE_FAILED"),
+        ("corrupt.pdf", "E_INGEST_PARSE_FAILED"),
+        ("dangling.md", "E_INGEST_READ_FAILED"),
+    }
+    assert all(i.reason for i in report.errors)
+    assert {(i.path.rsplit("/", 1)[-1], i.code) for i in report.skipped} == {
+        ("notes.xyz", "E_INGEST_UNSUPPORTED_FILE"),
+        ("empty.txt", "E_INGEST_NO_TEXT"),
+    }
+    assert report.files_seen == 9
+    assert not report.ok
+    rows = stored(store, collection)
+    assert report.chunks_written == len(rows)
+    want = set()
+    for rel in ("readme.txt", "guide.md", "sub/page.html", "sub/book.pdf"):
+        want |= expected_ids(corpus / rel, rel, chunk_size=128, chunk_overlap=16)
+    assert set(rows) == want
+
+    by_kind = {}
+    for row in rows.values():
+        by_kind.setdefault(row.metadata["kind"], []).append(row)
+    assert set(by_kind) == {"text", "markdown", "html", "pdf"}
+    md = sorted(by_kind["markdown"], key=lambda r: r.metadata["chunk_index"])
+    assert md[0].metadata["source_display_name"] == "guide.md"
+    assert md[0].metadata["source_uri"] == source_uri_for(corpus / "guide.md")
+    assert {tuple(r.metadata["heading_path"]) for r in md} == {
+        ("Guide",),
+        ("Guide", "Install"),
+        ("Guide", "Install", "Linux"),
+        ("Guide", "Usage"),
+    }
+    assert all(r.metadata["chunk_count"] == len(md) for r in md)
+    html = by_kind["html"]
+    assert html[0].metadata["source_display_name"] == "sub/page.html"
+    assert not any("secret" in r.document for r in html)
+    pdf = by_kind["pdf"][0]
+    assert pdf.metadata["page_span"] == {"first_page": 1, "last_page": 3}
+    for row in rows.values():
+        meta = row.metadata
+        assert meta["file_hash"] and meta["content_hash"] and meta["mtime"] and meta["ingest_fingerprint"]
+    assert "hidden" not in str([r.metadata["source_uri"] for r in rows.values()])
+    text = str(report)
+    assert "4 written" in text and "broken.txt" in text and "E_INGEST_DECODE_FAILED" in text
+
+
+def test_second_run_writes_nothing(store, collection, corpus):
+    first = ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    version = store.collection_info_sync(collection).version
+    before = stored(store, collection)
+    again = ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    assert (again.files_written, again.files_unchanged) == (0, 4)
+    assert (again.chunks_written, again.chunks_deleted) == (0, 0)
+    assert store.collection_info_sync(collection).version == version  # not one commit
+    assert stored(store, collection).keys() == before.keys()
+    assert len(again.errors) == len(first.errors) == 3
+
+
+def test_changed_file_is_replaced_without_stale_chunks(store, collection, corpus):
+    ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    before = stored(store, collection)
+    guide = corpus / "guide.md"
+    guide.write_text("# Guide\n\nA much shorter guide now.\n")
+    report = ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    assert (report.files_written, report.files_unchanged) == (1, 3)
+    rows = stored(store, collection)
+    uri = source_uri_for(guide)
+    mine = {i for i, r in rows.items() if r.metadata["source_uri"] == uri}
+    assert mine == expected_ids(guide, "guide.md", chunk_size=128, chunk_overlap=16)
+    old = {i for i, r in before.items() if r.metadata["source_uri"] == uri}
+    assert report.chunks_deleted == len(old - mine) > 0
+    assert {i for i in rows if i not in mine} == {i for i in before if i not in old}  # others untouched
+
+
+def test_new_settings_rewrite_everything_cleanly(store, collection, corpus):
+    ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    report = ingest_sync(corpus, store=store, collection=collection, chunk_size=64, chunk_overlap=8)
+    assert report.files_written == 4
+    want = set()
+    for rel in ("readme.txt", "guide.md", "sub/page.html", "sub/book.pdf"):
+        want |= expected_ids(corpus / rel, rel, chunk_size=64, chunk_overlap=8)
+    assert set(stored(store, collection)) == want
+
+
+def test_file_that_becomes_empty_loses_its_chunks(store, collection, corpus):
+    ingest_sync(corpus, store=store, collection=collection)
+    (corpus / "readme.txt").write_text("\n")
+    report = ingest_sync(corpus, store=store, collection=collection)
+    uri = source_uri_for(corpus / "readme.txt")
+    assert not store(collection).where("metadata.source_uri", uri).count_sync()
+    assert report.chunks_deleted == 1
+    assert any(i.code == "E_INGEST_NO_TEXT" and i.path.endswith("readme.txt") for i in report.skipped)
+
+
+def test_prune_removes_deleted_files_only_when_asked(store, collection, corpus, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.md").write_text("# Keep\n\nOutside the pruned folder.\n")
+    ingest_sync([corpus, other / "keep.md"], store=store, collection=collection)
+    (corpus / "guide.md").unlink()
+    kept = ingest_sync(corpus, store=store, collection=collection)
+    uri = source_uri_for(corpus / "guide.md")
+    assert kept.files_pruned == 0
+    assert store(collection).where("metadata.source_uri", uri).count_sync() > 0
+    (other / "keep.md").unlink()  # deleted, but not under the folder being pruned
+    pruned = ingest_sync(corpus, store=store, collection=collection, prune=True)
+    assert pruned.files_pruned == 1 and pruned.chunks_deleted > 0
+    assert store(collection).where("metadata.source_uri", uri).count_sync() == 0
+    keep_uri = source_uri_for(other / "keep.md")
+    assert store(collection).where("metadata.source_uri", keep_uri).count_sync() == 1
+    # a file path that no longer exists: reported, and pruned when asked
+    gone = ingest_sync(other / "keep.md", store=store, collection=collection, prune=True)
+    assert gone.errors[0].reason == "no such file or directory"
+    assert gone.files_pruned == 1
+    assert store(collection).where("metadata.source_uri", keep_uri).count_sync() == 0
+
+
+def test_batches_span_files_and_give_the_same_result(store, collection, corpus, tmp_path):
+    small = ingest_sync(
+        corpus, store=store, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=3
+    )
+    rows_small = stored(store, collection)
+    from turnkit.batteries.vector import HashEncoder, create_vector_store
+
+    other = create_vector_store(uri=str(tmp_path / "db2"), encoder=HashEncoder(32), auto_optimize=None)
+    big = ingest_sync(
+        corpus, store=other, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=1000
+    )
+    assert small.chunks_written == big.chunks_written > 9
+    rows_big = stored(other, collection)
+    assert rows_small.keys() == rows_big.keys()
+    assert all(rows_small[i].document == rows_big[i].document for i in rows_small)
+
+
+def test_repair_deletes_only_the_stale_rows(store, collection, corpus):
+    # The state a crash leaves between "new chunks committed" and "stale chunks deleted".
+    ingest_sync(corpus, store=store, collection=collection, chunk_size=64, chunk_overlap=8)
+    uri = source_uri_for(corpus / "guide.md")
+    old = store(collection).where("metadata.source_uri", uri).select("*").limit(1000).search_sync()
+    (corpus / "guide.md").write_text("# Guide\n\nRewritten.\n")
+    ingest_sync(corpus, store=store, collection=collection, chunk_size=64, chunk_overlap=8)
+    store(collection).upsert_sync(
+        [{"id": m.id, "document": m.document, "vector": m.vector, "metadata": m.metadata} for m in old]
+    )
+    report = ingest_sync(corpus, store=store, collection=collection, chunk_size=64, chunk_overlap=8)
+    assert (report.files_written, report.chunks_written, report.chunks_deleted) == (1, 0, len(old))
+    mine = {
+        m.id
+        for m in store(collection).where("metadata.source_uri", uri).select("id").limit(100).search_sync()
+    }
+    assert mine == expected_ids(corpus / "guide.md", "guide.md", chunk_size=64, chunk_overlap=8)
+
+
+@pytest.mark.parametrize("lookup_files", [2, 64], ids=["whole-collection-scan", "per-group-lookup"])
+def test_paging_past_the_search_limit(store, collection, tmp_path, monkeypatch, lookup_files):
+    from turnkit.ingest import _pipeline
+
+    monkeypatch.setattr(_pipeline, "_SCAN_LIMIT", 4)  # page through id ranges with tiny pages
+    monkeypatch.setattr(_pipeline, "_LOOKUP_FILES", lookup_files)  # more files than that: one full scan
+    folder = tmp_path / "many"
+    folder.mkdir()
+    (folder / "big.txt").write_text(" ".join(f"Sentence {i} is here." for i in range(40)))
+    for i in range(6):
+        (folder / f"f{i}.md").write_text(f"# File {i}\n\nbody {i}\n")
+    first = ingest_sync(
+        folder, store=store, collection=collection, chunk_size=16, chunk_overlap=0, batch_size=16
+    )
+    assert first.chunks_written > 16  # many pages of 4 rows, read by id ranges
+    again = ingest_sync(
+        folder, store=store, collection=collection, chunk_size=16, chunk_overlap=0, batch_size=16
+    )
+    assert again.files_unchanged == 7 and again.chunks_written == 0
+    for i in range(6):
+        (folder / f"f{i}.md").unlink()
+    pruned = ingest_sync(
+        folder, store=store, collection=collection, chunk_size=16, chunk_overlap=0, prune=True
+    )
+    assert pruned.files_pruned == 6
+    assert store(collection).count_sync() == first.chunks_written - 6
+
+
+@pytest.mark.anyio
+async def test_async_form(store, collection, corpus):
+    report = await ingest(corpus / "guide.md", store=store, collection=collection, progress=False)
+    assert report.files_written == 1
+    assert await store(collection).count() == report.chunks_written
+
+
+def test_progress_bar_and_summary_on_a_terminal(store, collection, corpus, monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    report = ingest_sync(corpus, store=store, collection=collection, progress=True)
+    out = term.getvalue()
+    assert "ingest" in out and "file" in out
+    assert str(report).splitlines()[0] in out
+    term.truncate(0)
+    ingest_sync(corpus, store=store, collection=collection, progress=False)
+    assert term.getvalue().strip("\x00") == ""
+
+
+def test_invalid_options(store, collection, corpus):
+    from turnkit.batteries.vector import create_vector_store
+
+    with pytest.raises(InvalidChunkingError):
+        ingest_sync(corpus, store=store, collection=collection, chunk_size=10, chunk_overlap=10)
+    for bad in ({"batch_size": 0}, {"batch_size": True}, {"workers": 0}):
+        with pytest.raises(InvalidIngestOptionError):
+            ingest_sync(corpus, store=store, collection=collection, **bad)
+    with pytest.raises(InvalidIngestOptionError, match="no encoder"):
+        ingest_sync(corpus, store=create_vector_store(uri="memory://"), collection=collection)
+    with pytest.raises(InvalidIngestOptionError):
+        ingest_sync(corpus, store=store, collection=collection, extensions={"md": "markdown"})
+
+
+def test_extension_overrides(store, collection, corpus):
+    report = ingest_sync(
+        corpus, store=store, collection=collection, extensions={".xyz": "text", ".pdf": None}
+    )
+    names = {r.metadata["source_display_name"] for r in stored(store, collection).values()}
+    assert "notes.xyz" in names and "sub/book.pdf" not in names
+    assert not any(i.path.endswith("corrupt.pdf") for i in report.errors)
+
+
+def test_nothing_to_ingest(store, collection, tmp_path):
+    folder = tmp_path / "nothing"
+    folder.mkdir()
+    (folder / "data.bin").write_bytes(b"\x00")
+    report = ingest_sync(folder, store=store, collection=collection, prune=True)
+    assert (report.files_seen, report.chunks_written, report.files_pruned) == (1, 0, 0)
+    assert not store.has_collection_sync(collection)
+    assert "0 chunks written" in str(report)

@@ -1,0 +1,54 @@
+import asyncio
+
+import numpy as np
+import pytest
+
+from turnkit.batteries.vector import (
+    EncoderFailedError,
+    FunctionEncoder,
+    HashEncoder,
+    WordLlamaEncoder,
+    encode_texts,
+)
+
+
+def test_hash_encoder_is_deterministic_and_normalized():
+    enc = HashEncoder(64)
+    a = enc.encode(["The cat sat", "the CAT sat", ""], kind="document")
+    assert a.shape == (3, 64) and a.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(a[0], a[1])
+    np.testing.assert_array_equal(HashEncoder(64).encode(["The cat sat"], kind="query")[0], a[0])
+
+
+def test_encode_texts_checks_shape_and_values():
+    bad_shape = FunctionEncoder(lambda texts, kind: np.zeros((len(texts), 3)), name="bad", dimension=4)
+    with pytest.raises(EncoderFailedError):
+        asyncio.run(encode_texts(bad_shape, ["a"], "query"))
+    nan = FunctionEncoder(lambda texts, kind: np.full((len(texts), 2), np.nan), name="nan", dimension=2)
+    with pytest.raises(EncoderFailedError) as info:
+        asyncio.run(encode_texts(nan, ["a"], "query"))
+    assert info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
+
+    def boom(texts, kind):
+        raise RuntimeError("model offline")
+
+    with pytest.raises(EncoderFailedError, match="model offline"):
+        asyncio.run(encode_texts(FunctionEncoder(boom, name="boom", dimension=2), ["a"], "query"))
+
+
+def test_wordllama_is_offline_and_semantic():
+    enc = WordLlamaEncoder()
+    v = enc.encode(
+        [
+            "A kitten is sleeping on the sofa",
+            "A young cat naps on the couch",
+            "Interest rates rose again",
+            "",
+        ],
+        kind="document",
+    )
+    assert v.shape == (4, 256)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)
+    related, unrelated = float(v[0] @ v[1]), float(v[0] @ v[2])
+    assert related > unrelated + 0.2

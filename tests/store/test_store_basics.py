@@ -1,0 +1,425 @@
+import asyncio
+import json
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from turnkit import TurnkitError
+from turnkit.batteries.vector import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    DimensionMismatchError,
+    EncoderMismatchError,
+    EncoderRequiredError,
+    FunctionEncoder,
+    HashEncoder,
+    InvalidCollectionNameError,
+    InvalidFilterError,
+    InvalidQueryError,
+    InvalidVectorRecordError,
+    InvalidVectorStoreConfigError,
+    ProjectionRequiredError,
+    QueryConflictError,
+    RecordNotFoundError,
+    UnknownFieldError,
+    UnsafeDeleteError,
+    VectorMatch,
+    create_vector_store,
+)
+
+from ._data import DOCS
+
+
+def test_upsert_then_near_text_ranks_by_similarity(vs, collection):
+    result = vs(collection).upsert_sync(DOCS)
+    assert (result.inserted, result.updated) == (5, 0)
+    matches = vs(collection).near_text("cat on a mat").select("id", "document").limit(3).search_sync()
+    assert matches[0].id == "cat"
+    assert [m.score for m in matches] == sorted((m.score for m in matches), reverse=True)
+    for m in matches:
+        assert 0.0 <= m.score <= 1.0
+        assert m.distance is not None and math.isclose(m.score, 1 - m.distance / 2, abs_tol=1e-6)
+        assert m.metadata is None and m.vector is None  # not selected
+
+
+def test_awaiting_the_builder_searches(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+
+    async def main():
+        return await vs(collection).near_text("bus late").select("id").limit(1)
+
+    assert asyncio.run(main())[0].id == "bus"
+
+
+def test_upsert_replaces_whole_record(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    result = vs(collection).upsert_sync([{"id": "cat", "document": "a kitten", "metadata": {"new": True}}])
+    assert (result.inserted, result.updated) == (0, 1)
+    (cat,) = vs(collection).get_sync(["cat"])
+    assert cat.document == "a kitten" and cat.metadata == {"new": True}
+    assert vs(collection).count_sync() == 5
+
+
+def test_select_required_and_select_fields(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    with pytest.raises(ProjectionRequiredError) as info:
+        vs(collection).near_text("cat").search_sync()
+    assert info.value.code == "E_VECTOR_STORE_PROJECTION_REQUIRED"
+    (m,) = vs(collection).near_text("cat").select("*").limit(1).search_sync()
+    assert m.vector is not None and len(m.vector) == 256
+    assert m.created_at is not None and m.created_at.tzinfo is not None
+    (m,) = (
+        vs(collection)
+        .near_text("sky")
+        .select("id", "metadata.o.z", "metadata.missing")
+        .limit(1)
+        .search_sync()
+    )
+    assert m.metadata == {"o": {"z": "deep"}}
+    with pytest.raises(UnknownFieldError):
+        vs(collection).select("nope")
+
+
+def test_filter_scan_has_no_score(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    matches = vs(collection).where("metadata.kind", "vehicle").select("id").search_sync()
+    assert sorted(m.id for m in matches) == ["bus", "car"]
+    assert all(m.score is None and m.distance is None for m in matches)
+
+
+def test_builder_is_immutable_and_reusable(vs, collection):
+    base = vs(collection).where("metadata.kind", "pet")
+    a = base.limit(1)
+    b = base.where("metadata.year", ">", 2021)
+    assert base.spec.limit == 10 and a.spec.limit == 1
+    assert base.spec.filter != b.spec.filter
+    assert base.spec.where_sql != b.spec.where_sql
+    vs(collection).upsert_sync(DOCS)
+    assert {m.id for m in base.select("id").search_sync()} == {"cat", "dog"}
+    assert {m.id for m in b.select("id").search_sync()} == {"dog"}
+
+
+def test_near_clauses_are_exclusive(vs, collection):
+    q = vs(collection).near_text("x")
+    with pytest.raises(QueryConflictError) as info:
+        q.near_vector([0.1] * 256)
+    assert info.value.code == "E_VECTOR_STORE_QUERY_CONFLICT"
+    with pytest.raises(QueryConflictError):
+        vs(collection).near_id("a").near_text("x")
+
+
+@pytest.mark.parametrize(
+    ("call", "arg"),
+    [
+        ("limit", 0),
+        ("limit", 10_001),
+        ("limit", 2.5),
+        ("offset", -1),
+        ("min_score", 1.5),
+        ("max_distance", -1),
+        ("nprobes", 0),
+        ("ef", True),
+        ("near_text", ""),
+        ("near_vector", [math.nan]),
+    ],
+)
+def test_options_are_validated_at_the_call(vs, collection, call, arg):
+    with pytest.raises(InvalidQueryError) as info:
+        getattr(vs(collection), call)(arg)
+    assert info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+
+
+def test_encoder_required_for_text(tmp_path, collection):
+    store = create_vector_store(uri=str(tmp_path), encoder=None)
+    with pytest.raises(EncoderRequiredError) as info:
+        store(collection).upsert_sync([{"id": "a", "document": "text"}])
+    assert info.value.code == "E_VECTOR_STORE_ENCODER_REQUIRED"
+    assert "encoder" in info.value.hint
+    store(collection).upsert_sync([{"id": "a", "vector": [1.0, 0.0, 0.0]}])
+    with pytest.raises(EncoderRequiredError):
+        store(collection).near_text("text").select("id").search_sync()
+    (m,) = store(collection).near_vector([1.0, 0.0, 0.0]).select("id").search_sync()
+    assert m.id == "a" and m.score == pytest.approx(1.0)
+
+
+def test_documents_are_encoded_in_batches(tmp_path, collection):
+    calls: list[int] = []
+    inner = HashEncoder(16)
+
+    def encode(texts, kind):
+        calls.append(len(texts))
+        return inner.encode(texts, kind=kind)
+
+    store = create_vector_store(
+        uri=str(tmp_path), encoder=FunctionEncoder(encode, name="fn", dimension=16, batch_size=100)
+    )
+    store(collection).upsert_sync([{"id": f"r{i}", "document": f"text {i}"} for i in range(250)])
+    assert calls == [100, 100, 50]
+    assert store(collection).count_sync() == 250
+
+
+def test_async_encoder_is_awaited(tmp_path, collection):
+    inner = HashEncoder(8)
+
+    async def encode(texts, kind):
+        await asyncio.sleep(0)
+        return inner.encode(texts, kind=kind)
+
+    store = create_vector_store(uri=str(tmp_path), encoder=FunctionEncoder(encode, name="afn", dimension=8))
+    store(collection).upsert_sync([{"id": "a", "document": "hello there"}])
+    assert store(collection).near_text("hello").select("id").search_sync()[0].id == "a"
+
+
+@pytest.mark.parametrize(
+    ("records", "index", "fragment"),
+    [
+        ([{"id": "ok", "document": "x"}, {"id": "", "document": "y"}], 1, "non-empty"),
+        ([{"id": "a", "document": "x"}, {"id": "a", "document": "y"}], 1, "duplicate"),
+        ([{"id": "a", "document": "x"}, {"id": "b", "vector": [1.0, math.nan] + [0.0] * 254}], 1, "NaN"),
+        ([{"id": "a", "document": "x", "metadata": {"t": object()}}], 0, "JSON"),
+        ([{"id": "a", "document": "x", "metadata": {"f": math.inf}}], 0, "JSON"),
+        ([{"id": "a", "document": "x", "extra": 1}], 0, "unknown keys"),
+        ([{"id": "a"}], 0, "needs a `vector` or a `document`"),
+        ([{"id": "a", "document": 3}], 0, "string"),
+        (["not a dict"], 0, "mapping"),
+        ([{"id": "a", "document": "x", "created_at": "2024-01-01T00:00:00"}], 0, "timezone"),
+    ],
+)
+def test_invalid_records_write_nothing(vs, collection, records, index, fragment):
+    vs(collection).upsert_sync(DOCS)
+    before = vs(collection).select("*").limit(100).search_sync()
+    with pytest.raises(InvalidVectorRecordError) as info:
+        vs(collection).upsert_sync(records)
+    assert info.value.code == "E_INVALID_VECTOR_RECORD"
+    assert info.value.index == index
+    assert fragment in str(info.value)
+    assert vs(collection).select("*").limit(100).search_sync() == before
+
+
+def test_wrong_dimension_is_rejected(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    with pytest.raises(DimensionMismatchError) as info:
+        vs(collection).upsert_sync([{"id": "v", "vector": [0.1, 0.2]}])
+    assert info.value.index == 0 and info.value.code == "E_VECTOR_STORE_DIMENSION_MISMATCH"
+    with pytest.raises(DimensionMismatchError):
+        vs(collection).near_vector([0.1, 0.2]).select("id").search_sync()
+    assert vs(collection).count_sync() == 5
+
+
+def test_delete_needs_a_filter_or_consent(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    with pytest.raises(UnsafeDeleteError) as info:
+        vs(collection).delete_sync()
+    assert info.value.code == "E_VECTOR_STORE_UNSAFE_DELETE"
+    assert vs(collection).count_sync() == 5
+    assert vs(collection).where_in("id", ["cat", "nope"]).delete_sync() == 1
+    assert vs(collection).where("metadata.kind", "vehicle").delete_sync() == 2
+    assert sorted(m.id for m in vs(collection).select("id").search_sync()) == ["dog", "sky"]
+    assert vs(collection).delete_sync(all=True) == 2
+    assert vs(collection).count_sync() == 0
+
+
+def test_count_and_get(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    assert vs(collection).count_sync() == 5
+    assert vs(collection).where("metadata.kind", "pet").count_sync() == 2
+    got = vs(collection).get_sync(["sky", "missing", "cat"])
+    assert [m.id for m in got] == ["sky", "cat"]
+    assert got[1].metadata == DOCS[0]["metadata"] and got[1].vector is None
+    assert vs(collection).where("metadata.kind", "nature").get_sync(["sky", "cat"])[0].id == "sky"
+    assert vs(collection).get_sync([]) == []
+
+
+def test_near_id(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    matches = vs(collection).near_id("cat").select("id").limit(2).search_sync()
+    assert matches[0].id == "cat" and matches[0].score == pytest.approx(1.0, abs=1e-5)
+    assert (
+        vs(collection).near_id("cat").where_not("id", "cat").select("id").limit(1).search_sync()[0].id
+        != "cat"
+    )
+    with pytest.raises(RecordNotFoundError):
+        vs(collection).near_id("missing").select("id").search_sync()
+
+
+def test_thresholds(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    all_matches = vs(collection).near_text("cat mat").select("id").limit(5).search_sync()
+    cut = all_matches[1].score
+    kept = vs(collection).near_text("cat mat").select("id").min_score(cut).limit(5).search_sync()
+    assert [m.id for m in kept] == [m.id for m in all_matches if m.score >= cut]
+    far = all_matches[2].distance
+    kept = vs(collection).near_text("cat mat").select("id").max_distance(far).limit(5).search_sync()
+    assert [m.id for m in kept] == [m.id for m in all_matches if m.distance <= far]
+
+
+def test_offset(vs, collection):
+    vs(collection).upsert_sync(DOCS)
+    full = [m.id for m in vs(collection).near_text("the cat").select("id").limit(5).search_sync()]
+    page = [m.id for m in vs(collection).near_text("the cat").select("id").offset(2).limit(2).search_sync()]
+    assert page == full[2:4]
+
+
+@pytest.mark.parametrize("metric", ["cosine", "l2", "dot"])
+def test_scores_are_similarities_for_every_metric(tmp_path, metric):
+    store = create_vector_store(uri=str(tmp_path), metric=metric)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(20, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store("m").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    matches = store("m").near_vector(vectors[3]).select("id").limit(20).search_sync()
+    assert matches[0].id == "3" and matches[0].score == pytest.approx(1.0, abs=1e-5)
+    scores = [m.score for m in matches]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert store.collection_info_sync("m").metric == metric
+
+
+def test_sync_forms_work_inside_a_running_loop(vs, collection):
+    async def main():
+        # A notebook cell or an async handler calling the sync API.
+        vs(collection).upsert_sync(DOCS)
+        return vs(collection).near_text("dog").select("id").limit(1).search_sync()
+
+    assert asyncio.run(main())[0].id == "dog"
+
+
+def test_collection_management(tmp_path):
+    store = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(16))
+    assert store.list_collections_sync() == []
+    info = store.create_collection_sync("docs")
+    assert (info.dimension, info.metric, info.encoder, info.rows) == (16, "cosine", "turnkit-hash-16", 0)
+    with pytest.raises(CollectionExistsError):
+        store.create_collection_sync("docs")
+    store.create_collection_sync("docs", exist_ok=True)
+    store.create_collection_sync("raw", dimension=3, metric="l2")
+    assert store.list_collections_sync() == ["docs", "raw"]
+    assert store.has_collection_sync("raw") and not store.has_collection_sync("nope")
+    assert store.drop_collection_sync("raw") is True
+    assert store.drop_collection_sync("raw", missing_ok=True) is False
+    with pytest.raises(CollectionNotFoundError):
+        store.drop_collection_sync("raw")
+    with pytest.raises(CollectionNotFoundError) as info:
+        store("nope").near_text("x").select("id").search_sync()
+    assert info.value.code == "E_VECTOR_STORE_COLLECTION_NOT_FOUND"
+    with pytest.raises(InvalidCollectionNameError):
+        store("bad name/with slash")
+
+
+def test_metadata_survives_a_new_process_handle(tmp_path):
+    a = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(16), metric="dot")
+    a("docs").upsert_sync(DOCS)
+    b = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(16))  # store default metric differs
+    info = b.collection_info_sync("docs")
+    assert (info.metric, info.dimension, info.encoder, info.rows) == ("dot", 16, "turnkit-hash-16", 5)
+    assert b("docs").near_text("red car").select("id").limit(1).search_sync()[0].id == "car"
+    c = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(32))
+    with pytest.raises(EncoderMismatchError) as info2:
+        c("docs").near_text("car").select("id").search_sync()
+    assert info2.value.code == "E_VECTOR_STORE_ENCODER_MISMATCH"
+
+
+def test_reader_in_another_handle_sees_writes_with_consistency_interval(tmp_path):
+    from datetime import timedelta
+
+    writer = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(16))
+    writer("docs").upsert_sync(DOCS[:2])
+    reader = create_vector_store(
+        uri=str(tmp_path), encoder=HashEncoder(16), read_consistency_interval=timedelta(0)
+    )
+    assert reader("docs").count_sync() == 2
+    writer("docs").upsert_sync(DOCS[2:])
+    assert reader("docs").count_sync() == 5
+
+
+def test_concurrent_upserts_of_a_new_id_leave_one_row_threads(vs, collection):
+    vs(collection).upsert_sync([{"id": "seed", "document": "seed"}])
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            barrier.wait()
+            vs(collection).upsert_sync([{"id": "same", "document": f"version {i}"}])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert vs(collection).where("id", "same").count_sync() == 1
+
+
+def test_concurrent_upserts_of_a_new_id_leave_one_row_gather(vs, collection):
+    vs(collection).upsert_sync([{"id": "seed", "document": "seed"}])
+
+    async def main():
+        await asyncio.gather(
+            *(vs(collection).upsert([{"id": "same", "document": f"v{i}"}]) for i in range(8))
+        )
+        return await vs(collection).where("id", "same").count()
+
+    assert asyncio.run(main()) == 1
+
+
+def test_store_options_are_validated():
+    with pytest.raises(InvalidVectorStoreConfigError):
+        create_vector_store(uri="memory://", metric="hamming-ish")
+    with pytest.raises(InvalidVectorStoreConfigError):
+        create_vector_store(uri="memory://", encoder=object())
+    with pytest.raises(InvalidVectorStoreConfigError):
+        create_vector_store(uri="")
+
+
+def test_errors_are_turnkit_errors_with_codes_and_pickle(vs, collection):
+    import pickle
+
+    with pytest.raises(TurnkitError) as info:
+        vs(collection).upsert_sync([{"id": "", "document": "x"}])
+    clone = pickle.loads(pickle.dumps(info.value))
+    assert type(clone) is type(info.value) and clone.code == info.value.code and clone.index == 0
+    assert json.dumps(info.value.to_dict())
+
+
+def test_vector_match_is_frozen():
+    m = VectorMatch(id="a")
+    with pytest.raises(AttributeError):
+        m.id = "b"  # type: ignore[misc]
+
+
+def test_get_reads_long_id_lists_in_chunks(mem_vs, collection):
+    from turnkit.batteries.vector import MAX_IN_VALUES
+
+    n = MAX_IN_VALUES + 2_500
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(n, 256)).astype(np.float32)
+    mem_vs(collection).upsert_sync([{"id": f"r{i}", "vector": vectors[i]} for i in range(n)])
+    wanted = [f"r{i}" for i in range(n - 1, -1, -1)] + ["missing"]
+    got = mem_vs(collection).select("id").get_sync(wanted)
+    assert [m.id for m in got] == wanted[:-1]
+
+
+@pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 10**400, {"deep": [1, 2**70]}])
+def test_integers_lancedb_cannot_keep_are_rejected(vs, collection, docs, value):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(InvalidVectorRecordError, match="64 bits") as info:
+        vs(collection).upsert_sync([{"id": "big", "document": "x", "metadata": {"n": value}}])
+    assert info.value.index == 0
+    assert vs(collection).count_sync() == len(docs)
+
+
+@pytest.mark.parametrize("value", [2**64 - 1, -(2**63), 0, True])
+def test_integers_at_the_64_bit_edges_round_trip(vs, collection, value):
+    vs(collection).upsert_sync([{"id": "edge", "document": "x", "metadata": {"n": value}}])
+    assert vs(collection).get_sync(["edge"])[0].metadata == {"n": value}
+
+
+def test_a_raw_filter_with_a_bad_json_path_is_a_filter_error(vs, collection, docs):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(InvalidFilterError):
+        vs(collection).where_raw("json_extract(metadata, '$[[') = ?", ["x"]).select("id").search_sync()

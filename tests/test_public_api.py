@@ -1,0 +1,90 @@
+"""Every public package lists exactly its public names, sorted, and imports stay light."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import subprocess
+import sys
+import types
+
+import pytest
+
+PACKAGES = ["turnkit", "turnkit.batteries.vector", "turnkit.ingest"]
+OPTIONAL = ["turnkit.tools", "turnkit.mcp"]
+
+
+def _packages() -> list[str]:
+    found = list(PACKAGES)
+    for name in OPTIONAL:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        found.append(name)
+    return found
+
+
+def _defined_public_names(module: types.ModuleType) -> set[str]:
+    """Public classes, functions and constants the package pulls in from its own private modules."""
+    names = set()
+    for name, obj in vars(module).items():
+        if name.startswith("_") or inspect.ismodule(obj):
+            continue
+        origin = getattr(obj, "__module__", None)
+        if origin is None:
+            # Constants: count them when the package's own __all__ names them or they are upper case.
+            if name.isupper():
+                names.add(name)
+            continue
+        if origin.startswith(module.__name__ + "._") or origin == module.__name__:
+            names.add(name)
+    return names
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_all_is_sorted_unique_and_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    exported = list(module.__all__)
+    assert exported == sorted(exported)
+    assert len(set(exported)) == len(exported)
+    missing = [name for name in exported if not hasattr(module, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_all_names_every_public_definition(package: str) -> None:
+    module = importlib.import_module(package)
+    unlisted = sorted(_defined_public_names(module) - set(module.__all__))
+    assert unlisted == []
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_star_import_gives_exactly_all(package: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(importlib.import_module(package).__all__)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["import turnkit", "import turnkit.batteries.vector", "import turnkit.ingest"],
+)
+def test_import_does_not_load_lancedb(statement: str) -> None:
+    code = f"import sys; {statement}; print('lancedb' in sys.modules, 'mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_errors_carry_codes_and_hints() -> None:
+    for package in _packages():
+        importlib.import_module(package)
+    from turnkit import ERROR_CODES, TurnkitError
+
+    assert len(ERROR_CODES) >= 40
+    for code, cls in ERROR_CODES.items():
+        assert issubclass(cls, TurnkitError)
+        assert code.startswith("E_") and code.upper() == code
+        assert (cls.default_hint or "").strip(), f"{cls.__name__} has no default hint"
