@@ -65,7 +65,8 @@ def test_all_names_every_public_definition(package: str) -> None:
 def test_star_import_gives_exactly_all(package: str) -> None:
     namespace: dict[str, object] = {}
     exec(f"from {package} import *", namespace)
-    assert sorted(k for k in namespace if k != "__builtins__") == sorted(importlib.import_module(package).__all__)
+    exported = sorted(importlib.import_module(package).__all__)
+    assert sorted(k for k in namespace if k != "__builtins__") == exported
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ import pytest
 import turnkit
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC_PAGES = ["docs/trust-tiers.md", "docs/turn-runner.md"]
 CORE_MODULES = {
     "turnkit._retrievable",
     "turnkit._messages",
@@ -28,19 +27,6 @@ CORE_MODULES = {
 
 def python_blocks(text: str) -> list[str]:
     return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", text, re.S)]
-
-
-def doc_snippets() -> list[Any]:
-    return [
-        pytest.param(block, id=f"{page}#{i}")
-        for page in DOC_PAGES
-        for i, block in enumerate(python_blocks((ROOT / page).read_text()))
-    ]
-
-
-@pytest.mark.parametrize("code", doc_snippets())
-def test_doc_snippets_run(code: str) -> None:
-    exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_snippet__"})
 
 
 def core_public_objects() -> list[tuple[str, Any]]:
