@@ -4,7 +4,7 @@ The same top-10 filtered query over N x D vectors runs through
 ``vs(c).near_vector(v).where(...).select(...).limit(10)`` and through LanceDB's
 own API, alternating, in one run. Prints medians and the ratio (target <= 1.05).
 
-    .venv/bin/python bench/query_overhead.py [--rows 100000] [--dim 256] [--queries 200]
+    .venv/bin/python bench/query_overhead.py [--rows 100000] [--dim 256] [--queries 200] [--index]
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--index", action="store_true", help="build the default vector index first (fast queries)"
+    )
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -51,6 +54,8 @@ def main() -> None:
                 ]
             )
         vs("bench").optimize_sync()
+        if args.index:
+            print(f"index: {vs('bench').create_index_sync('auto')}")
         print(f"loaded {args.rows} x {args.dim} in {time.perf_counter() - t0:.1f}s")
 
         import lancedb  # noqa: TID251 - the baseline is raw LanceDB
