@@ -423,3 +423,9 @@ def test_a_raw_filter_with_a_bad_json_path_is_a_filter_error(vs, collection, doc
     vs(collection).upsert_sync(docs)
     with pytest.raises(InvalidFilterError):
         vs(collection).where_raw("json_extract(metadata, '$[[') = ?", ["x"]).select("id").search_sync()
+
+
+def test_nested_non_string_keys_are_rejected_not_silently_renamed(vs, collection):
+    with pytest.raises(InvalidVectorRecordError, match="keys must be strings") as info:
+        vs(collection).upsert_sync([{"id": "k", "document": "x", "metadata": {"a": [{"b": {1: "x"}}]}}])
+    assert "metadata.a[0].b" in str(info.value)

@@ -182,78 +182,70 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
     """Validate a batch of records; raise `InvalidVectorRecordError` naming the first bad one."""
     batch = PreparedBatch([], [], [], [], [], [])
     seen: dict[str, int] = {}
+    # Bound methods and exact-type checks: this loop runs once per record on every upsert.
+    ids, documents, metas, vectors = batch.ids, batch.documents, batch.metadata_json, batch.vectors
+    created, updated, to_encode = batch.created_at, batch.updated_at, batch.to_encode
+    encode_json = _JSON.encode
     for index, record in enumerate(records):
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise _bad(index, None, f"must be a mapping with an 'id', not {type(record).__name__}.")
-        unknown = set(record) - RECORD_KEYS
-        if unknown:
+        if not record.keys() <= RECORD_KEYS:
+            unknown = set(record) - RECORD_KEYS
             raise _bad(
                 index,
                 record.get("id"),
                 f"unknown keys {sorted(map(str, unknown))}; allowed: {sorted(RECORD_KEYS)}.",
             )
         rid = record.get("id")
-        if not isinstance(rid, str) or not rid.strip():
+        if type(rid) is not str and not isinstance(rid, str) or not rid.strip():
             raise _bad(index, rid, "`id` must be a non-empty string.")
         if len(rid) > MAX_ID_LENGTH or "\x00" in rid:
             raise _bad(index, rid[:40], f"`id` must be at most {MAX_ID_LENGTH} characters with no NUL.")
-        if rid in seen:
+        first = seen.setdefault(rid, index)
+        if first != index:
             raise _bad(
-                index,
-                rid,
-                f"duplicate id; record {seen[rid]} has the same id. Ids in one batch must be unique.",
+                index, rid, f"duplicate id; record {first} has the same id. Ids in one batch must be unique."
             )
-        seen[rid] = index
         document = record.get("document")
-        if document is not None and not isinstance(document, str):
+        if document is not None and type(document) is not str and not isinstance(document, str):
             raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
         metadata = record.get("metadata")
         if metadata is None:
             metadata_json = None
-        elif not isinstance(metadata, Mapping):
+        elif type(metadata) is not dict and not isinstance(metadata, Mapping):
             raise _bad(
                 index, rid, f"`metadata` must be a JSON object (a dict), not {type(metadata).__name__}."
             )
         else:
             try:
-                metadata_json = json.dumps(
-                    metadata, allow_nan=False, ensure_ascii=False, separators=(",", ":")
-                )
+                metadata_json = encode_json(metadata)
             except (TypeError, ValueError) as exc:
                 raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
-            if any(not isinstance(key, str) for key in metadata):
-                raise _bad(index, rid, "`metadata` keys must be strings.")
-            too_big = _out_of_range_int(metadata)
-            if too_big is not None:
-                raise _bad(
-                    index,
-                    rid,
-                    f"`metadata` integer at {too_big} does not fit in 64 bits; "
-                    "LanceDB would store it rounded or as null. Store it as a string.",
-                )
+            problem = _json_problem(metadata)
+            if problem is not None:
+                raise _bad(index, rid, problem)
         vector = record.get("vector")
         if vector is None:
             if document is None:
                 raise _bad(index, rid, "needs a `vector` or a `document` to encode.")
-            batch.to_encode.append(index)
+            to_encode.append(index)
         elif isinstance(vector, str | bytes) or not hasattr(vector, "__len__"):
             raise _bad(index, rid, "`vector` must be a sequence of numbers.")
-        stamps: list[datetime | None] = []
-        for key in ("created_at", "updated_at"):
-            value = record.get(key)
-            if value is None:
-                stamps.append(None)
-                continue
-            try:
-                stamps.append(parse_timestamp(value, what=f"`{key}`"))
-            except ValueError as exc:
-                raise _bad(index, rid, str(exc) + ".") from exc
-        batch.ids.append(rid)
-        batch.documents.append(document)
-        batch.metadata_json.append(metadata_json)
-        batch.vectors.append(vector)
-        batch.created_at.append(stamps[0])
-        batch.updated_at.append(stamps[1])
+        made = record.get("created_at")
+        changed = record.get("updated_at")
+        try:
+            if made is not None:
+                made = parse_timestamp(made, what="`created_at`")
+            if changed is not None:
+                changed = parse_timestamp(changed, what="`updated_at`")
+        except ValueError as exc:
+            raise _bad(index, rid, str(exc) + ".") from exc
+        ids.append(rid)
+        documents.append(document)
+        metas.append(metadata_json)
+        vectors.append(vector)
+        created.append(made)
+        updated.append(changed)
     return batch
 
 
@@ -281,23 +273,37 @@ def finite(value: float) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# One encoder for every record: json.dumps builds a new one per call with these options.
+_JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+_LEAVES = (str, float, bool, type(None))
 
 
-def _out_of_range_int(value: Any, path: str = "metadata") -> str | None:
-    """The path of the first integer outside what LanceDB's JSON keeps exactly, if any."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return None if _INT_MIN <= value <= _INT_MAX else path
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            found = _out_of_range_int(item, f"{path}.{key}")
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
+def _json_problem(value: Any, path: str = "metadata") -> str | None:
+    """What JSON would silently change: a non-string key (made a string) or an integer LanceDB can't keep."""
+    kind = type(value)
+    # Exact-type checks first: isinstance against the Mapping ABC is slow per record.
+    if kind is int:
+        if _INT_MIN <= value <= _INT_MAX:
+            return None
+        return (
+            f"`metadata` integer at {path} does not fit in 64 bits; "
+            "LanceDB would store it rounded or as null. Store it as a string."
+        )
+    if kind is list or kind is tuple:
         for i, item in enumerate(value):
-            found = _out_of_range_int(item, f"{path}[{i}]")
-            if found is not None:
-                return found
+            if type(item) not in _LEAVES:
+                found = _json_problem(item, f"{path}[{i}]")
+                if found is not None:
+                    return found
+    elif kind is dict or isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"`{path}` keys must be strings, not {type(key).__name__} ({key!r})."
+            if type(item) not in _LEAVES:
+                found = _json_problem(item, f"{path}.{key}")
+                if found is not None:
+                    return found
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return _json_problem(int(value), path)  # an int subclass (IntEnum): judge its value
     return None
