@@ -11,6 +11,16 @@ print(vs("notes").near_text("vectors").select("id").limit(1).search_sync()[0].id
 """
 
 from ._builder import QueryBuilder
+from ._callbacks import (
+    GLUE_METADATA_KEYS,
+    InvalidRetrievableGlueConfigError,
+    ReservedMetadataKeyError,
+    RetrievableCallbacks,
+    RetrievableSkippedWarning,
+    VectorRetrievableCallbacks,
+    VectorRetrievableGlue,
+    create_vector_retrievable_callbacks,
+)
 from ._encoders import EncodeKind, Encoder, FunctionEncoder, HashEncoder, WordLlamaEncoder, encode_texts
 from ._errors import (
     CollectionExistsError,
@@ -82,10 +92,12 @@ __all__ = [
     "FilterGroup",
     "FilterNode",
     "FunctionEncoder",
+    "GLUE_METADATA_KEYS",
     "HashEncoder",
     "InvalidCollectionNameError",
     "InvalidFilterError",
     "InvalidQueryError",
+    "InvalidRetrievableGlueConfigError",
     "InvalidVectorRecordError",
     "InvalidVectorStoreConfigError",
     "MAX_IN_VALUES",
@@ -103,6 +115,9 @@ __all__ = [
     "Raw",
     "RawBindingMismatchError",
     "RecordNotFoundError",
+    "ReservedMetadataKeyError",
+    "RetrievableCallbacks",
+    "RetrievableSkippedWarning",
     "SearchFailedError",
     "StoreOperationFailedError",
     "UnknownFieldError",
@@ -112,6 +127,8 @@ __all__ = [
     "UpsertResult",
     "VectorMatch",
     "VectorRecord",
+    "VectorRetrievableCallbacks",
+    "VectorRetrievableGlue",
     "VectorStore",
     "VectorStoreRuntimeError",
     "VectorStoreUsageError",
@@ -119,6 +136,7 @@ __all__ = [
     "and_",
     "bind_raw",
     "condition",
+    "create_vector_retrievable_callbacks",
     "create_vector_store",
     "encode_texts",
     "evaluate",

@@ -1,0 +1,533 @@
+"""Retrieval glue: a collection of the vector store as a `TurnRunner`'s four retrievable callbacks.
+
+A runner knows ``fetch_retrievables``, ``store_retrievable``,
+``mutate_retrievable`` and ``delete_retrievable``; it does not know what a
+vector database is. `create_vector_retrievable_callbacks` adapts one to the
+other. Subclass `VectorRetrievableGlue` to change how a turn becomes a query
+(``derive_query``) or how a match becomes a record (``to_retrievable``).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+from ..._aio import call_maybe_async
+from ..._context import (
+    DeleteRetrievableCallback,
+    FetchRetrievablesCallback,
+    MutateRetrievableCallback,
+    StoreRetrievableCallback,
+    TurnContext,
+    invoke,
+)
+from ..._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
+from ..._retrievable import (
+    TRUST_TIERS,
+    RawRetrievable,
+    Retrievable,
+    TrustTier,
+    as_retrievable,
+    trust_rank,
+    validate_trust_tier,
+)
+from ._builder import MAX_LIMIT, QueryBuilder
+from ._errors import CollectionNotFoundError, InvalidQueryError, VectorStoreUsageError
+from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
+from ._records import VectorMatch, VectorRecord
+from ._store import VectorStore
+
+__all__ = [
+    "GLUE_METADATA_KEYS",
+    "InvalidRetrievableGlueConfigError",
+    "ReservedMetadataKeyError",
+    "RetrievableCallbacks",
+    "RetrievableSkippedWarning",
+    "VectorRetrievableCallbacks",
+    "VectorRetrievableGlue",
+    "create_vector_retrievable_callbacks",
+]
+
+log = logging.getLogger("turnkit.vector.retrievables")
+
+QueryValue: TypeAlias = str | Sequence[float] | npt.NDArray[Any]
+"""What ``derive_query`` returns besides ``None``: text (the store encodes it) or a query vector."""
+DeriveQuery: TypeAlias = Callable[[TurnContext], QueryValue | None | Awaitable[QueryValue | None]]
+"""``derive_query(ctx)``: sync or async; ``None`` skips retrieval this turn."""
+RawResult: TypeAlias = RawRetrievable | Retrievable | Mapping[str, Any] | None
+"""What ``to_retrievable`` returns: the record minus its tier, or ``None`` to drop the match."""
+ToRetrievable: TypeAlias = Callable[[VectorMatch], RawResult | Awaitable[RawResult]]
+"""``to_retrievable(match)``: sync or async."""
+TierFunction: TypeAlias = Callable[[VectorMatch], str | Awaitable[str]]
+"""``trust_tier(match)``: the deployer's rule for a collection that mixes provenance."""
+FilterSpec: TypeAlias = (
+    FilterNode | Mapping[str, Any] | tuple[str, Sequence[Any]] | str | Callable[[Any], Any]
+)
+"""A filter node, a Mongo-style dict, a raw ``(sql, bindings)`` pair or SQL string, or a group callable."""
+
+GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
+"""Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
+
+_SELECT = ("id", "document", "metadata")
+_NODE_TYPES = (Condition, And, Or, Not, Raw)
+
+
+class InvalidRetrievableGlueConfigError(VectorStoreUsageError):
+    """`create_vector_retrievable_callbacks` got an option it cannot use, or a hook returned one."""
+
+    code = "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
+    default_hint = "Check the option named in the message against docs/retrieval-callbacks.md."
+
+
+class ReservedMetadataKeyError(VectorStoreUsageError):
+    """A record's metadata holds a key the glue writes itself, with a different value."""
+
+    code = "E_VECTOR_GLUE_RESERVED_METADATA_KEY"
+    default_hint = (
+        "Set the record's own field (source=, kind=, created_at=...) instead, or rename the metadata "
+        "key; trust_tier, source, kind, created_at and updated_at are written by the glue."
+    )
+
+
+class RetrievableSkippedWarning(UserWarning):
+    """A match could not become a `Retrievable` (empty document, bad timestamp…) and was left out.
+
+    Attributes:
+        record_id: The id of the skipped match.
+        collection: The collection it came from.
+        reason: Why it was skipped.
+    """
+
+    def __init__(self, message: str, *, record_id: str, collection: str, reason: str) -> None:
+        super().__init__(message)
+        self.record_id = record_id
+        self.collection = collection
+        self.reason = reason
+
+
+class RetrievableCallbacks(TypedDict):
+    """The four callbacks as keyword arguments of `turnkit.TurnRunnerConfig`."""
+
+    fetch_retrievables: FetchRetrievablesCallback
+    store_retrievable: StoreRetrievableCallback
+    mutate_retrievable: MutateRetrievableCallback
+    delete_retrievable: DeleteRetrievableCallback
+
+
+@dataclass(frozen=True)
+class VectorRetrievableCallbacks(Mapping[str, Any]):
+    """The four retrieval callbacks, by attribute and by name.
+
+    It is a read-only mapping of the `TurnRunnerConfig` field names, so
+    ``TurnRunnerConfig(model=..., **callbacks)`` wires all four;
+    ``**callbacks.as_dict()`` does the same with precise static types.
+
+    Attributes:
+        fetch_retrievables: ``async (ctx) -> list[Retrievable]``.
+        store_retrievable: ``async (ctx, r) -> None``.
+        mutate_retrievable: ``async (ctx, r) -> None``.
+        delete_retrievable: ``async (ctx, id) -> None``.
+        glue: The `VectorRetrievableGlue` behind them.
+    """
+
+    fetch_retrievables: Callable[[TurnContext], Awaitable[list[Retrievable]]]
+    store_retrievable: Callable[[TurnContext, Retrievable], Awaitable[None]]
+    mutate_retrievable: Callable[[TurnContext, Retrievable], Awaitable[None]]
+    delete_retrievable: Callable[[TurnContext, str], Awaitable[None]]
+    glue: VectorRetrievableGlue
+
+    NAMES: ClassVar[tuple[str, ...]] = (
+        "fetch_retrievables",
+        "store_retrievable",
+        "mutate_retrievable",
+        "delete_retrievable",
+    )
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.NAMES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+    def as_dict(self) -> RetrievableCallbacks:
+        """The four callbacks as a plain dict of `TurnRunnerConfig` keyword arguments."""
+        return RetrievableCallbacks(
+            fetch_retrievables=self.fetch_retrievables,
+            store_retrievable=self.store_retrievable,
+            mutate_retrievable=self.mutate_retrievable,
+            delete_retrievable=self.delete_retrievable,
+        )
+
+
+class VectorRetrievableGlue:
+    """One collection of a `VectorStore` as retrievable callbacks; subclass it to change the hooks.
+
+    ``create_vector_retrievable_callbacks(...)`` is
+    ``VectorRetrievableGlue(...).callbacks()``. Override `derive_query`,
+    `to_retrievable` or `to_record` (sync or async) in a subclass, or pass
+    ``derive_query=`` / ``to_retrievable=`` functions; the options are those
+    of `create_vector_retrievable_callbacks`.
+
+    Raises:
+        TrustTierRequiredError: ``trust_tier`` was not given.
+        UnknownTrustTierError: ``trust_tier`` is a string outside `turnkit.TRUST_TIERS`.
+        InvalidRetrievableGlueConfigError: another option is unusable.
+        InvalidFilterError: ``filter`` is malformed (checked now, not at the first turn).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: VectorStore,
+        collection: str,
+        trust_tier: TrustTier | TierFunction | None = None,
+        top_k: int = 5,
+        filter: FilterSpec | None = None,
+        derive_query: DeriveQuery | None = None,
+        to_retrievable: ToRetrievable | None = None,
+    ) -> None:
+        if trust_tier is None:
+            raise TrustTierRequiredError(
+                f"create_vector_retrievable_callbacks() for collection {collection!r} needs trust_tier=.",
+                collection=collection,
+            )
+        self._tier: TrustTier | None = None
+        self._tier_fn: TierFunction | None = None
+        if callable(trust_tier):
+            self._tier_fn = trust_tier
+        else:
+            self._tier = validate_trust_tier(trust_tier)
+        if not isinstance(store, VectorStore):
+            raise InvalidRetrievableGlueConfigError(
+                f"store must be a VectorStore, got {type(store).__name__}.",
+                hint="Pass the object create_vector_store(...) returned.",
+                field="store",
+            )
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_LIMIT:
+            raise InvalidRetrievableGlueConfigError(
+                f"top_k must be an int from 1 to {MAX_LIMIT}, got {top_k!r}.", field="top_k"
+            )
+        for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
+            if hook is not None and not callable(hook):
+                raise InvalidRetrievableGlueConfigError(
+                    f"{name} must be a function, got {type(hook).__name__}.", field=name
+                )
+        self.store = store
+        self.collection = collection
+        self.top_k = top_k
+        self.filter = filter
+        self._derive_query = derive_query
+        self._to_retrievable = to_retrievable
+        # Build once now: a bad collection name or filter fails at creation, not mid-turn.
+        _apply_filter(store(collection), filter)
+
+    def __repr__(self) -> str:
+        tier = self._tier if self._tier is not None else "<function>"
+        name = type(self).__name__
+        return f"<{name} collection={self.collection!r} trust_tier={tier!r} top_k={self.top_k}>"
+
+    def callbacks(self) -> VectorRetrievableCallbacks:
+        """The four callbacks, bound to this glue."""
+        return VectorRetrievableCallbacks(
+            fetch_retrievables=self.fetch_retrievables,
+            store_retrievable=self.store_retrievable,
+            mutate_retrievable=self.mutate_retrievable,
+            delete_retrievable=self.delete_retrievable,
+            glue=self,
+        )
+
+    # -- hooks ------------------------------------------------------------------------
+    async def derive_query(self, ctx: TurnContext) -> QueryValue | None:
+        """The query for this turn: text, a vector, or ``None`` to retrieve nothing.
+
+        Default: the ``derive_query`` function if one was given, else the
+        content of the last ``user`` message of the conversation (``None``
+        when there is none).
+        """
+        if self._derive_query is not None:
+            result: QueryValue | None = await invoke(self._derive_query, ctx)
+            return result
+        message = await ctx.last_user_message()
+        return None if message is None else message.content
+
+    def to_retrievable(self, match: VectorMatch) -> RawResult | Awaitable[RawResult]:
+        """Map a match to a `RawRetrievable` (the tier is applied by the glue).
+
+        Default: the ``to_retrievable`` function if one was given, else
+        ``id``; ``content`` from the document; ``source`` and ``kind`` from the
+        metadata when they are strings; ``score``; ``created_at`` and
+        ``updated_at`` from the metadata (now when absent); the rest of the
+        metadata as ``metadata``. Return ``None`` to drop a match on purpose.
+
+        Raises:
+            InvalidRetrievableError: the match cannot make a valid record
+                (the glue skips it with a `RetrievableSkippedWarning`).
+        """
+        if self._to_retrievable is not None:
+            return self._to_retrievable(match)
+        meta = match.metadata or {}
+        fields: dict[str, Any] = {
+            "id": match.id,
+            "content": match.document if match.document is not None else "",
+            "score": match.score,
+            "metadata": {k: v for k, v in meta.items() if k not in GLUE_METADATA_KEYS},
+        }
+        for key in ("source", "kind"):
+            if isinstance(meta.get(key), str):
+                fields[key] = meta[key]
+        for key in ("created_at", "updated_at"):
+            if meta.get(key) is not None:
+                fields[key] = meta[key]
+        return RawRetrievable.model_validate(fields)
+
+    def to_record(self, retrievable: Retrievable) -> VectorRecord:
+        """Map a `Retrievable` to the record upserted by store and mutate.
+
+        The document is the content, with no vector (the store encodes it);
+        the metadata is the record's own plus `GLUE_METADATA_KEYS`.
+
+        Raises:
+            ReservedMetadataKeyError: the record's metadata holds one of
+                `GLUE_METADATA_KEYS` with a value that would read back differently.
+        """
+        r = retrievable
+        assert r.updated_at is not None  # Retrievable defaults it to created_at
+        glue_meta: dict[str, Any] = {
+            "trust_tier": r.trust_tier,
+            "created_at": r.created_at.isoformat(),
+            "updated_at": r.updated_at.isoformat(),
+        }
+        if r.source is not None:
+            glue_meta["source"] = r.source
+        if r.kind is not None:
+            glue_meta["kind"] = r.kind
+        for key in GLUE_METADATA_KEYS:
+            if key in r.metadata and r.metadata[key] != glue_meta.get(key, _ABSENT):
+                raise ReservedMetadataKeyError(
+                    f"Record {r.id!r}: metadata key {key!r} is written by the glue; "
+                    f"{r.metadata[key]!r} would not read back.",
+                    record_id=r.id,
+                    key=key,
+                )
+        return {
+            "id": r.id,
+            "document": r.content,
+            "metadata": {**r.metadata, **glue_meta},
+            "created_at": r.created_at,
+            "updated_at": r.updated_at,
+        }
+
+    # -- callbacks --------------------------------------------------------------------
+    async def fetch_retrievables(self, ctx: TurnContext) -> list[Retrievable]:
+        """Derive a query from the turn, search the collection, map the matches.
+
+        ``near_text`` (or ``near_vector``) → ``filter`` → ``select("id",
+        "document", "metadata")`` → ``limit(top_k)``. A missing collection
+        gives ``[]``; so does a turn with nothing to search for.
+
+        Raises:
+            UnknownTrustTierError: the ``trust_tier`` function returned an
+                unknown tier (the message names the match).
+            EncoderRequiredError: a text query on a store with no encoder.
+        """
+        query = await invoke(self.derive_query, ctx)
+        if query is None or (isinstance(query, str) and not query.strip()):
+            return []
+        q = _apply_filter(self._near(self.store(self.collection), query), self.filter)
+        q = q.select(*_SELECT).limit(self.top_k)
+        try:
+            matches = await q
+        except CollectionNotFoundError:
+            return []
+        out: list[Retrievable] = []
+        for match in matches:
+            tier = await self._tier_for(match)
+            record = await self._build(match, tier)
+            if record is not None:
+                out.append(record)
+        return out
+
+    async def store_retrievable(self, ctx: TurnContext, retrievable: Retrievable) -> None:
+        """Upsert the record's text and metadata; the store encodes the text.
+
+        Raises:
+            EncoderRequiredError: the store has no encoder.
+            ReservedMetadataKeyError: see `to_record`.
+        """
+        r = as_retrievable(retrievable, where="The record to store")
+        record = await call_maybe_async(self.to_record, r)
+        await self.store(self.collection).upsert([record])
+
+    async def mutate_retrievable(self, ctx: TurnContext, retrievable: Retrievable) -> None:
+        """Same as `store_retrievable`: an upsert replaces the record (and re-encodes it)."""
+        await self.store_retrievable(ctx, retrievable)
+
+    async def delete_retrievable(self, ctx: TurnContext, id: str) -> None:
+        """Delete the record with this id (nothing happens if it, or the collection, is absent)."""
+        if not isinstance(id, str) or not id:
+            raise InvalidRetrievableError(f"delete_retrievable needs a non-empty string id, got {id!r}.")
+        try:
+            await self.store(self.collection).where_in("id", [id]).delete()
+        except CollectionNotFoundError:
+            pass
+
+    # -- internals ---------------------------------------------------------------------
+    def _near(self, q: QueryBuilder, query: object) -> QueryBuilder:
+        if isinstance(query, str):
+            return q.near_text(query)
+        if isinstance(query, np.ndarray) or (isinstance(query, Sequence) and not isinstance(query, bytes)):
+            return q.near_vector(query)
+        raise InvalidQueryError(
+            f"derive_query returned {type(query).__name__}; it must return text, a vector or None.",
+            hint="Return a str (encoded by the store), a list of floats, or None to skip retrieval.",
+            collection=self.collection,
+        )
+
+    async def _tier_for(self, match: VectorMatch) -> TrustTier:
+        if self._tier is not None:
+            return self._tier
+        assert self._tier_fn is not None
+        value = await call_maybe_async(self._tier_fn, match)
+        try:
+            return validate_trust_tier(value)
+        except (UnknownTrustTierError, TrustTierRequiredError) as exc:
+            raise type(exc)(
+                f"The trust_tier function returned {value!r} for match {match.id!r} "
+                f"of collection {self.collection!r}; expected one of {', '.join(map(repr, TRUST_TIERS))}.",
+                tier=repr(value),
+                record_id=match.id,
+                collection=self.collection,
+            ) from exc
+
+    async def _build(self, match: VectorMatch, tier: TrustTier) -> Retrievable | None:
+        try:
+            raw = await call_maybe_async(self.to_retrievable, match)
+            if raw is None:
+                return None
+            record = Retrievable.from_raw(raw, trust_tier=tier)
+        except InvalidRetrievableError as exc:
+            self._skip(match, exc.message)
+            return None
+        stored = _declared_tier(raw, match)
+        if stored is not None and stored not in TRUST_TIERS:
+            self._skip(match, f"its stored trust_tier {stored!r} is not a known tier")
+            return None
+        if stored is not None and trust_rank(stored) > trust_rank(tier):
+            # Never more trusted than it was stored as: a flat collection tier
+            # must not promote a third-party record someone wrote into it.
+            record = record.replace(trust_tier=stored)
+        return record
+
+    def _skip(self, match: VectorMatch, reason: str) -> None:
+        message = f"Skipped match {match.id!r} of collection {self.collection!r}: {reason}"
+        log.warning(message, extra={"record_id": match.id, "collection": self.collection})
+        warnings.warn(
+            RetrievableSkippedWarning(message, record_id=match.id, collection=self.collection, reason=reason),
+            stacklevel=2,
+        )
+
+
+_ABSENT = object()
+
+
+def _declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
+    """The tier a record already carries: from the hook's result, else from the stored metadata."""
+    if isinstance(raw, Retrievable):
+        return raw.trust_tier
+    if isinstance(raw, Mapping) and raw.get("trust_tier") is not None:
+        return str(raw["trust_tier"])
+    stored = (match.metadata or {}).get("trust_tier")
+    return None if stored is None else str(stored)
+
+
+def _apply_filter(q: QueryBuilder, spec: FilterSpec | None) -> QueryBuilder:
+    if spec is None:
+        return q
+    if isinstance(spec, str):
+        return q.where_raw(spec)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+        return q.where_raw(spec[0], spec[1])
+    if isinstance(spec, (*_NODE_TYPES, Mapping)) or callable(spec):
+        return q.where(spec)
+    raise InvalidRetrievableGlueConfigError(
+        f"filter must be a filter node, a dict, a (sql, bindings) pair or a callable, "
+        f"got {type(spec).__name__}.",
+        hint='Examples: condition("metadata.kind", "eq", "faq"), {"metadata.kind": "faq"}, '
+        "(\"json_get_int(metadata, 'year') >= ?\", [2020]).",
+        field="filter",
+    )
+
+
+def create_vector_retrievable_callbacks(
+    *,
+    store: VectorStore,
+    collection: str,
+    trust_tier: TrustTier | TierFunction | None = None,
+    top_k: int = 5,
+    filter: FilterSpec | None = None,
+    derive_query: DeriveQuery | None = None,
+    to_retrievable: ToRetrievable | None = None,
+) -> VectorRetrievableCallbacks:
+    """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
+
+    Example:
+        ```python
+        from turnkit import ScriptedModel, TurnRunner, TurnRunnerConfig
+        from turnkit.batteries.vector import (
+            HashEncoder,
+            create_vector_retrievable_callbacks,
+            create_vector_store,
+        )
+
+        vs = create_vector_store(uri="memory://", encoder=HashEncoder())
+        callbacks = create_vector_retrievable_callbacks(
+            store=vs, collection="docs", trust_tier="first-party"
+        )
+        runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["ok"]), **callbacks))
+        ```
+
+    Args:
+        store: The `VectorStore` (from `create_vector_store`).
+        collection: The collection to search and write.
+        trust_tier: Required. A tier for every match, or a function of the
+            `VectorMatch` returning one (sync or async). A record is never
+            returned more trusted than the ``trust_tier`` it was stored with.
+        top_k: Most matches per fetch.
+        filter: ANDed to every search: a filter node (``condition(...)``,
+            ``and_(...)``…), a Mongo-style dict (as for ``where(dict)``), a
+            raw ``(sql, bindings)`` pair, SQL string or `Raw`, or a group callable.
+        derive_query: ``(ctx) -> str | vector | None`` (sync or async). The
+            default is the last user message; ``None`` skips retrieval.
+        to_retrievable: ``(match) -> RawRetrievable | mapping | None`` (sync
+            or async); replaces the default mapping.
+
+    Returns:
+        A frozen `VectorRetrievableCallbacks`, which unpacks into
+        ``TurnRunnerConfig(**callbacks)``.
+
+    Raises:
+        TrustTierRequiredError: ``trust_tier`` was not given.
+        UnknownTrustTierError: ``trust_tier`` is not a known tier.
+        InvalidRetrievableGlueConfigError: ``store``, ``top_k``, ``filter`` or a hook is unusable.
+        InvalidFilterError: ``filter`` is malformed.
+    """
+    return VectorRetrievableGlue(
+        store=store,
+        collection=collection,
+        trust_tier=trust_tier,
+        top_k=top_k,
+        filter=filter,
+        derive_query=derive_query,
+        to_retrievable=to_retrievable,
+    ).callbacks()
