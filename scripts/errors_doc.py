@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import importlib
 
-PACKAGES = ["turnkit", "turnkit.batteries.vector", "turnkit.ingest", "turnkit.tools", "turnkit.mcp"]
+PACKAGES = [
+    "turnkit",
+    "turnkit.batteries.vector",
+    "turnkit.ingest",
+    "turnkit.tools",
+    "turnkit.mcp",
+    "turnkit.cli",
+]
 
 
 def render() -> str:

@@ -1,0 +1,213 @@
+"""``turnkit demo``: turnkit's own docs, ingested and asked about through a real `TurnRunner`.
+
+The whole path on the embedded default: ``ingest`` into a local LanceDB with
+the offline WordLlama encoder, then ``create_vector_retrievable_callbacks``
+wired into ``TurnRunnerConfig``, one turn per question. A model endpoint is
+optional; without one the demo shows the prompt a model would get.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._config import store_uri
+from ._errors import EXIT_OK, CliUsageError
+from ._output import emit_json, one_line
+from ._shipped_docs import shipped_docs
+
+if TYPE_CHECKING:
+    from .. import ChatMessage, ChatModel, RawRetrievable, TurnResult
+    from ..batteries.vector import VectorMatch
+
+__all__ = ["DEMO_COLLECTION", "DEMO_QUESTIONS", "run_demo"]
+
+DEMO_COLLECTION = "turnkit-docs"
+DEMO_QUESTIONS = (
+    "How are documents split into chunks?",
+    "Why does turnkit never assign a trust tier?",
+    "How do I filter by metadata with a text expression?",
+)
+_SYSTEM_PROMPT = (
+    "You answer questions about turnkit, a Python kit that makes a LanceDB vector index an "
+    "agent's retrieval memory. Answer from the retrieved documentation only, in a few sentences, "
+    "and cite the source of each fact. If the documentation does not say, say so."
+)
+_TOKEN_BUDGET = 6000
+_ENV_MODEL = ("TURNKIT_OPENAI_MODEL", "TURNKIT_MODEL")
+_ENV_BASE_URL = ("TURNKIT_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+_ENV_API_KEY = ("TURNKIT_OPENAI_API_KEY", "OPENAI_API_KEY")
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_RULE = "─" * 72
+
+
+def _first_env(names: Sequence[str]) -> str | None:
+    return next((value for name in names if (value := os.environ.get(name))), None)
+
+
+def _model(args: argparse.Namespace) -> ChatModel | None:
+    """The configured OpenAI-compatible model, or None when no model name is set."""
+    from .. import OpenAIChatModel
+
+    name = args.model or _first_env(_ENV_MODEL)
+    explicit_url = args.base_url or os.environ.get(_ENV_BASE_URL[0])
+    if not name:
+        if explicit_url:
+            raise CliUsageError(
+                f"A model endpoint is set ({explicit_url}) but no model name.",
+                hint="Set TURNKIT_OPENAI_MODEL (or pass --model) to the model to call.",
+                field="model",
+            )
+        return None
+    base_url = args.base_url or _first_env(_ENV_BASE_URL) or _DEFAULT_BASE_URL
+    return OpenAIChatModel(name, base_url=base_url, api_key=_first_env(_ENV_API_KEY))
+
+
+class _PromptOnly:
+    """Stands in for a model when none is configured: the turn runs, the reply is empty."""
+
+    async def complete(self, messages: Sequence[ChatMessage], /) -> str:
+        return ""
+
+
+def _to_retrievable(match: VectorMatch) -> RawRetrievable:
+    """An ingested chunk as a record: its file (and heading section) is the citation handle."""
+    from .. import RawRetrievable
+
+    meta = match.metadata or {}
+    source = f"docs/{meta.get('source_display_name', match.id)}"
+    section = meta.get("section")
+    if isinstance(section, str):
+        # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
+        section = section.replace(" > ", " › ")
+    return RawRetrievable(
+        id=match.id,
+        content=match.document or "",
+        source=f"{source} § {section}" if section else source,
+        kind="docs",
+        score=match.score,
+        created_at=meta.get("mtime") or time.time(),
+        metadata={"section": section, "chunk_index": meta.get("chunk_index")},
+    )
+
+
+def _print_turn(
+    index: int,
+    total: int,
+    question: str,
+    result: TurnResult,
+    args: argparse.Namespace,
+    model: ChatModel | None,
+) -> None:
+    print(f"\n{_RULE}\nQuestion {index}/{total}: {question}\n{_RULE}")
+    print(f"Retrieved {len(result.retrievables)} chunk(s) (top_k={args.top_k}):")
+    for n, r in enumerate(result.retrievables, 1):
+        score = f"{r.score:.3f}" if r.score is not None else "-"
+        print(f"  {n}. score {score}  {r.trust_tier}  {r.source}")
+        print(f"     {one_line(r.content, 110)}")
+    for r in result.dropped:
+        print(f"  (left out to fit the token budget: {r.source})")
+    tokens = result.tokens
+    if tokens is not None:
+        print(
+            f"Prompt: {tokens.prompt} tokens of a {tokens.budget} budget ({tokens.encoding}: "
+            f"system {tokens.system}, retrieved {tokens.retrieved}, question {tokens.turn}, "
+            f"framing {tokens.overhead})"
+        )
+    if model is not None:
+        print(f"\nAnswer ({model!r}):\n{result.reply}")
+    elif not args.no_prompt:
+        print("\nThe prompt a model would receive:")
+        for message in result.prompt:
+            print(f"┌── {message.role}")
+            for line in message.content.splitlines():
+                print(f"│ {line}")
+            print("└──")
+
+
+def _turn_json(question: str, result: TurnResult, model: ChatModel | None) -> dict[str, Any]:
+    return {
+        "question": question,
+        "retrieved": [
+            {"id": r.id, "source": r.source, "score": r.score, "trust_tier": r.trust_tier}
+            for r in result.retrievables
+        ],
+        "prompt_tokens": None if result.tokens is None else result.tokens.prompt,
+        "answer": result.reply if model is not None else None,
+        "prompt": [m.to_dict() for m in result.prompt],
+    }
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Ingest the shipped docs, then answer the questions through a `TurnRunner`."""
+    from .. import TurnRunner, TurnRunnerConfig
+    from ..batteries.vector import WordLlamaEncoder, create_vector_retrievable_callbacks, create_vector_store
+    from ..ingest import ingest_sync
+
+    questions = [q for q in (args.question or DEMO_QUESTIONS) if q.strip()]
+    if not questions:
+        raise CliUsageError("Every --question is empty.", hint='Ask something: --question "…".')
+    model = _model(args)  # a bad endpoint configuration fails before any work
+    docs = shipped_docs()
+    store = create_vector_store(store_uri(args.uri), encoder=WordLlamaEncoder())
+    # prune: a page removed from the docs leaves the demo too. Idempotent: a rerun writes nothing.
+    report = ingest_sync(docs, store=store, collection=DEMO_COLLECTION, prune=True, progress=False)
+    store.wait_for_maintenance_sync()
+    callbacks = create_vector_retrievable_callbacks(
+        store=store,
+        collection=DEMO_COLLECTION,
+        trust_tier="first-party",  # turnkit's own docs: vetted by us, so the deployer says so
+        top_k=args.top_k,
+        to_retrievable=_to_retrievable,
+    )
+    runner = TurnRunner(
+        TurnRunnerConfig(
+            model=model if model is not None else _PromptOnly(),
+            system_prompt=_SYSTEM_PROMPT,
+            token_budget=_TOKEN_BUDGET,
+            **callbacks.as_dict(),
+        )
+    )
+    if not args.json:
+        print(
+            f"Ingested turnkit's docs ({docs}) into {args.uri!r}, collection {DEMO_COLLECTION!r}, "
+            f"with {store.encoder!r}:"
+        )
+        print(f"  {report}".replace("\n", "\n  "))
+        if model is None:
+            print(
+                "\nNo model endpoint is configured, so the demo shows each prompt instead of an answer.\n"
+                "To get answers, set TURNKIT_OPENAI_MODEL (and TURNKIT_OPENAI_BASE_URL, "
+                "TURNKIT_OPENAI_API_KEY as needed) for any OpenAI-compatible endpoint."
+            )
+    turns: list[dict[str, Any]] = []
+    for i, question in enumerate(questions, 1):
+        # One conversation per question: each prompt holds only its own question.
+        result = runner.run_sync(question, conversation_id=f"demo-{i}")
+        if args.json:
+            turns.append(_turn_json(question, result, model))
+        else:
+            _print_turn(i, len(questions), question, result, args, model)
+        sys.stdout.flush()
+    if args.json:
+        emit_json(
+            {
+                "uri": args.uri,
+                "collection": DEMO_COLLECTION,
+                "docs": str(docs),
+                "ingest": {
+                    "files_seen": report.files_seen,
+                    "files_written": report.files_written,
+                    "files_unchanged": report.files_unchanged,
+                    "chunks_written": report.chunks_written,
+                    "elapsed_s": report.elapsed_s,
+                },
+                "model": None if model is None else repr(model),
+                "turns": turns,
+            }
+        )
+    return EXIT_OK

@@ -1,0 +1,76 @@
+"""The ``E_CLI_*`` errors and the exit status each error maps to.
+
+```
+TurnkitError
+└── UsageError
+    └── CliUsageError                 E_CLI_USAGE
+        ├── UnknownEncoderError       E_CLI_UNKNOWN_ENCODER
+        └── DependencyMissingError    E_CLI_DEPENDENCY_MISSING
+```
+"""
+
+from __future__ import annotations
+
+from .._errors import TurnkitError, UsageError
+
+__all__ = [
+    "CliUsageError",
+    "DependencyMissingError",
+    "EXIT_DEPENDENCY",
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PARTIAL",
+    "EXIT_USAGE",
+    "UnknownEncoderError",
+    "exit_status",
+]
+
+EXIT_OK = 0
+"""The command did what it was asked."""
+EXIT_FAILURE = 1
+"""Something failed while running (storage, encoder, model endpoint, an unexpected error)."""
+EXIT_USAGE = 2
+"""The command line or configuration must change: bad flag, bad filter, unknown collection."""
+EXIT_PARTIAL = 3
+"""``turnkit ingest`` finished, but some files could not be read (listed in the output)."""
+EXIT_DEPENDENCY = 4
+"""An optional extra the command needs is not installed (``mcp``, ``wordllama``, ``pypdf``)."""
+EXIT_INTERRUPTED = 130
+"""Interrupted with Ctrl-C (128 + SIGINT, the shell convention)."""
+
+# "Install an extra" errors of every layer (E_CLI_DEPENDENCY_MISSING, E_INGEST_DEPENDENCY_MISSING,
+# E_VECTOR_STORE_DRIVER_UNAVAILABLE…) share these endings.
+_DEPENDENCY_SUFFIXES = ("_DEPENDENCY_MISSING", "_DRIVER_UNAVAILABLE")
+
+
+class CliUsageError(UsageError):
+    """The command line is invalid: a missing argument, an unknown flag, a bad value."""
+
+    code = "E_CLI_USAGE"
+    default_hint = "Run `turnkit --help`, or `turnkit COMMAND --help` for the command's options."
+
+
+class UnknownEncoderError(CliUsageError):
+    """An encoder name the command line does not know, or a collection built by an unknown encoder."""
+
+    code = "E_CLI_UNKNOWN_ENCODER"
+    default_hint = "Use --encoder wordllama, wordllama:128, wordllama:64, hash or hash:DIM."
+
+
+class DependencyMissingError(CliUsageError):
+    """A command needs an optional extra that is not installed."""
+
+    code = "E_CLI_DEPENDENCY_MISSING"
+    default_hint = "Install the extra the message names, e.g. pip install 'turnkit[mcp]'."
+
+
+def exit_status(exc: BaseException) -> int:
+    """The documented exit status for an error that ended a command."""
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, TurnkitError):
+        if exc.code.endswith(_DEPENDENCY_SUFFIXES):
+            return EXIT_DEPENDENCY
+        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
+    return EXIT_FAILURE

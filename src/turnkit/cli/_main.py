@@ -1,0 +1,82 @@
+"""``main``: parse, dispatch, and turn every failure into one line and a documented exit status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from ._config import ENV_DEBUG, env_flag
+from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, exit_status
+from ._output import emit_json, error_payload, print_error
+from ._parser import build_parser
+
+__all__ = ["main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _handler(command: str) -> Handler:
+    # Imported per command, so `turnkit --help` loads none of them.
+    if command == "demo":
+        from ._demo import run_demo
+
+        return run_demo
+    if command == "serve":
+        from ._serve import run_serve
+
+        return run_serve
+    from . import _store_cmds
+
+    handlers: dict[str, Handler] = {
+        "ingest": _store_cmds.run_ingest,
+        "query": _store_cmds.run_query,
+        "stats": _store_cmds.run_stats,
+        "optimize": _store_cmds.run_optimize,
+    }
+    return handlers[command]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``turnkit`` command line.
+
+    Args:
+        argv: The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 success, 1 failure while running, 2 usage or
+        configuration error, 3 ingest finished with unreadable files, 4 a
+        missing optional extra, 130 interrupted. Errors are printed as one line
+        (``turnkit: error: [CODE] message Hint: …``) unless ``--debug`` or
+        ``TURNKIT_DEBUG=1`` asks for the traceback too.
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # Known before parsing, so that a parse error honours them too.
+    debug = "--debug" in args_list or env_flag(ENV_DEBUG)
+    as_json = "--json" in args_list
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        return _handler(args.command)(args)
+    except SystemExit as exc:  # --help and --version exit through argparse
+        return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:
+        # The reader went away (`turnkit query … | head`); stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("turnkit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        print_error(exc)
+        if as_json:
+            emit_json({"error": error_payload(exc)})
+        return exit_status(exc)

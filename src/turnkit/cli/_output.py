@@ -1,0 +1,53 @@
+"""Printing: one-line errors, JSON for scripts, short labels for records."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from .._errors import TurnkitError
+
+__all__ = ["emit_json", "error_payload", "one_line", "print_error", "source_label"]
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """Collapse whitespace so ``text`` fits one line; cut it at ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    if limit is not None and len(flat) > limit:
+        return flat[: max(limit - 1, 0)].rstrip() + "…"
+    return flat
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """The JSON form of an error: ``code``, ``message``, ``hint`` (and context for turnkit errors)."""
+    if isinstance(exc, TurnkitError):
+        return exc.to_dict()
+    return {
+        "code": "E_UNEXPECTED",
+        "message": f"{type(exc).__name__}: {exc}",
+        "hint": "Re-run with --debug for the traceback; it is a bug if the message does not explain it.",
+    }
+
+
+def print_error(exc: BaseException) -> None:
+    """Print an error as the single line ``turnkit: error: [CODE] message Hint: hint`` on stderr."""
+    payload = error_payload(exc)
+    text = f"[{payload['code']}] {one_line(str(payload['message']))}"
+    if payload.get("hint"):
+        text += f" Hint: {one_line(str(payload['hint']))}"
+    print(f"turnkit: error: {text}", file=sys.stderr)
+
+
+def emit_json(value: Any) -> None:
+    """Write ``value`` to stdout as indented JSON (dates and paths become strings)."""
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def source_label(metadata: Mapping[str, Any] | None, record_id: str) -> str:
+    """Where a record came from, for people: its file (and heading section) or its id."""
+    meta = metadata or {}
+    source = meta.get("source_display_name") or meta.get("source") or meta.get("source_uri") or record_id
+    section = meta.get("section")
+    return f"{source} › {section}" if isinstance(section, str) and section else str(source)

@@ -1,0 +1,223 @@
+"""The argument parser: every subcommand, its flags, and the help text that documents them."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+from ._config import DEFAULT_COLLECTION, DEFAULT_URI, DEMO_URI, ENV_COLLECTION, ENV_ENCODER, ENV_URI
+from ._errors import CliUsageError
+
+__all__ = ["build_parser"]
+
+_EPILOG = f"""\
+environment:
+  {ENV_URI}         database location (default: {DEFAULT_URI}, relative to the working directory)
+  {ENV_COLLECTION}  collection name (default: {DEFAULT_COLLECTION})
+  {ENV_ENCODER}     encoder: wordllama[:64|128|256] or hash[:DIM] (default: the collection's own)
+  TURNKIT_DEBUG       1 to print tracebacks (same as --debug)
+
+exit status:
+  0 success, 1 failure while running, 2 usage or configuration error,
+  3 ingest finished but some files could not be read, 4 an optional extra is missing,
+  130 interrupted.
+
+Flags win over environment variables. Docs: docs/cli.md.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose mistakes become `CliUsageError` (one line, exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        where = "" if self.prog == "turnkit" else f"{self.prog}: "
+        raise CliUsageError(f"{where}{message}.", hint=f"Run `{self.prog} --help` for the options.")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _common(
+    *, uri: bool = True, collection: bool = True, json: bool = True, encoder: bool = False
+) -> argparse.ArgumentParser:
+    # SUPPRESS keeps a flag given before the subcommand from being reset by the subparser.
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("common options")
+    if uri:
+        group.add_argument(
+            "--uri", metavar="URI", help=f"database location [${ENV_URI}, default {DEFAULT_URI}]"
+        )
+    if collection:
+        group.add_argument(
+            "-c",
+            "--collection",
+            metavar="NAME",
+            help=f"collection name [${ENV_COLLECTION}, default {DEFAULT_COLLECTION}]",
+        )
+    if encoder:
+        group.add_argument(
+            "--encoder",
+            metavar="NAME",
+            help=f"wordllama[:64|128|256] or hash[:DIM] [${ENV_ENCODER}, default: the one the "
+            "collection was built with, else wordllama]",
+        )
+    if json:
+        group.add_argument("--json", action="store_true", help="print JSON on stdout (for scripts)")
+    group.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="print tracebacks on errors"
+    )
+    return parent
+
+
+def _add(subs: Any, name: str, summary: str, description: str, parents: list[argparse.ArgumentParser]) -> Any:
+    return subs.add_parser(
+        name,
+        help=summary,
+        description=description,
+        parents=parents,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``turnkit`` parser; each subcommand sets ``command``."""
+    from .. import __version__
+
+    parser = _Parser(
+        prog="turnkit",
+        description="turnkit: a LanceDB vector index as an agent's retrieval memory.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"turnkit {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print tracebacks on errors")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = _add(
+        subs,
+        "ingest",
+        "load files into a collection (only what changed is written)",
+        "Load text, Markdown, HTML and PDF files (folders are walked), cut them into token-sized\n"
+        "chunks and upsert them. Re-running writes only what changed; a killed run is finished by\n"
+        "the next one.",
+        [_common(encoder=True)],
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
+    p.add_argument(
+        "--prune", action="store_true", help="also remove the chunks of files that no longer exist"
+    )
+    p.add_argument("--chunk-size", type=_positive_int, default=1024, metavar="TOKENS", help="default 1024")
+    p.add_argument(
+        "--chunk-overlap", type=int, default=200, metavar="TOKENS", help="default 200 (< chunk size)"
+    )
+    p.add_argument("--batch-size", type=_positive_int, default=512, metavar="N", help="chunks per upsert")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = _add(
+        subs,
+        "query",
+        "search a collection by meaning",
+        "Search a collection with a text query, optionally filtered, e.g.\n"
+        '  turnkit query "how do I resume a killed ingest?" --filter \'kind = "markdown"\'',
+        [_common(encoder=True)],
+    )
+    p.add_argument("text", metavar="TEXT", help="what to search for")
+    p.add_argument(
+        "-f",
+        "--filter",
+        metavar="EXPR",
+        help="metadata filter, e.g. 'kind = \"faq\" AND year >= 2020' (fields are metadata keys)",
+    )
+    p.add_argument("-k", "--top-k", type=_positive_int, default=5, metavar="N", help="results (default 5)")
+    p.add_argument("--min-score", type=_unit_float, metavar="S", help="drop results scoring below S (0-1)")
+    p.add_argument("--full", action="store_true", help="print whole documents, not a one-line excerpt")
+
+    p = _add(
+        subs,
+        "stats",
+        "collections, rows, dimension, encoder, versions, unindexed rows",
+        "Describe the collections of a database (all of them, or those named with --collection).",
+        [_common(collection=False)],
+    )
+    p.add_argument(
+        "-c", "--collection", action="append", metavar="NAME", help="only this collection (repeatable)"
+    )
+
+    p = _add(
+        subs,
+        "optimize",
+        "compact a collection and build or update its vector index",
+        "Compact small fragments, fold new rows into the indexes, and build a vector index once a\n"
+        "collection is large enough that a flat search gets slow.",
+        [_common()],
+    )
+    p.add_argument("--all", action="store_true", help="every collection of the database")
+    p.add_argument(
+        "--index",
+        choices=["auto", "none", "ivf_flat", "ivf_pq", "hnsw_sq"],
+        default="auto",
+        help="auto (default): build one when there is none and the collection has --index-min-rows rows; "
+        "none: never; a type: (re)build that index now",
+    )
+    p.add_argument("--index-min-rows", type=_positive_int, default=10_000, metavar="N", help="default 10000")
+
+    p = _add(
+        subs,
+        "serve",
+        "serve collections to agents over MCP (needs the `mcp` extra)",
+        "Run an MCP server whose tools search (and, with --enable-writes, write) the collections:\n"
+        "the one named with --collection, or every collection of the database.",
+        [_common(collection=False, json=False, encoder=True)],
+    )
+    p.add_argument(
+        "-c", "--collection", metavar="NAME", help=f"only this collection [${ENV_COLLECTION}, default: all]"
+    )
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP interface (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument(
+        "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
+    )
+
+    p = _add(
+        subs,
+        "demo",
+        "ingest turnkit's own docs and answer questions from them",
+        "Ingest the documentation shipped with turnkit into an embedded LanceDB (WordLlama, offline),\n"
+        "then run questions through a TurnRunner built from create_vector_retrievable_callbacks.\n"
+        "With a model endpoint configured it prints the answers; without one, the prompts.\n\n"
+        "model endpoint (any OpenAI-compatible /chat/completions API):\n"
+        "  TURNKIT_OPENAI_MODEL     model name; setting it turns the endpoint on (or TURNKIT_MODEL)\n"
+        "  TURNKIT_OPENAI_BASE_URL  API root, e.g. http://127.0.0.1:8000/v1 (or OPENAI_BASE_URL;\n"
+        "                           default https://api.openai.com/v1)\n"
+        "  TURNKIT_OPENAI_API_KEY   bearer token, if the endpoint needs one (or OPENAI_API_KEY)",
+        [_common(uri=False, collection=False)],
+    )
+    p.add_argument(
+        "--uri", default=DEMO_URI, metavar="URI", help=f"the demo's own database (default {DEMO_URI})"
+    )
+    p.add_argument("-q", "--question", action="append", metavar="TEXT", help="ask this instead (repeatable)")
+    p.add_argument("-k", "--top-k", type=_positive_int, default=3, metavar="N", help="chunks per question")
+    p.add_argument("--model", metavar="NAME", help="model name (overrides TURNKIT_OPENAI_MODEL)")
+    p.add_argument("--base-url", metavar="URL", help="API root (overrides TURNKIT_OPENAI_BASE_URL)")
+    p.add_argument("--no-prompt", action="store_true", help="without a model, do not print the prompts")
+    return parser

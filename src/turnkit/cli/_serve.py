@@ -1,0 +1,47 @@
+"""``turnkit serve``: the MCP server of `turnkit.mcp`, configured from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .._errors import TurnkitError
+from ._config import DEFAULT_URI, ENV_COLLECTION, ENV_ENCODER, ENV_URI, resolve, store_uri
+from ._errors import EXIT_OK, DependencyMissingError
+
+__all__ = ["run_serve"]
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Serve the collection (default: every collection) over MCP until interrupted.
+
+    Raises:
+        DependencyMissingError: the ``mcp`` extra is not installed.
+    """
+    uri = resolve(args.uri, ENV_URI, DEFAULT_URI)
+    collection = args.collection or os.environ.get(ENV_COLLECTION) or None
+    encoder = args.encoder or os.environ.get(ENV_ENCODER) or None
+    try:
+        # Imported here: the MCP SDK is an optional extra and slow to import.
+        from ..mcp import serve
+    except ImportError as exc:
+        # turnkit.mcp raises its own ImportError subclass when the SDK is missing.
+        missing = exc.name or ""
+        if not (isinstance(exc, TurnkitError) or missing == "mcp" or missing.startswith("mcp.")):
+            raise
+        raise DependencyMissingError(
+            "`turnkit serve` needs the MCP SDK (the `mcp` package), which is not installed.",
+            hint="pip install 'turnkit[mcp]'",
+            package="mcp",
+        ) from exc
+    serve(
+        uri=store_uri(uri),
+        collection=collection,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        path=args.path,
+        enable_writes=args.enable_writes,
+        encoder=encoder,
+    )
+    return EXIT_OK

@@ -1,0 +1,44 @@
+"""Where turnkit's own documentation is, for ``turnkit demo``.
+
+The pages live in ``docs/`` at the top of the repository, where readers find
+them. The package reaches them as ``turnkit/_docs``: in a checkout that is a
+symlink to ``../../docs`` (so an editable install sees the live pages), and a
+wheel stores the files themselves (``_docs/*.md`` is package data, and
+setuptools copies through the link).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._errors import RuntimeFailure
+
+__all__ = ["DocsNotFoundError", "shipped_docs"]
+
+
+class DocsNotFoundError(RuntimeFailure):
+    """The documentation that ships with the package cannot be found."""
+
+    code = "E_CLI_DOCS_NOT_FOUND"
+    default_hint = "Reinstall turnkit; in a checkout, `src/turnkit/_docs` must link to `docs/`."
+
+
+def shipped_docs() -> Path:
+    """The folder of Markdown pages shipped with the package.
+
+    Raises:
+        DocsNotFoundError: neither the packaged pages nor a checkout's ``docs/`` exist.
+    """
+    package = Path(__file__).resolve().parent.parent
+    candidates = [
+        package / "_docs",
+        # A checkout whose symlink was not materialised (git on Windows without core.symlinks).
+        package.parent.parent / "docs",
+    ]
+    for folder in candidates:
+        if folder.is_dir() and any(folder.glob("*.md")):
+            return folder
+    raise DocsNotFoundError(
+        f"turnkit's documentation is not installed (looked in {', '.join(map(str, candidates))}).",
+        looked_in=str(candidates[0]),
+    )

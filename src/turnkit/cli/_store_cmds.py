@@ -1,0 +1,293 @@
+"""``turnkit ingest``, ``query``, ``stats`` and ``optimize``: thin layers over the store and ingest APIs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._config import (
+    DEFAULT_COLLECTION,
+    DEFAULT_ENCODER,
+    DEFAULT_URI,
+    ENV_COLLECTION,
+    ENV_ENCODER,
+    ENV_URI,
+    open_store,
+    resolve,
+    store_uri,
+)
+from ._errors import EXIT_OK, EXIT_PARTIAL, CliUsageError
+from ._output import emit_json, one_line, source_label
+
+if TYPE_CHECKING:
+    from ..batteries.vector import CollectionInfo, VectorMatch, VectorStore
+
+__all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
+
+_EXCERPT = 200
+
+
+def _location(args: argparse.Namespace) -> tuple[str, str]:
+    uri = resolve(args.uri, ENV_URI, DEFAULT_URI)
+    collection = resolve(getattr(args, "collection", None), ENV_COLLECTION, DEFAULT_COLLECTION)
+    return uri, collection
+
+
+def _encoder_flag(args: argparse.Namespace) -> str | None:
+    return args.encoder or os.environ.get(ENV_ENCODER) or None
+
+
+def _missing_local(uri: str) -> bool:
+    """A local database directory that does not exist (connecting would create it)."""
+    return "://" not in uri and not Path(uri).expanduser().exists()
+
+
+def _not_found(uri: str, collection: str) -> Exception:
+    from ..batteries.vector import CollectionNotFoundError
+
+    return CollectionNotFoundError(
+        f"No collection {collection!r} in the database at {uri!r}.",
+        hint=f"Ingest into it first (turnkit ingest PATH --collection {collection}), "
+        "or run `turnkit stats` to list the collections.",
+        collection=collection,
+        uri=uri,
+    )
+
+
+def _existing_store(args: argparse.Namespace, uri: str, collection: str, *, encoder: bool) -> VectorStore:
+    """A store opened on an existing collection; raises the not-found error without creating anything."""
+    from ..batteries.vector import create_vector_store
+
+    if _missing_local(uri):
+        raise _not_found(uri, collection)
+    probe = create_vector_store(store_uri(uri), auto_optimize=None)
+    if not probe.has_collection_sync(collection):
+        raise _not_found(uri, collection)
+    if not encoder:
+        return probe
+    return open_store(uri, collection, encoder=_encoder_flag(args), fallback=None)
+
+
+# -- ingest ----------------------------------------------------------------------------------------
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    """Load files into a collection and print what was written."""
+    from ..ingest import ingest_sync
+
+    uri, collection = _location(args)
+    if not args.prune:
+        # With --prune a missing path is how a deleted file's chunks are removed.
+        missing = [p for p in args.paths if not os.path.lexists(os.path.expanduser(p))]
+        if missing:
+            raise CliUsageError(
+                f"No such file or folder: {', '.join(map(repr, missing))}.",
+                hint="Check the path; to remove the chunks of deleted files, add --prune.",
+                path=missing[0],
+            )
+    store = open_store(uri, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER)
+    progress = not (args.no_progress or args.json)
+    report = ingest_sync(
+        args.paths,
+        store=store,
+        collection=collection,
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        batch_size=args.batch_size,
+        prune=args.prune,
+        progress=progress,
+    )
+    # Let a compaction the writes triggered finish rather than die with the process.
+    store.wait_for_maintenance_sync()
+    encoder = store.encoder.name if store.encoder is not None else None
+    if args.json:
+        data = dataclasses.asdict(report)
+        data.update(ok=report.ok, chunks_per_second=report.chunks_per_second, uri=uri, encoder=encoder)
+        emit_json(data)
+    else:
+        # ingest prints its own summary under the progress bar, which it shows only on a terminal.
+        if not (progress and sys.stderr.isatty()):
+            print(report)
+        for issue in report.skipped:
+            print(f"  skipped: {issue}")
+        print(f"Database: {uri} (collection {collection!r}, encoder {encoder})")
+    if report.errors:
+        print(
+            f"turnkit: {len(report.errors)} file(s) could not be read; the others were ingested.",
+            file=sys.stderr,
+        )
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+# -- query -----------------------------------------------------------------------------------------
+
+
+def _match_json(match: VectorMatch) -> dict[str, Any]:
+    meta = match.metadata or {}
+    return {
+        "id": match.id,
+        "score": match.score,
+        "distance": match.distance,
+        "source": source_label({k: v for k, v in meta.items() if k != "section"}, match.id),
+        "section": meta.get("section"),
+        "document": match.document,
+        "metadata": meta,
+    }
+
+
+def run_query(args: argparse.Namespace) -> int:
+    """Search a collection and print the matches."""
+    from ..batteries.vector import parse_filter_expression
+
+    uri, collection = _location(args)
+    if not args.text.strip():
+        raise CliUsageError("The query text is empty.", hint='Pass what to search for: turnkit query "…".')
+    # Parse first: a bad filter is reported before any model or database is opened.
+    node = parse_filter_expression(args.filter) if args.filter else None
+    store = _existing_store(args, uri, collection, encoder=True)
+    q = store(collection).near_text(args.text)
+    if node is not None:
+        q = q.where(node)
+    if args.min_score is not None:
+        q = q.min_score(args.min_score)
+    matches = q.select("id", "document", "metadata").limit(args.top_k).search_sync()
+    if args.json:
+        emit_json(
+            {
+                "uri": uri,
+                "collection": collection,
+                "query": args.text,
+                "filter": args.filter,
+                "top_k": args.top_k,
+                "results": [_match_json(m) for m in matches],
+            }
+        )
+        return EXIT_OK
+    if not matches:
+        print(f"No results in {collection!r}" + (" for this filter." if node is not None else "."))
+        return EXIT_OK
+    for rank, match in enumerate(matches, 1):
+        score = f"{match.score:.3f}" if match.score is not None else "  -  "
+        print(f"{rank:>2}. {score}  {source_label(match.metadata, match.id)}")
+        text = match.document or ""
+        if args.full:
+            print("\n".join("      " + line for line in text.splitlines()) + "\n")
+        else:
+            print(f"      {one_line(text, _EXCERPT)}")
+    return EXIT_OK
+
+
+# -- stats -----------------------------------------------------------------------------------------
+
+
+def _info_json(info: CollectionInfo) -> dict[str, Any]:
+    return dataclasses.asdict(info) | {"indexes": list(info.indexes)}
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """Describe the collections of a database."""
+    from ..batteries.vector import create_vector_store
+
+    uri = resolve(args.uri, ENV_URI, DEFAULT_URI)
+    infos: list[CollectionInfo] = []
+    if not _missing_local(uri):
+        store = create_vector_store(store_uri(uri), auto_optimize=None)
+        names = store.list_collections_sync()
+        for wanted in args.collection or []:
+            if wanted not in names:
+                raise _not_found(uri, wanted)
+        infos = [store.collection_info_sync(n) for n in (args.collection or names)]
+    if args.json:
+        emit_json({"uri": uri, "collections": [_info_json(i) for i in infos]})
+        return EXIT_OK
+    if not infos:
+        print(f"No collections in {uri!r} yet. Add some with: turnkit ingest PATH --uri {uri}")
+        return EXIT_OK
+    print(f"Database: {uri}")
+    header = (
+        "collection",
+        "rows",
+        "dim",
+        "metric",
+        "encoder",
+        "version",
+        "fragments",
+        "unindexed",
+        "indexes",
+    )
+    rows = [
+        (
+            i.name,
+            str(i.rows),
+            str(i.dimension),
+            i.metric,
+            i.encoder or "-",
+            str(i.version),
+            str(i.fragments),
+            str(i.unindexed_rows),
+            ", ".join(i.indexes) or "none",
+        )
+        for i in infos
+    ]
+    widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+# -- optimize --------------------------------------------------------------------------------------
+
+
+def _has_vector_index(info: CollectionInfo) -> bool:
+    # CollectionInfo.indexes reads "name:TYPE"; vector indexes are the IVF and HNSW families.
+    return any(("IVF" in entry.upper() or "HNSW" in entry.upper()) for entry in info.indexes)
+
+
+def run_optimize(args: argparse.Namespace) -> int:
+    """Compact collections and build or update their vector index."""
+    from ..batteries.vector import create_vector_store
+
+    uri, collection = _location(args)
+    if _missing_local(uri):
+        raise _not_found(uri, collection)
+    store = create_vector_store(store_uri(uri), auto_optimize=None)
+    names = store.list_collections_sync() if args.all else [collection]
+    if not args.all and collection not in store.list_collections_sync():
+        raise _not_found(uri, collection)
+    results: list[dict[str, Any]] = []
+    for name in names:
+        q = store(name)
+        before = q.info_sync()
+        q.optimize_sync()
+        built: str | None = None
+        if args.index not in ("auto", "none"):
+            built = q.create_index_sync(args.index)
+        elif args.index == "auto" and not _has_vector_index(before) and before.rows >= args.index_min_rows:
+            built = q.create_index_sync("auto")
+        after = q.info_sync()
+        results.append(
+            {
+                "collection": name,
+                "index_built": built,
+                "before": _info_json(before),
+                "after": _info_json(after),
+            }
+        )
+        if not args.json:
+            line = (
+                f"{name}: {after.rows} rows, fragments {before.fragments} → {after.fragments}, "
+                f"version {before.version} → {after.version}, unindexed rows {after.unindexed_rows}"
+            )
+            if built is not None:
+                line += f"; built a {built} index"
+            elif not _has_vector_index(after):
+                line += f"; no vector index (flat search is exact and fast below {args.index_min_rows} rows)"
+            print(line)
+    if args.json:
+        emit_json({"uri": uri, "results": results})
+    return EXIT_OK

@@ -1,0 +1,51 @@
+"""turnkit's tools over MCP, with the official ``mcp`` SDK (the ``turnkit[mcp]`` extra).
+
+- `create_mcp_server`: an ``MCPServer`` with ``vector_query`` and
+  ``retrieve_contexts`` (plus destructive write tools when enabled).
+- `serve`: run it over stdio or streamable HTTP; ``turnkit serve`` calls it,
+  and so does ``python -m turnkit.mcp``.
+
+```python
+import asyncio
+
+import mcp
+
+from turnkit.batteries.vector import HashEncoder, create_vector_store
+from turnkit.mcp import create_mcp_server
+
+vs = create_vector_store(uri="memory://", encoder=HashEncoder())
+vs("kb").upsert_sync([{"id": "r1", "document": "Refunds take 5 business days."}])
+server = create_mcp_server(vs, collections="kb")
+
+
+async def main() -> None:
+    async with mcp.Client(server) as client:
+        result = await client.call_tool("vector_query", {"query_text": "refunds"})
+        print(result.structured_content["relevant_context"])
+
+
+asyncio.run(main())
+#> [1] Refunds take 5 business days.
+```
+"""
+
+from ._errors import InvalidMCPServerConfigError, MCPUnavailableError
+
+try:
+    import mcp as _mcp  # noqa: F401 - fail early with an install hint
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MCPUnavailableError("turnkit.mcp needs the `mcp` package.") from exc
+
+from ._encoders import encoder_from_spec
+from ._serve import serve
+from ._server import READ_ONLY_ANNOTATIONS, WRITE_ANNOTATIONS, create_mcp_server
+
+__all__ = [
+    "InvalidMCPServerConfigError",
+    "MCPUnavailableError",
+    "READ_ONLY_ANNOTATIONS",
+    "WRITE_ANNOTATIONS",
+    "create_mcp_server",
+    "encoder_from_spec",
+    "serve",
+]

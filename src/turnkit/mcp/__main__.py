@@ -1,0 +1,49 @@
+"""``python -m turnkit.mcp --uri DIR [--collection NAME]… [--transport stdio|http]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .._errors import TurnkitError
+from ._serve import serve
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments and serve; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m turnkit.mcp", description="Serve turnkit collections over MCP."
+    )
+    parser.add_argument("--uri", required=True, help="the store (a directory, s3://..., db://...)")
+    parser.add_argument(
+        "--collection", action="append", help="a collection to serve (repeatable; default all)"
+    )
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--path", default="/mcp")
+    parser.add_argument("--encoder", default=None, help="hash[:dim] or wordllama[:dim]; default: as recorded")
+    parser.add_argument("--enable-writes", action="store_true", help="add destructive store/delete tools")
+    args = parser.parse_args(argv)
+    try:
+        serve(
+            args.uri,
+            collections=args.collection,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            enable_writes=args.enable_writes,
+            encoder=args.encoder,
+        )
+    except TurnkitError as exc:
+        print(f"turnkit: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Agent-facing tools over a turnkit vector store.
+
+- `create_vector_query_tool`: a Mastra-shaped semantic-search tool with a JSON
+  Schema, an OpenAI function-tool export, guard filters and structured errors.
+- `retrieve_contexts`: Vertex AI RAG Engine's ``RetrieveContexts`` call, with
+  its request and response models.
+
+```python
+from turnkit.batteries.vector import HashEncoder, create_vector_store
+from turnkit.tools import create_vector_query_tool
+
+vs = create_vector_store(uri="memory://", encoder=HashEncoder())
+vs("kb").upsert_sync([{"id": "r1", "document": "Refunds take 5 business days."}])
+tool = create_vector_query_tool(store=vs, collection="kb")
+result = tool.execute_sync({"query_text": "how long do refunds take", "top_k": 1})
+print(result.status, result.relevant_context)
+#> ok [1] Refunds take 5 business days.
+```
+"""
+
+from ._config import DatabaseConfig, RerankConfig, RerankWeights, StoreResolver, VectorQueryRequestContext
+from ._errors import (
+    CollectionNotAllowedError,
+    InvalidToolConfigError,
+    InvalidToolInputError,
+    StoreResolverError,
+    ToolFailedError,
+    ToolOptionMissingError,
+    ToolRuntimeError,
+    ToolUsageError,
+)
+from ._filters import FILTER_OPERATORS, describe_metadata_fields
+from ._results import ErrorKind, PageSpan, ToolErrorInfo, VectorQueryResult, VectorQuerySource
+from ._retrieve import (
+    RETRIEVE_CONTEXTS_DESCRIPTION,
+    retrieve_contexts,
+    retrieve_contexts_input_schema,
+    retrieve_contexts_sync,
+)
+from ._vector_query import DEFAULT_DESCRIPTION, VectorQueryTool, create_vector_query_tool
+from ._vertex_models import (
+    LlmRanker,
+    RagChunk,
+    RagContext,
+    RagContexts,
+    RagFilter,
+    RagQuery,
+    RagResource,
+    RagRetrievalConfig,
+    Ranking,
+    RankService,
+    RetrieveContextsRequest,
+    RetrieveContextsResponse,
+    VertexRagStore,
+)
+
+__all__ = [
+    "CollectionNotAllowedError",
+    "DEFAULT_DESCRIPTION",
+    "DatabaseConfig",
+    "ErrorKind",
+    "FILTER_OPERATORS",
+    "InvalidToolConfigError",
+    "InvalidToolInputError",
+    "LlmRanker",
+    "PageSpan",
+    "RETRIEVE_CONTEXTS_DESCRIPTION",
+    "RagChunk",
+    "RagContext",
+    "RagContexts",
+    "RagFilter",
+    "RagQuery",
+    "RagResource",
+    "RagRetrievalConfig",
+    "RankService",
+    "Ranking",
+    "RerankConfig",
+    "RerankWeights",
+    "RetrieveContextsRequest",
+    "RetrieveContextsResponse",
+    "StoreResolver",
+    "StoreResolverError",
+    "ToolErrorInfo",
+    "ToolFailedError",
+    "ToolOptionMissingError",
+    "ToolRuntimeError",
+    "ToolUsageError",
+    "VectorQueryRequestContext",
+    "VectorQueryResult",
+    "VectorQuerySource",
+    "VectorQueryTool",
+    "VertexRagStore",
+    "create_vector_query_tool",
+    "describe_metadata_fields",
+    "retrieve_contexts",
+    "retrieve_contexts_input_schema",
+    "retrieve_contexts_sync",
+]

@@ -1,0 +1,251 @@
+"""Filters in agent tools: the model's filter (untrusted) and the host's guard (trusted).
+
+A model's filter is a Mongo-style dict over metadata keys only: it is parsed
+with the ``metadata.`` prefix, so no name it writes can reach a column, and
+the result is a filter tree compiled by the store's escaping compiler, never
+SQL text. The guard is ANDed around it, so no filter the model writes can
+select a row the guard excludes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from ..batteries.vector import (
+    And,
+    Condition,
+    FilterNode,
+    InvalidFilterError,
+    Not,
+    Or,
+    Raw,
+    UnknownFieldError,
+    VectorStore,
+    parse_mongo,
+)
+from ..batteries.vector._filters import validate_field
+from ._errors import InvalidToolConfigError, InvalidToolInputError
+
+__all__ = [
+    "FILTER_OPERATORS",
+    "compile_guard",
+    "compile_model_filter",
+    "describe_metadata_fields",
+    "normalize_filter_fields",
+]
+
+FILTER_OPERATORS: Final = (
+    "$eq",
+    "$ne",
+    "$gt",
+    "$gte",
+    "$lt",
+    "$lte",
+    "$in",
+    "$nin",
+    "$like",
+    "$contains",
+    "$exists",
+    "$not",
+    "$and",
+    "$or",
+    "$nor",
+)
+_PREFIX: Final = "metadata."
+
+
+def _fields(node: FilterNode) -> Iterator[str]:
+    if isinstance(node, Condition):
+        yield node.field
+    elif isinstance(node, And | Or):
+        for child in node.children:
+            yield from _fields(child)
+    elif isinstance(node, Not):
+        yield from _fields(node.child)
+
+
+def _allowed(key: str, allowed: Mapping[str, str]) -> bool:
+    # Declaring "page_span" also allows "page_span.first_page".
+    return any(key == name or key.startswith(name + ".") for name in allowed)
+
+
+def compile_model_filter(
+    value: Any,
+    *,
+    allowed_fields: Mapping[str, str] | None,
+    max_depth: int,
+    max_nodes: int,
+) -> FilterNode | None:
+    """Validate and compile the filter a model sent; ``None`` or ``{}`` means no filter.
+
+    Raises:
+        InvalidToolInputError: Not an object (a JSON *string* included).
+        InvalidFilterError: Malformed, too deep or too large.
+        UnsupportedFilterOperatorError: An unknown ``$operator``.
+        UnknownFieldError: A key that is not a valid metadata key, or not declared.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise InvalidToolInputError(
+            "`filter` must be a JSON object, not a string.",
+            hint='Send the object itself, e.g. "filter": {"year": {"$gte": 2020}}, not a quoted string.',
+            field="filter",
+        )
+    if not isinstance(value, Mapping):
+        raise InvalidToolInputError(
+            f"`filter` must be a JSON object, not {type(value).__name__}.",
+            hint='Example: {"kind": "faq", "year": {"$gte": 2020}}.',
+            field="filter",
+        )
+    if not value:
+        return None
+    node = parse_mongo(value, field_prefix=_PREFIX, max_depth=max_depth, max_nodes=max_nodes)
+    if allowed_fields is not None:
+        for name in _fields(node):
+            key = name[len(_PREFIX) :]
+            if not _allowed(key, allowed_fields):
+                raise UnknownFieldError(
+                    f"The filter uses the metadata key {key!r}, which this tool does not offer.",
+                    hint=f"Filter on these keys only: {', '.join(sorted(allowed_fields)) or '(none)'}.",
+                    field=key,
+                )
+    return node
+
+
+def compile_guard(value: Any, *, option: str) -> FilterNode | None:
+    """Compile a host's guard filter (a filter node, or a Mongo dict over metadata keys).
+
+    Raises:
+        InvalidToolConfigError: The guard is not a filter or does not compile.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Condition | And | Or | Not | Raw):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidToolConfigError(
+            f"{option} must be a dict or a filter node, not {type(value).__name__}.", option=option
+        )
+    try:
+        node = parse_mongo(value, field_prefix=_PREFIX)
+    except (InvalidFilterError, UnknownFieldError) as exc:
+        raise InvalidToolConfigError(f"{option} is invalid: {exc.message}", option=option) from exc
+    except Exception as exc:  # UnsupportedFilterOperatorError and friends
+        raise InvalidToolConfigError(f"{option} is invalid: {exc}", option=option) from exc
+    # An empty guard would silently allow everything: almost always a host bug.
+    if isinstance(node, And) and not node.children:
+        raise InvalidToolConfigError(
+            f"{option} is empty; it would allow every record.",
+            hint="Pass None for no guard, or a condition such as {'tenant': 'acme'}.",
+            option=option,
+        )
+    return node
+
+
+def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> dict[str, str] | None:
+    """Turn declared filter fields into ``{key: description}`` after checking each key."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise InvalidToolConfigError(
+            "filter_fields must be a list of keys or a dict of key -> description, not a string.",
+            option="filter_fields",
+        )
+    items: dict[str, str] = {}
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    else:
+        pairs = [(key, "") for key in value]
+    for key, description in pairs:
+        if not isinstance(key, str) or not isinstance(description, str):
+            raise InvalidToolConfigError(
+                "filter_fields keys and descriptions must be strings.", option="filter_fields"
+            )
+        if key.startswith(_PREFIX):
+            key = key[len(_PREFIX) :]
+        try:
+            validate_field(_PREFIX + key)
+        except UnknownFieldError as exc:
+            raise InvalidToolConfigError(
+                f"filter_fields: {exc.message}", option="filter_fields", hint=exc.hint
+            ) from exc
+        items[key] = description
+    return items
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+async def describe_metadata_fields(
+    store: VectorStore,
+    collection: str,
+    *,
+    guard: FilterNode | None = None,
+    sample: int = 500,
+    max_examples: int = 5,
+) -> dict[str, str]:
+    """Read metadata keys, their types and a few example values from a collection.
+
+    Looks at up to ``sample`` records. Nested objects are described by their
+    dotted paths (``page_span.first_page``). The result fits ``filter_fields``.
+    With a ``guard``, only records inside it are read and the keys the guard
+    uses are left out, so the description reveals nothing about the guard or
+    about records outside it.
+
+    Args:
+        store: The store to read.
+        collection: The collection to read.
+        guard: A host guard filter (see `create_vector_query_tool`).
+        sample: Records to look at.
+        max_examples: Distinct string values listed per key (none when a key has more).
+
+    Returns:
+        ``{key: "string; values seen: 'faq', 'howto'"}``, sorted by key.
+    """
+    query = store(collection).select("metadata").limit(sample)
+    if guard is not None:
+        query = query.where(guard)
+    matches = await query.search()
+    hidden = {f[len(_PREFIX) :] for f in _fields(guard) if f.startswith(_PREFIX)} if guard else set()
+    kinds: dict[str, set[str]] = {}
+    values: dict[str, set[str]] = {}
+
+    def walk(obj: Mapping[str, Any], prefix: str, depth: int) -> None:
+        for key, value in obj.items():
+            path = prefix + str(key)
+            if isinstance(value, dict) and value and depth < 3:
+                walk(value, path + ".", depth + 1)
+                continue
+            kinds.setdefault(path, set()).add(_kind(value))
+            if isinstance(value, str) and len(value) <= 60:
+                values.setdefault(path, set()).add(value)
+
+    for match in matches:
+        walk(match.metadata or {}, "", 1)
+    out: dict[str, str] = {}
+    for path in sorted(kinds):
+        if any(path == h or path.startswith(h + ".") or h.startswith(path + ".") for h in hidden):
+            continue
+        try:
+            validate_field(_PREFIX + path)
+        except UnknownFieldError:
+            continue  # keys a filter cannot name are not offered
+        text = " or ".join(sorted(kinds[path] - {"null"}) or ["null"])
+        seen = values.get(path, set())
+        if seen and len(seen) <= max_examples:
+            text += "; values seen: " + ", ".join(repr(v) for v in sorted(seen))
+        out[path] = text
+    return out

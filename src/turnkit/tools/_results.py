@@ -1,0 +1,119 @@
+"""What the vector query tool returns: text for the model, sources for citations, or an error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._errors import RuntimeFailure, TurnkitError
+
+__all__ = ["ErrorKind", "PageSpan", "ToolErrorInfo", "VectorQueryResult", "VectorQuerySource"]
+
+ErrorKind = Literal["invalid_input", "configuration", "failed"]
+
+
+class PageSpan(BaseModel):
+    """Pages a chunk came from: 1-indexed, inclusive."""
+
+    model_config = ConfigDict(frozen=True)
+
+    first_page: int
+    last_page: int
+
+
+class ToolErrorInfo(BaseModel):
+    """A structured error a model can read and act on.
+
+    Attributes:
+        code: Stable ``E_…`` code.
+        message: What went wrong.
+        hint: What to do next.
+        kind: ``invalid_input`` (the model should correct its arguments),
+            ``configuration`` (the host must fix something) or ``failed``
+            (the backend failed; retrying may help).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+    hint: str = ""
+    kind: ErrorKind
+
+    @classmethod
+    def from_error(cls, exc: TurnkitError, kind: ErrorKind | None = None) -> ToolErrorInfo:
+        """Describe a turnkit error; ``kind`` defaults from its class."""
+        if kind is None:
+            kind = "failed" if isinstance(exc, RuntimeFailure) else "configuration"
+        return cls(code=exc.code, message=exc.message, hint=exc.hint, kind=kind)
+
+
+class VectorQuerySource(BaseModel):
+    """One retrieved chunk with everything needed to cite it.
+
+    Attributes:
+        id: Record id.
+        score: Similarity in [0, 1], higher is closer (the same for every metric).
+        distance: The raw LanceDB distance (lower is closer).
+        document: The chunk text.
+        metadata: The record's metadata.
+        vector: The embedding, only when ``include_vectors`` is on.
+        source_uri: ``metadata.source_uri`` when present (ingested files).
+        source_display_name: ``metadata.source_display_name`` when present.
+        page_span: ``metadata.page_span`` when present (paged input such as PDF).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    score: float | None = None
+    distance: float | None = None
+    document: str | None = None
+    metadata: dict[str, Any] | None = None
+    vector: list[float] | None = None
+    source_uri: str | None = None
+    source_display_name: str | None = None
+    page_span: PageSpan | None = None
+
+
+class VectorQueryResult(BaseModel):
+    """The answer of a vector query tool call.
+
+    ``status`` separates the three outcomes a model must tell apart:
+    ``ok`` (matches found), ``no_results`` (the search ran and nothing matched)
+    and ``error`` (the search did not run or failed; see ``error``).
+
+    Attributes:
+        status: ``ok``, ``no_results`` or ``error``.
+        relevant_context: The matched chunks' text, numbered ``[1]``, ``[2]``…
+            in the order of ``sources``.
+        sources: The matches (empty when ``include_sources`` is off).
+        top_k: The number of results asked of the store after clamping.
+        notes: What the tool changed or ignored (a clamped ``top_k``, a
+            reranker that is not applied yet…).
+        error: Set when ``status == "error"``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["ok", "no_results", "error"]
+    relevant_context: str = ""
+    sources: list[VectorQuerySource] = []
+    top_k: int | None = None
+    notes: list[str] = []
+    error: ToolErrorInfo | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True unless the call failed (``no_results`` is a successful search)."""
+        return self.status != "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict without empty fields, for tool messages."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def to_json(self) -> str:
+        """`to_dict` as compact JSON text (what a tool-call message carries)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))

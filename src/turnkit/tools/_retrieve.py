@@ -1,0 +1,239 @@
+"""``retrieve_contexts``: Vertex AI RAG Engine's retrieval call over a turnkit store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any, Final, Literal
+
+from pydantic import ValidationError
+
+from .._aio import run_sync
+from ..batteries.vector import FilterNode, VectorStore, parse_filter_expression
+from ..batteries.vector._builder import QueryBuilder
+from ._errors import (
+    CollectionNotAllowedError,
+    InvalidToolConfigError,
+    InvalidToolInputError,
+    ToolOptionMissingError,
+)
+from ._filters import compile_guard
+from ._vertex_models import (
+    PageSpan,
+    RagChunk,
+    RagContext,
+    RagContexts,
+    RetrieveContextsRequest,
+    RetrieveContextsResponse,
+)
+
+__all__ = [
+    "RETRIEVE_CONTEXTS_DESCRIPTION",
+    "retrieve_contexts",
+    "retrieve_contexts_input_schema",
+    "retrieve_contexts_sync",
+]
+
+log = logging.getLogger("turnkit.tools")
+
+RETRIEVE_CONTEXTS_DESCRIPTION: Final = (
+    "Retrieves relevant contexts from the specified corpus via similarity search for the given query."
+)
+ScoreKind = Literal["distance", "similarity"]
+
+
+def _corpus_name(value: str) -> str:
+    # Vertex resource names end in ".../ragCorpora/{id}"; the id is the collection.
+    return value.rstrip("/").rsplit("/", 1)[-1] if "/" in value else value
+
+
+def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> RetrieveContextsRequest:
+    """Validate a request dict (snake_case or camelCase), raising `InvalidToolInputError`."""
+    if isinstance(request, RetrieveContextsRequest):
+        return request
+    if not isinstance(request, Mapping):
+        raise InvalidToolInputError(
+            f"The request must be an object, not {type(request).__name__}.",
+            hint='Send {"query": {"text": "..."}}.',
+        )
+    try:
+        return RetrieveContextsRequest.model_validate(dict(request))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(request)'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise InvalidToolInputError(
+            f"Invalid retrieve_contexts request: {problems}.",
+            hint='Minimal request: {"query": {"text": "...", "rag_retrieval_config": {"top_k": 5}}}.',
+        ) from None
+
+
+def retrieve_contexts_input_schema() -> dict[str, Any]:
+    """The JSON Schema of a `RetrieveContextsRequest` (snake_case names; camelCase is accepted too)."""
+    return RetrieveContextsRequest.model_json_schema(by_alias=False)
+
+
+def _text(document: str | None, metadata: Mapping[str, Any]) -> str:
+    if document:
+        return document
+    text = metadata.get("text")
+    return text if isinstance(text, str) else ""
+
+
+async def retrieve_contexts(
+    request: RetrieveContextsRequest | Mapping[str, Any],
+    *,
+    store: VectorStore,
+    collection: str | None = None,
+    allowed_collections: Collection[str] | None = None,
+    guard_filter: Mapping[str, Any] | FilterNode | None = None,
+    default_top_k: int = 10,
+    max_top_k: int = 50,
+    score: ScoreKind = "distance",
+) -> RetrieveContextsResponse:
+    """Retrieve contexts for a Vertex-shaped request.
+
+    ``vertex_rag_store.rag_resources[0].rag_corpus`` names the collection (a
+    bare name or a ``…/ragCorpora/{name}`` resource name); without it,
+    ``collection`` is searched. ``rag_file_ids`` keeps chunks whose
+    ``metadata.source_uri`` or ``metadata.source_display_name`` is listed.
+    ``metadata_filter`` is parsed by turnkit's filter grammar over metadata
+    keys. ``ranking`` is validated and otherwise ignored (no reranking yet).
+
+    Args:
+        request: A `RetrieveContextsRequest` or its dict form.
+        store: The store to search.
+        collection: The default collection.
+        allowed_collections: When set, the only collections a request may name.
+        guard_filter: A host filter ANDed with every query (Mongo dict over
+            metadata keys, or a filter node).
+        default_top_k: Contexts returned when ``top_k`` is not given.
+        max_top_k: A larger ``top_k`` is clamped to this.
+        score: ``"distance"`` (Vertex's default for COSINE_DISTANCE: the raw
+            metric value, lower is closer; cosine in [0, 2]) or
+            ``"similarity"`` (turnkit's score in [0, 1], higher is closer).
+
+    Returns:
+        The contexts, best first; an empty list when nothing matched.
+
+    Raises:
+        InvalidToolInputError: The request does not validate.
+        InvalidFilterError: ``metadata_filter`` does not parse.
+        CollectionNotAllowedError: The corpus is not in ``allowed_collections``.
+        ToolOptionMissingError: No corpus in the request and no default ``collection``.
+    """
+    if score not in ("distance", "similarity"):
+        raise InvalidToolConfigError(
+            f"score must be 'distance' or 'similarity', got {score!r}.", option="score"
+        )
+    req = parse_request(request)
+    config = req.query.rag_retrieval_config
+    flt = config.filter if config is not None else None
+    resource = (
+        req.vertex_rag_store.rag_resources[0]
+        if req.vertex_rag_store and req.vertex_rag_store.rag_resources
+        else None
+    )
+
+    name = _corpus_name(resource.rag_corpus) if resource is not None and resource.rag_corpus else collection
+    if name is None:
+        raise ToolOptionMissingError(
+            "No corpus to search.",
+            hint="Name one in vertex_rag_store.rag_resources[0].rag_corpus.",
+            option="collection",
+        )
+    if allowed_collections is not None and name not in allowed_collections:
+        raise CollectionNotAllowedError(
+            f"Corpus {name!r} is not available.",
+            hint=f"Available corpora: {', '.join(sorted(allowed_collections))}.",
+            collection=name,
+        )
+
+    top_k = config.top_k if config is not None and config.top_k is not None else default_top_k
+    top_k = min(top_k, max_top_k)
+    distance_max = flt.vector_distance_threshold if flt is not None else None
+    legacy = req.vertex_rag_store.vector_distance_threshold if req.vertex_rag_store else None
+    if legacy is not None:
+        if distance_max is not None or (flt is not None and flt.vector_similarity_threshold is not None):
+            raise InvalidToolInputError(
+                "Set one vector threshold: vertex_rag_store.vector_distance_threshold is deprecated.",
+                hint="Use query.rag_retrieval_config.filter.vector_distance_threshold only.",
+            )
+        distance_max = legacy
+    similarity_min = flt.vector_similarity_threshold if flt is not None else None
+
+    query: QueryBuilder = store(name).near_text(req.query.text)
+    guard = compile_guard(guard_filter, option="guard_filter")
+    if guard is not None:
+        query = query.where(guard)
+    if flt is not None and flt.metadata_filter and flt.metadata_filter.strip():
+        query = query.where(parse_filter_expression(flt.metadata_filter, field_prefix="metadata."))
+    if resource is not None and resource.rag_file_ids:
+        file_ids = list(resource.rag_file_ids)
+        query = query.where(
+            lambda g: g.where_in("metadata.source_uri", file_ids).or_where_in(
+                "metadata.source_display_name", file_ids
+            )
+        )
+    if distance_max is not None:
+        query = query.max_distance(distance_max)
+    if similarity_min is not None:
+        query = query.min_score(similarity_min)
+    if config is not None and config.ranking is not None:
+        log.debug("retrieve_contexts: ranking %r accepted; reranking is not implemented", config.ranking)
+    matches = await query.select("id", "document", "metadata").limit(top_k).search()
+
+    contexts: list[RagContext] = []
+    for match in matches:
+        # Vertex thresholds are strict ("smaller than", "larger than").
+        if distance_max is not None and (match.distance is None or match.distance >= distance_max):
+            continue
+        if similarity_min is not None and (match.score is None or match.score <= similarity_min):
+            continue
+        meta = match.metadata or {}
+        text = _text(match.document, meta)
+        span = meta.get("page_span")
+        page_span = None
+        if (
+            isinstance(span, Mapping)
+            and isinstance(span.get("first_page"), int)
+            and isinstance(span.get("last_page"), int)
+        ):
+            page_span = PageSpan(first_page=span["first_page"], last_page=span["last_page"])
+        uri, display = meta.get("source_uri"), meta.get("source_display_name")
+        contexts.append(
+            RagContext(
+                source_uri=uri if isinstance(uri, str) else None,
+                source_display_name=display if isinstance(display, str) else None,
+                text=text,
+                score=match.distance if score == "distance" else match.score,
+                chunk=RagChunk(text=text, page_span=page_span),
+            )
+        )
+    return RetrieveContextsResponse(contexts=RagContexts(contexts=contexts))
+
+
+def retrieve_contexts_sync(
+    request: RetrieveContextsRequest | Mapping[str, Any],
+    *,
+    store: VectorStore,
+    collection: str | None = None,
+    allowed_collections: Collection[str] | None = None,
+    guard_filter: Mapping[str, Any] | FilterNode | None = None,
+    default_top_k: int = 10,
+    max_top_k: int = 50,
+    score: ScoreKind = "distance",
+) -> RetrieveContextsResponse:
+    """Sync form of `retrieve_contexts` (works inside a running event loop too)."""
+    return run_sync(
+        retrieve_contexts(
+            request,
+            store=store,
+            collection=collection,
+            allowed_collections=allowed_collections,
+            guard_filter=guard_filter,
+            default_top_k=default_top_k,
+            max_top_k=max_top_k,
+            score=score,
+        )
+    )

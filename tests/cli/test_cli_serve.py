@@ -1,0 +1,52 @@
+"""`turnkit serve`: a real MCP session over stdio with the console script, and the missing-extra error."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import mcp
+from mcp.client.stdio import StdioServerParameters
+
+from turnkit.cli import EXIT_DEPENDENCY, EXIT_OK
+
+from .conftest import TURNKIT, Run, clean_env
+
+
+def test_serve_over_stdio_answers_a_tool_call(run: Run, corpus: Path, tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    assert run("ingest", str(corpus), "--uri", db, "-c", "kb", "--encoder", "hash").code == EXIT_OK
+    params = StdioServerParameters(
+        command=str(TURNKIT), args=["serve", "--uri", db, "-c", "kb"], env=clean_env(), cwd=str(tmp_path)
+    )
+
+    async def session() -> tuple[list[str], str]:
+        async with mcp.Client(params) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("vector_query", {"query_text": "pip install on Linux"})
+            assert result.structured_content is not None
+            return sorted(t.name for t in tools.tools), str(result.structured_content)
+
+    names, content = asyncio.run(asyncio.wait_for(session(), timeout=60))
+    assert "vector_query" in names
+    assert not {"store_documents", "delete_documents"} & set(names)  # read-only unless --enable-writes
+    assert "Run pip install turnkit on Linux." in content
+
+
+def test_serve_without_the_mcp_extra_says_what_to_install() -> None:
+    # `mcp` made unimportable, as in an install without the extra.
+    code = "import sys\nsys.modules['mcp'] = None\nfrom turnkit.cli import main\nsys.exit(main(['serve']))\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env())
+    assert proc.returncode == EXIT_DEPENDENCY, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "turnkit: error: [E_CLI_DEPENDENCY_MISSING] `turnkit serve` needs the MCP SDK (the `mcp` package), "
+        "which is not installed. Hint: pip install 'turnkit[mcp]'"
+    ]
+
+
+def test_serve_rejects_a_bad_transport(run: Run) -> None:
+    result = run("serve", "--transport", "carrier-pigeon")
+    assert result.code == 2
+    assert "invalid choice: 'carrier-pigeon'" in result.err
