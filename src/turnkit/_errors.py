@@ -82,8 +82,15 @@ class TurnkitError(Exception):
         if code is not None:
             # Some classes (PipelineError) carry one of a few codes chosen at raise time.
             self.code = code  # type: ignore[misc]
-        self.context = context
+        self.context: dict[str, Any] = {}
+        self.add_context(**context)
+
+    def add_context(self, **context: Any) -> None:
+        """Attach more context (say, the collection) while the error travels up; keeps existing keys."""
         for key, value in context.items():
+            if key in self.context:
+                continue
+            self.context[key] = value
             if not hasattr(type(self), key):
                 setattr(self, key, value)
 

@@ -429,3 +429,111 @@ def test_nested_non_string_keys_are_rejected_not_silently_renamed(vs, collection
     with pytest.raises(InvalidVectorRecordError, match="keys must be strings") as info:
         vs(collection).upsert_sync([{"id": "k", "document": "x", "metadata": {"a": [{"b": {1: "x"}}]}}])
     assert "metadata.a[0].b" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "narrow",
+    [
+        lambda q: q.where(lambda g: g),
+        lambda q: q.where({}),
+        lambda q: q.where_not_in("id", []),
+        lambda q: q.where_not(lambda g: g.where_in("id", [])),
+        lambda q: q.where({"$or": [{"metadata.kind": "pet"}, {"$and": []}]}),
+    ],
+)
+def test_a_filter_that_matches_everything_needs_consent_to_delete(vs, collection, docs, narrow):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(UnsafeDeleteError, match="matches every record"):
+        narrow(vs(collection)).delete_sync()
+    assert vs(collection).count_sync() == len(docs)
+    assert narrow(vs(collection)).delete_sync(all=True) == len(docs)
+
+
+def test_two_stores_on_one_directory_share_the_writer_lock_and_see_each_other(tmp_path, collection):
+    a = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(8), auto_optimize=None)
+    b = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(8), auto_optimize=None)
+    a(collection).upsert_sync([{"id": "seed", "document": "x"}])
+    assert b(collection).count_sync() == 1  # b opens its handle now
+
+    def write(store):
+        store(collection).upsert_sync([{"id": "same", "document": "y"}])
+
+    threads = [threading.Thread(target=write, args=(s,)) for s in [a, b] * 4]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert a(collection).where("id", "same").count_sync() == 1
+    a(collection).upsert_sync([{"id": "late", "document": "z"}])
+    assert b(collection).count_sync() == 3  # b's handle moved to a's latest commit
+
+    a.drop_collection_sync(collection)
+    a(collection).upsert_sync([{"id": "v2", "vector": [1.0, 0.0, 0.0]}])
+    assert b.collection_info_sync(collection).dimension == 3
+    assert [m.id for m in b(collection).select("id").search_sync()] == ["v2"]
+
+
+@pytest.mark.parametrize(
+    ("record", "fragment"),
+    [
+        ({"id": "bad\ud800", "document": "x"}, "not valid Unicode"),
+        ({"id": "a", "document": "half \udc00 pair"}, "not valid Unicode"),
+        ({"id": "a", "document": "x", "metadata": {"k": "\ud83d"}}, "not valid Unicode"),
+        ({"id": "a", "vector": []}, "non-empty"),
+        ({"id": "a", "vector": [[1.0, 2.0], [3.0, 4.0]]}, "flat"),
+        ({"id": "a", "vector": [0.0, 0.0, 0.0]}, "all-zero"),
+    ],
+)
+def test_bad_records_leave_no_collection_behind(vs, collection, record, fragment):
+    with pytest.raises(InvalidVectorRecordError, match=fragment):
+        vs(collection).upsert_sync([record])
+    assert collection not in vs.list_collections_sync()
+
+
+def test_zero_vectors_are_fine_under_l2(tmp_path, collection):
+    store = create_vector_store(uri=str(tmp_path), metric="l2", auto_optimize=None)
+    store(collection).upsert_sync([{"id": "origin", "vector": [0.0, 0.0]}])
+    assert store(collection).near_vector([0.0, 0.0]).select("id").search_sync()[0].id == "origin"
+
+
+def test_options_without_a_near_clause_are_refused(vs, collection, docs):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(InvalidQueryError, match="min_score"):
+        vs(collection).select("id").min_score(0.1).search_sync()
+    with pytest.raises(InvalidQueryError, match="ef"):
+        vs(collection).select("id").ef(64).search_sync()
+
+
+def test_encoder_is_recorded_only_for_its_own_dimension(tmp_path, collection):
+    store = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(8), auto_optimize=None)
+    store(collection).upsert_sync([{"id": "a", "vector": [1.0, 0.0, 0.0, 0.0]}])
+    info = store.collection_info_sync(collection)
+    assert (info.dimension, info.encoder) == (4, None)
+
+
+def test_encoder_failures_name_the_collection(tmp_path, collection):
+    def broken(texts, kind):
+        raise RuntimeError("model crashed")
+
+    store = create_vector_store(uri=str(tmp_path), encoder=FunctionEncoder(broken, name="b", dimension=4))
+    with pytest.raises(TurnkitError) as info:
+        store(collection).upsert_sync([{"id": "a", "vector": [1.0, 0, 0, 0]}, {"id": "b", "document": "x"}])
+    assert info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
+    assert info.value.context["collection"] == collection and info.value.context["index"] == 1
+
+
+def test_relative_and_pathlike_uris_are_local_directories(tmp_path, monkeypatch, collection):
+    monkeypatch.chdir(tmp_path)
+    store = create_vector_store(uri="db", encoder=HashEncoder(8), auto_optimize=None)
+    store(collection).upsert_sync([{"id": "a", "document": "x"}])
+    assert (tmp_path / "db").is_dir() and store.uri == str(tmp_path / "db")
+    again = create_vector_store(uri=tmp_path / "db", encoder=HashEncoder(8))
+    assert again(collection).count_sync() == 1
+
+
+def test_updates_replace_created_at_unless_it_is_given(vs, collection):
+    vs(collection).upsert_sync([{"id": "a", "document": "v1"}])
+    first = vs(collection).get_sync(["a"])[0]
+    vs(collection).upsert_sync([{"id": "a", "document": "v2", "created_at": first.created_at}])
+    second = vs(collection).get_sync(["a"])[0]
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at

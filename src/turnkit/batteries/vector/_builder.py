@@ -18,6 +18,8 @@ from ._errors import (
 )
 from ._filter_ast import FilterNode
 from ._filters import validate_field
+from ._hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, HybridSpec
+from ._mmr import DEFAULT_LAMBDA, MmrSpec
 from ._records import VectorMatch
 from ._spec import NearId, NearText, NearVector, QuerySpec
 from ._where import Filterable
@@ -188,6 +190,67 @@ class QueryBuilder(Filterable):
             raise InvalidQueryError("prefilter() takes True or False.")
         return self._with(prefilter=enabled)
 
+    # -- ranking ------------------------------------------------------------------------
+    def hybrid(
+        self,
+        alpha: float = DEFAULT_ALPHA,
+        *,
+        fusion: Literal["rrf", "linear"] = "rrf",
+        rrf_k: int = DEFAULT_RRF_K,
+        text: str | None = None,
+        candidates: int | None = None,
+    ) -> QueryBuilder:
+        """Mix full-text (BM25 on ``document``) with the vector search; see docs/ranking.md.
+
+        The full-text index is created on the first hybrid query. Both legs
+        take the filter; ``min_score`` applies to the fused score,
+        ``max_distance`` to the vector leg. Calling it again replaces the options.
+
+        Args:
+            alpha: Weight of the vector leg in [0, 1] (Vertex's meaning: 0 is
+                full-text only, 1 is vector only).
+            fusion: ``"rrf"`` (reciprocal rank fusion) or ``"linear"``
+                (min-max normalized scores blended by ``alpha``).
+            rrf_k: RRF's rank offset.
+            text: The full-text query; defaults to the ``near_text`` text
+                (required with ``near_vector``/``near_id``).
+            candidates: Matches per leg before fusing (default
+                ``max(30, 3 × (limit + offset))``).
+        """
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
+            raise InvalidQueryError(f"hybrid() takes alpha in [0, 1], got {alpha!r}.")
+        if fusion not in ("rrf", "linear"):
+            raise InvalidQueryError(f"hybrid() takes fusion='rrf' or 'linear', got {fusion!r}.")
+        if text is not None and (not isinstance(text, str) or not text.strip()):
+            raise InvalidQueryError("hybrid(text=...) needs a non-empty string.")
+        spec = HybridSpec(
+            alpha=float(alpha),
+            fusion=fusion,
+            rrf_k=_positive_int(rrf_k, "hybrid(rrf_k=...)", maximum=10_000),
+            text=text,
+            candidates=None
+            if candidates is None
+            else _positive_int(candidates, "hybrid(candidates=...)", maximum=MAX_LIMIT),
+        )
+        return self._with(hybrid=spec)
+
+    def diversify(self, lambda_mult: float = DEFAULT_LAMBDA, *, fetch_k: int | None = None) -> QueryBuilder:
+        """Re-pick the results by maximal marginal relevance (less repetition); see docs/ranking.md.
+
+        Args:
+            lambda_mult: In [0, 1]; 1 keeps the ranking order, lower values
+                favour results unlike those already picked.
+            fetch_k: Candidates fetched first (default ``max(20, 4 × (limit + offset))``).
+        """
+        if (
+            isinstance(lambda_mult, bool)
+            or not isinstance(lambda_mult, int | float)
+            or not 0.0 <= lambda_mult <= 1.0
+        ):
+            raise InvalidQueryError(f"diversify() takes lambda_mult in [0, 1], got {lambda_mult!r}.")
+        fetch = None if fetch_k is None else _positive_int(fetch_k, "diversify(fetch_k)", maximum=MAX_LIMIT)
+        return self._with(mmr=MmrSpec(lambda_mult=float(lambda_mult), fetch_k=fetch))
+
     # -- terminals ----------------------------------------------------------------------
     def __await__(self) -> Generator[Any, None, list[VectorMatch]]:
         return self.search().__await__()
@@ -197,8 +260,35 @@ class QueryBuilder(Filterable):
         spec = self._spec
         if spec.select is None:
             raise ProjectionRequiredError("A search needs select(...).", collection=spec.collection)
+        if (spec.hybrid is not None or spec.mmr is not None) and spec.near is None:
+            raise InvalidQueryError(
+                "hybrid() and diversify() rank a search; add near_text(), near_vector() or near_id().",
+                collection=spec.collection,
+            )
+        if spec.hybrid is not None and spec.hybrid.text is None and not isinstance(spec.near, NearText):
+            raise InvalidQueryError(
+                "hybrid() with near_vector()/near_id() needs the full-text query: hybrid(text=...).",
+                collection=spec.collection,
+            )
+        if spec.near is None:
+            knobs = {
+                "min_score": spec.min_score,
+                "max_distance": spec.max_distance,
+                "nprobes": spec.nprobes,
+                "refine_factor": spec.refine_factor,
+                "ef": spec.ef,
+            }
+            given = [name for name, value in knobs.items() if value is not None]
+            if given:
+                raise InvalidQueryError(
+                    f"{', '.join(given)} only apply to a vector search; this query has no near clause, "
+                    "so they would be ignored.",
+                    hint="Add near_text(), near_vector() or near_id(), or drop those options.",
+                    collection=spec.collection,
+                )
         vector = None
-        if isinstance(spec.near, NearText):
+        lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
+        if isinstance(spec.near, NearText) and not lexical_only:
             vector = await self._store._encode_query(spec.collection, spec.near.text)
         return await on_loop(self._store._search(spec, vector))
 

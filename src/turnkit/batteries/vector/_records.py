@@ -61,8 +61,11 @@ class VectorMatch:
         document: The stored text.
         metadata: The stored JSON object.
         vector: The stored vector.
-        created_at: When the record was first written (as given to upsert).
-        updated_at: When the record was last written.
+        created_at: The ``created_at`` given to the upsert that wrote this
+            version, else that upsert's time. An upsert replaces the whole
+            record, so pass the original ``created_at`` to keep it across
+            updates (the retrieval callbacks do).
+        updated_at: The ``updated_at`` given, else the time of the last write.
     """
 
     id: str
@@ -121,9 +124,14 @@ class PreparedBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def vector_array(self, dimension: int) -> npt.NDArray[np.float32]:
-        """Stack the vectors into an ``(n, dimension)`` float32 array, checking each one."""
-        out = np.empty((len(self.ids), dimension), dtype=np.float32)
+    def vector_array(
+        self, dimension: int | None, *, source: str = "the collection's"
+    ) -> npt.NDArray[np.float32]:
+        """Stack the vectors into an ``(n, dimension)`` float32 array, checking each one.
+
+        ``dimension=None`` takes it from the first record (a collection about to be created).
+        """
+        out: npt.NDArray[np.float32] | None = None
         for index, vec in enumerate(self.vectors):
             try:
                 row = np.asarray(vec, dtype=np.float32)
@@ -133,16 +141,29 @@ class PreparedBatch:
                     index=index,
                     record_id=self.ids[index],
                 ) from exc
+            if row.ndim != 1 or row.size == 0:
+                raise InvalidVectorRecordError(
+                    f"Record {index} (id {self.ids[index]!r}): vector must be a flat, non-empty "
+                    f"sequence of numbers, not shape {row.shape}.",
+                    index=index,
+                    record_id=self.ids[index],
+                )
+            if dimension is None:
+                dimension = row.shape[0]
+            if out is None:
+                out = np.empty((len(self.ids), dimension), dtype=np.float32)
             if row.shape != (dimension,):
                 raise DimensionMismatchError(
                     f"Record {index} (id {self.ids[index]!r}): vector has shape {row.shape}, "
-                    f"the collection's dimension is {dimension}.",
+                    f"{source} dimension is {dimension}.",
                     hint="Use vectors from the same encoder the collection was created with.",
                     index=index,
                     record_id=self.ids[index],
                     expected=dimension,
                 )
             out[index] = row
+        if out is None:
+            return np.empty((0, dimension or 0), dtype=np.float32)
         bad = ~np.isfinite(out).all(axis=1)
         if bad.any():
             index = int(np.argmax(bad))
@@ -201,6 +222,8 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
             raise _bad(index, rid, "`id` must be a non-empty string.")
         if len(rid) > MAX_ID_LENGTH or "\x00" in rid:
             raise _bad(index, rid[:40], f"`id` must be at most {MAX_ID_LENGTH} characters with no NUL.")
+        if not _utf8(rid):
+            raise _bad(index, None, "`id` is not valid Unicode (it holds a lone surrogate).")
         first = seen.setdefault(rid, index)
         if first != index:
             raise _bad(
@@ -209,6 +232,8 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
         document = record.get("document")
         if document is not None and type(document) is not str and not isinstance(document, str):
             raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
+        if document is not None and not _utf8(document):
+            raise _bad(index, rid, "`document` is not valid Unicode (it holds a lone surrogate).")
         metadata = record.get("metadata")
         if metadata is None:
             metadata_json = None
@@ -221,7 +246,8 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
                 metadata_json = encode_json(metadata)
             except (TypeError, ValueError) as exc:
                 raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
-            problem = _json_problem(metadata)
+            problem = None if _utf8(metadata_json) else "`metadata` holds text that is not valid Unicode."
+            problem = problem or _json_problem(metadata)
             if problem is not None:
                 raise _bad(index, rid, problem)
         vector = record.get("vector")
@@ -307,3 +333,14 @@ def _json_problem(value: Any, path: str = "metadata") -> str | None:
     elif isinstance(value, int) and not isinstance(value, bool):
         return _json_problem(int(value), path)  # an int subclass (IntEnum): judge its value
     return None
+
+
+def _utf8(text: str) -> bool:
+    # A lone surrogate (from a bad decode) cannot be written to Arrow's UTF-8 columns.
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ._filter_ast import FilterNode
+from ._hybrid import HybridSpec
+from ._mmr import MmrSpec
 
 __all__ = ["NearId", "NearText", "NearVector", "QuerySpec"]
 
@@ -53,6 +55,8 @@ class QuerySpec:
     refine_factor: int | None = None
     ef: int | None = None
     prefilter: bool = True
+    hybrid: HybridSpec | None = None
+    mmr: MmrSpec | None = None
 
     @property
     def where_sql(self) -> str | None:
@@ -88,4 +92,6 @@ class QuerySpec:
             "refine_factor": self.refine_factor,
             "ef": self.ef,
             "prefilter": self.prefilter,
+            "hybrid": None if self.hybrid is None else asdict(self.hybrid),
+            "mmr": None if self.mmr is None else asdict(self.mmr),
         }

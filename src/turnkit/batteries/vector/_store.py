@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,24 +20,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..._aio import on_loop, run_sync
 from ._builder import QueryBuilder
-from ._encoders import Encoder, encode_texts
+from ._encoders import EncodeKind, Encoder, encode_texts
 from ._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
     DimensionMismatchError,
+    EncoderFailedError,
     EncoderMismatchError,
     EncoderRequiredError,
     InvalidCollectionNameError,
     InvalidQueryError,
+    InvalidVectorRecordError,
     InvalidVectorStoreConfigError,
     RecordNotFoundError,
     UnsafeDeleteError,
 )
-from ._filter_ast import And, FilterNode, Not, Or, Raw
+from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
 from ._filters import MAX_IN_VALUES, condition, to_sql
 from ._lancedb import import_lancedb, translate_errors
 from ._records import collection_schema, match_from_row, prepare_records
@@ -102,10 +106,58 @@ class _Collection:
     dimension: int
     metric: Metric
     encoder: str | None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tracker: _Tracker
+    seen_version: int = 0
+    generation: int = 0
     writes: int = 0
     index_type: str | None = None
     maintenance: asyncio.Task[None] | None = None
+    fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """The process-wide writer lock of this collection."""
+        return self.tracker.lock
+
+    def wrote(self) -> None:
+        """Record a commit made through this handle (it already sees it; other stores' do not)."""
+        self.tracker.version += 1
+        self.seen_version = self.tracker.version
+
+
+@dataclass(slots=True)
+class _Tracker:
+    """Process-wide facts about one collection, shared by every store opened on its database."""
+
+    # One writer per collection per *process*, whichever store object writes:
+    # LanceDB duplicates a new key written by two merge_inserts at once.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Bumped by every write and drop, so other stores' handles know to refresh.
+    version: int = 0
+    generation: int = 0
+
+
+_TRACKERS: dict[tuple[str, str], _Tracker] = {}
+
+
+def _matches_everything(node: FilterNode) -> bool | None:
+    """True when a filter is a tautology by its structure, False for a contradiction, None otherwise."""
+    if isinstance(node, And):
+        parts = [_matches_everything(c) for c in node.children]
+        if any(p is False for p in parts):
+            return False
+        return True if all(p is True for p in parts) else None
+    if isinstance(node, Or):
+        parts = [_matches_everything(c) for c in node.children]
+        if any(p is True for p in parts):
+            return True
+        return False if all(p is False for p in parts) else None
+    if isinstance(node, Not):
+        inner = _matches_everything(node.child)
+        return None if inner is None else not inner
+    if isinstance(node, Condition) and node.op in ("in", "nin") and not node.value:
+        return node.op == "nin"
+    return None
 
 
 def _contains_raw(node: FilterNode | None) -> bool:
@@ -155,6 +207,11 @@ class VectorStore:
         self._conn: Any = None
         self._collections: dict[str, _Collection] = {}
         self._open_lock: asyncio.Lock | None = None
+        # Trackers are keyed by database; each memory:// store is its own database.
+        self._db_key = f"memory://{id(self)}" if uri.startswith("memory://") else uri
+
+    def _tracker(self, name: str) -> _Tracker:
+        return _TRACKERS.setdefault((self._db_key, name), _Tracker())
 
     def __call__(self, collection: str) -> QueryBuilder:
         """A fresh query builder for ``collection`` (no I/O until a terminal runs)."""
@@ -189,12 +246,14 @@ class VectorStore:
 
     async def _collection(self, name: str, *, create_dimension: int | None = None) -> _Collection:
         cached = self._collections.get(name)
-        if cached is not None:
-            return cached
+        if cached is not None and cached.generation == cached.tracker.generation:
+            return await self._fresh(cached)
         async with self._lock():
             cached = self._collections.get(name)
-            if cached is not None:
+            if cached is not None and cached.generation == cached.tracker.generation:
                 return cached
+            # Dropped (and maybe recreated) through another store: this handle is dead.
+            self._collections.pop(name, None)
             conn = await self._connection()
             try:
                 with translate_errors("open", name):
@@ -207,12 +266,27 @@ class VectorStore:
             self._collections[name] = coll
             return coll
 
+    async def _fresh(self, coll: _Collection) -> _Collection:
+        # Another store in this process committed since this handle last looked;
+        # a handle pins its snapshot, so move it to the latest version.
+        if coll.seen_version != coll.tracker.version:
+            coll.seen_version = coll.tracker.version
+            with translate_errors("open", coll.name):
+                await coll.table.checkout_latest()
+        return coll
+
+    def _encoder_name_for(self, dimension: int) -> str | None:
+        # Precomputed vectors of another size were not made by this store's encoder.
+        if self.encoder is None or self.encoder.dimension != dimension:
+            return None
+        return self.encoder.name
+
     async def _create_table(self, conn: Any, name: str, dimension: int, metric: Metric) -> Any:
         meta = {
             "format": _FORMAT,
             "dimension": dimension,
             "metric": metric,
-            "encoder": self.encoder.name if self.encoder is not None else None,
+            "encoder": self._encoder_name_for(dimension),
             "created_at": datetime.now(UTC).isoformat(),
         }
         with translate_errors("create_collection", name):
@@ -236,8 +310,15 @@ class VectorStore:
         dimension = int(meta.get("dimension") or schema.field("vector").type.list_size)
         metric = normalize_metric(meta.get("metric") or self.metric)
         coll = _Collection(
-            name=name, table=table, dimension=dimension, metric=metric, encoder=meta.get("encoder")
+            name=name,
+            table=table,
+            dimension=dimension,
+            metric=metric,
+            encoder=meta.get("encoder"),
+            tracker=self._tracker(name),
         )
+        coll.seen_version = coll.tracker.version
+        coll.generation = coll.tracker.generation
         coll.index_type = _vector_index_type(indices)
         return coll
 
@@ -290,7 +371,7 @@ class VectorStore:
                 "format": _FORMAT,
                 "dimension": dim,
                 "metric": chosen,
-                "encoder": self.encoder.name if self.encoder is not None else None,
+                "encoder": self._encoder_name_for(dim),
                 "created_at": datetime.now(UTC).isoformat(),
             }
             with translate_errors("create_collection", name):
@@ -322,6 +403,9 @@ class VectorStore:
         async with self._lock():
             conn = await self._connection()
             coll = self._collections.pop(name, None)
+            tracker = self._tracker(name)
+            tracker.generation += 1
+            tracker.version += 1
             if coll is not None and coll.maintenance is not None:
                 coll.maintenance.cancel()
             if name not in await self._list():
@@ -412,7 +496,7 @@ class VectorStore:
         encoder = self._require_encoder(collection)
         coll = await on_loop(self._collection(collection))
         self._check_encoder(coll, encoder)
-        vectors = await encode_texts(encoder, [text], "query")
+        vectors = await _encode_for(collection, encoder, [text], "query")
         row: np.ndarray[Any, Any] = vectors[0]
         return row
 
@@ -432,18 +516,41 @@ class VectorStore:
             encoder = self._require_encoder(name)
             self._check_encoder(coll, encoder)
             texts = [batch.documents[i] or "" for i in batch.to_encode]
-            vectors = await encode_texts(encoder, texts, "document")
+            vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
             for row, index in enumerate(batch.to_encode):
                 batch.vectors[index] = vectors[row]
         if coll is not None:
-            dimension = coll.dimension
+            array = batch.vector_array(coll.dimension, source="the collection's")
         else:
-            first = batch.vectors[0]
-            dimension = len(first)
-        array = batch.vector_array(dimension)
+            array = batch.vector_array(None, source="the first record's")
         return await on_loop(self._write(name, batch, array))
 
     async def _write(self, name: str, batch: Any, vectors: np.ndarray[Any, Any]) -> UpsertResult:
+        # The table's own schema reads the JSON column back as large_binary;
+        # writing with it stores bytes that JSON filters then reject. Built
+        # before the collection is opened or created, so a failure here leaves
+        # no trace.
+        schema = collection_schema(vectors.shape[1], {})
+        try:
+            data = batch.to_arrow(vectors, schema, datetime.now(UTC))
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise InvalidVectorRecordError(
+                f"The batch for {name!r} could not be converted for LanceDB: {exc}", collection=name
+            ) from exc
+        existing = await self._existing(name)
+        metric = existing.metric if existing is not None else self.metric
+        if metric == "cosine":
+            zero = ~vectors.any(axis=1)
+            if zero.any():
+                index = int(np.argmax(zero))
+                raise InvalidVectorRecordError(
+                    f"Record {index} (id {batch.ids[index]!r}): an all-zero vector has no direction, "
+                    "so a cosine collection could never return it.",
+                    hint="Check the encoder's output, or use metric='l2' for vectors that can be zero.",
+                    collection=name,
+                    index=index,
+                    record_id=batch.ids[index],
+                )
         coll = await self._collection(name, create_dimension=vectors.shape[1])
         if coll.dimension != vectors.shape[1]:
             raise DimensionMismatchError(
@@ -451,14 +558,12 @@ class VectorStore:
                 collection=name,
                 expected=coll.dimension,
             )
-        # The table's own schema reads the JSON column back as large_binary;
-        # writing with it stores bytes that JSON filters then reject.
-        schema = collection_schema(coll.dimension, {})
-        data = batch.to_arrow(vectors, schema, datetime.now(UTC))
         async with coll.lock:
             # LanceDB's merge_insert of the same *new* key from two writers at
             # once inserts it twice (lancedb#2463); one writer per collection
-            # in this process avoids that.
+            # in this process avoids that. The match runs against the handle's
+            # snapshot, so it must include every earlier commit from this process.
+            await self._fresh(coll)
             with translate_errors("upsert", name):
                 result = await (
                     coll.table.merge_insert("id")
@@ -470,14 +575,16 @@ class VectorStore:
         return UpsertResult(int(result.num_inserted_rows), int(result.num_updated_rows))
 
     async def _delete(self, spec: QuerySpec, *, all_records: bool) -> int:
-        if spec.filter is None and not all_records:
+        if not all_records and (spec.filter is None or _matches_everything(spec.filter) is True):
+            what = "has no filter" if spec.filter is None else "has a filter that matches every record"
             raise UnsafeDeleteError(
-                f"delete() on {spec.collection!r} has no filter and would remove every record.",
+                f"delete() on {spec.collection!r} {what} and would remove every record.",
                 collection=spec.collection,
             )
         coll = await self._collection(spec.collection)
         sql = "true" if spec.filter is None else to_sql(spec.filter)
         async with coll.lock:
+            await self._fresh(coll)
             with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
                 result = await coll.table.delete(sql)
         self._after_write(coll)
@@ -485,6 +592,7 @@ class VectorStore:
 
     # -- maintenance -----------------------------------------------------------------------
     def _after_write(self, coll: _Collection) -> None:
+        coll.wrote()
         coll.writes += 1
         policy = self.auto_optimize
         if policy is None or (coll.maintenance is not None and not coll.maintenance.done()):
@@ -517,6 +625,7 @@ class VectorStore:
         async with coll.lock:
             with translate_errors("optimize", coll.name):
                 await coll.table.optimize()
+            coll.wrote()
             coll.writes = 0
             coll.index_type = _vector_index_type(await coll.table.list_indices())
 
@@ -542,12 +651,22 @@ class VectorStore:
         async with coll.lock:
             with translate_errors("create_index", name):
                 await coll.table.create_index("vector", config=config, replace=True)
+                coll.wrote()
                 coll.index_type = _vector_index_type(await coll.table.list_indices())
         return index_type
 
     # -- reads ---------------------------------------------------------------------------
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
+        # Diversity and hybrid fusion wrap this same search (see _mmr.py, _hybrid.py).
+        if spec.mmr is not None:
+            from ._mmr import mmr_search
+
+            return await mmr_search(self, spec, vector)
         coll = await self._collection(spec.collection)
+        if spec.hybrid is not None:
+            from ._hybrid import hybrid_search
+
+            return await hybrid_search(self, coll, spec, vector)
         select = spec.select or ("*",)
         columns = _columns(select)
         raw = _contains_raw(spec.filter)
@@ -712,7 +831,7 @@ def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
 
 
 def create_vector_store(
-    uri: str = ".turnkit/lancedb",
+    uri: str | os.PathLike[str] = ".turnkit/lancedb",
     *,
     encoder: Encoder | None = None,
     metric: str = "cosine",
@@ -741,8 +860,14 @@ def create_vector_store(
     Returns:
         A `VectorStore`; call it with a collection name to get a builder.
     """
+    if isinstance(uri, os.PathLike):
+        uri = os.fspath(uri)
     if not isinstance(uri, str) or not uri:
         raise InvalidVectorStoreConfigError("uri must be a non-empty string.", hint="Try uri='memory://'.")
+    if "://" not in uri:
+        # LanceDB reads a bare relative name as a LanceDB Cloud database; a
+        # path without a scheme is always a local directory here.
+        uri = os.path.abspath(os.path.expanduser(uri))
     try:
         canonical = normalize_metric(metric)
     except ValueError as exc:
@@ -780,3 +905,16 @@ def _fragment_count(stats: Any) -> int:
     if isinstance(stats, dict):
         return int(stats["fragment_stats"]["num_fragments"])
     return int(stats.fragment_stats.num_fragments)
+
+
+async def _encode_for(
+    collection: str, encoder: Encoder, texts: list[str], kind: EncodeKind, *, first: int | None = None
+) -> np.ndarray[Any, Any]:
+    """`encode_texts`, with the collection (and first record) added to a failure's context."""
+    try:
+        return await encode_texts(encoder, texts, kind)
+    except EncoderFailedError as exc:
+        exc.add_context(collection=collection, operation="upsert" if kind == "document" else "search")
+        if first is not None:
+            exc.add_context(index=first)
+        raise

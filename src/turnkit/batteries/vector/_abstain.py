@@ -1,0 +1,98 @@
+"""Abstention: when nothing retrieved is relevant enough, say so rather than guess.
+
+`abstaining_fetch_stage` replaces the runner's default retrieval stage. It
+keeps the records scoring at least ``min_score``; when none do, it stops the
+turn before the model is called, with ``stop_reason == NO_GROUNDED_ANSWER``
+(and an optional canned reply). `with_min_score` is the same cut as a plain
+``fetch_retrievables`` wrapper, for callbacks used elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..._context import TurnContext, invoke
+from ..._retrievable import Retrievable
+from ._rank_errors import InvalidRankingConfigError
+
+__all__ = ["GROUNDING_STASH_KEY", "NO_GROUNDED_ANSWER", "abstaining_fetch_stage", "with_min_score"]
+
+NO_GROUNDED_ANSWER = "no grounded answer"
+"""The ``stop_reason`` of a turn that abstained."""
+GROUNDING_STASH_KEY = "turnkit.grounding"
+"""``ctx.stash`` key holding ``{"min_score", "best_score", "fetched", "kept"}`` after the stage ran."""
+
+Middleware = Callable[[TurnContext, Callable[[], Awaitable[None]]], Awaitable[None]]
+
+
+def _check(min_score: Any) -> float:
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
+        raise InvalidRankingConfigError(f"min_score must be a number in [0, 1], got {min_score!r}.")
+    if not 0.0 <= min_score <= 1.0:
+        raise InvalidRankingConfigError(f"min_score must be in [0, 1], got {min_score!r}.")
+    return float(min_score)
+
+
+def _grounded(records: list[Retrievable], min_score: float) -> list[Retrievable]:
+    # A record without a score cannot show it is relevant enough.
+    return [r for r in records if r.score is not None and r.score >= min_score]
+
+
+def abstaining_fetch_stage(min_score: float, *, reply: str | None = None) -> Middleware:
+    """An input stage that retrieves and abstains when nothing scores ``min_score`` or more.
+
+    Use it instead of the default stage:
+    ``TurnRunnerConfig(input_pipeline=[abstaining_fetch_stage(0.6)], ...)``.
+    On abstention the turn stops before the model call: the result has
+    ``stopped=True``, ``stop_reason == NO_GROUNDED_ANSWER`` and ``reply`` (or
+    ``None``). Scores are the retrieval scores in [0, 1] (see docs/ranking.md).
+
+    Args:
+        min_score: The lowest score that counts as grounding, in [0, 1].
+        reply: Returned as the turn's reply when it abstains (not stored as a message).
+
+    Raises:
+        InvalidRankingConfigError: ``min_score`` is not a number in [0, 1].
+    """
+    threshold = _check(min_score)
+    if reply is not None and not isinstance(reply, str):
+        raise InvalidRankingConfigError(f"reply must be a string or None, got {type(reply).__name__}.")
+
+    async def abstaining_fetch(ctx: TurnContext, next_: Callable[[], Awaitable[None]]) -> None:
+        fetched = await ctx.fetch_retrievables()
+        kept = _grounded(fetched, threshold)
+        scores = [r.score for r in fetched if r.score is not None]
+        ctx.stash[GROUNDING_STASH_KEY] = {
+            "min_score": threshold,
+            "best_score": max(scores) if scores else None,
+            "fetched": len(fetched),
+            "kept": len(kept),
+        }
+        if not kept:
+            if reply is not None:
+                ctx.reply = reply
+            ctx.abort(NO_GROUNDED_ANSWER)
+            return
+        ctx.turn_retrievables.extend(kept)
+        await next_()
+
+    return abstaining_fetch
+
+
+def with_min_score(
+    fetch: Callable[[TurnContext], Any], min_score: float
+) -> Callable[[TurnContext], Awaitable[list[Retrievable]]]:
+    """Wrap a ``fetch_retrievables`` callback so it returns only records scoring ``min_score`` or more.
+
+    Raises:
+        InvalidRankingConfigError: ``min_score`` is not a number in [0, 1].
+    """
+    threshold = _check(min_score)
+
+    async def fetch_grounded(ctx: TurnContext) -> list[Retrievable]:
+        records: list[Retrievable] = list(await invoke(fetch, ctx))
+        return _grounded(records, threshold)
+
+    return fetch_grounded

@@ -1,0 +1,208 @@
+"""Hybrid search: LanceDB full-text (BM25) and vector search, fused in Python.
+
+Both legs run with the same filter; their rankings are fused by reciprocal
+rank fusion (default) or a linear blend of normalized scores. ``alpha`` has
+Vertex's meaning: 0 is lexical only, 1 is dense only. Fusion is done here, not
+by LanceDB's hybrid builder, so the legs, the weights and the tie-breaking are
+ours to test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ._records import VectorMatch
+    from ._spec import QuerySpec
+    from ._store import VectorStore, _Collection
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_RRF_K",
+    "Fusion",
+    "HybridSpec",
+    "linear_fuse",
+    "rrf_fuse",
+]
+
+Fusion = Literal["rrf", "linear"]
+DEFAULT_ALPHA = 0.5
+DEFAULT_RRF_K = 60
+_MIN_POOL = 30
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSpec:
+    """How a query mixes full-text and vector search (see ``QueryBuilder.hybrid``).
+
+    Attributes:
+        alpha: Weight of the dense leg; ``1 - alpha`` goes to the lexical leg.
+        fusion: ``"rrf"`` (reciprocal rank fusion) or ``"linear"`` (normalized scores).
+        rrf_k: RRF's rank offset (60 in the original paper and in LanceDB).
+        text: The full-text query; ``None`` uses the ``near_text`` text.
+        candidates: Matches fetched per leg before fusing; ``None`` picks
+            ``max(30, 3 × (limit + offset))``.
+    """
+
+    alpha: float = DEFAULT_ALPHA
+    fusion: Fusion = "rrf"
+    rrf_k: int = DEFAULT_RRF_K
+    text: str | None = None
+    candidates: int | None = None
+
+    def pool(self, limit: int, offset: int) -> int:
+        """Matches to fetch per leg for a page of ``limit`` after ``offset``."""
+        from ._builder import MAX_LIMIT
+
+        wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
+        return min(MAX_LIMIT, max(wanted, limit + offset))
+
+
+def rrf_fuse(
+    dense: Sequence[str], lexical: Sequence[str], *, alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_RRF_K
+) -> list[tuple[str, float]]:
+    """Fuse two rankings by weighted reciprocal rank; best first.
+
+    A document's score is ``alpha/(k + r_dense) + (1 - alpha)/(k + r_lexical)``
+    (ranks from 1; a leg that missed it adds nothing), scaled by ``k + 1`` so a
+    document ranked first by both legs scores 1. Ties keep the dense order,
+    then the lexical order.
+
+    Args:
+        dense: Ids in vector-search order (duplicates after the first are ignored).
+        lexical: Ids in full-text order.
+        alpha: Weight of the dense ranking, in [0, 1].
+        k: Rank offset (>= 1); larger values flatten the head of each ranking.
+
+    Returns:
+        ``(id, score)`` pairs with scores in [0, 1], covering every id given
+        to a leg with a non-zero weight.
+    """
+    scores: dict[str, float] = {}
+    order: dict[str, tuple[int, int]] = {}
+    absent = 1 << 62  # rank of a leg that missed the document, for tie-breaking
+    for weight, ids, leg in ((alpha, dense, 0), (1.0 - alpha, lexical, 1)):
+        if weight <= 0:
+            continue
+        for rank, doc in enumerate(dict.fromkeys(ids), start=1):
+            scores[doc] = scores.get(doc, 0.0) + weight * (k + 1) / (k + rank)
+            first = order.get(doc, (absent, absent))
+            order[doc] = (rank, first[1]) if leg == 0 else (first[0], rank)
+    ranked = sorted(scores, key=lambda d: (-scores[d], order[d][0], order[d][1]))
+    return [(doc, min(1.0, scores[doc])) for doc in ranked]
+
+
+def _minmax(values: Sequence[float]) -> list[float]:
+    array = np.asarray(values, dtype=np.float64)
+    if array.size == 0:
+        return []
+    low, high = float(array.min()), float(array.max())
+    if high - low <= 1e-12:
+        return [1.0] * array.size
+    return [float(x) for x in (array - low) / (high - low)]
+
+
+def linear_fuse(
+    dense: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+) -> list[tuple[str, float]]:
+    """Fuse two scored lists by ``alpha·dense + (1 - alpha)·lexical``; best first.
+
+    Each leg's scores (higher is better: similarity, BM25) are min-max
+    normalized to [0, 1] within the leg first; a document a leg did not
+    return scores 0 there. Ties keep the dense order, then the lexical order.
+
+    Args:
+        dense: ``(id, similarity)`` in vector-search order.
+        lexical: ``(id, bm25)`` in full-text order.
+        alpha: Weight of the dense leg, in [0, 1].
+
+    Returns:
+        ``(id, score)`` pairs with scores in [0, 1].
+    """
+    legs: list[dict[str, float]] = []
+    for pairs in (dense, lexical):
+        first: dict[str, float] = {}
+        for doc, value in pairs:
+            first.setdefault(doc, float(value))  # the first occurrence of an id wins
+        legs.append(dict(zip(first, _minmax(list(first.values())), strict=True)))
+    position = {d: i for i, d in enumerate(dict.fromkeys([d for d, _ in dense] + [d for d, _ in lexical]))}
+    dense_n, lexical_n = legs
+    docs = set(dense_n) if alpha >= 1 else set(lexical_n) if alpha <= 0 else set(dense_n) | set(lexical_n)
+    scores = {d: alpha * dense_n.get(d, 0.0) + (1.0 - alpha) * lexical_n.get(d, 0.0) for d in docs}
+    ranked = sorted(docs, key=lambda d: (-scores[d], position[d]))
+    return [(d, min(1.0, max(0.0, scores[d]))) for d in ranked]
+
+
+# -- the store side ------------------------------------------------------------------------------------
+
+
+async def ensure_fts_index(coll: _Collection) -> None:
+    """Create the BM25 index on ``document`` once; rows written later are still searched (flat)."""
+    if coll.fts_ready:
+        return
+    from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
+
+    from ._lancedb import translate_errors
+
+    async with coll.lock:
+        with translate_errors("create_index", coll.name):
+            indices = await coll.table.list_indices()
+            if not any("document" in list(getattr(i, "columns", []) or []) for i in indices):
+                await coll.table.create_index("document", config=FTS(), replace=False)
+                coll.wrote()
+        coll.fts_ready = True
+
+
+async def hybrid_search(
+    store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
+) -> list[VectorMatch]:
+    """Run both legs of ``spec`` (which has ``spec.hybrid``), fuse them, apply ``min_score`` and paging."""
+    from ._filters import to_sql
+    from ._lancedb import translate_errors
+    from ._records import match_from_row
+    from ._store import _columns, _contains_raw, _trim_metadata
+
+    hybrid = spec.hybrid
+    assert hybrid is not None
+    text = hybrid.text if hybrid.text is not None else getattr(spec.near, "text", None)
+    pool = hybrid.pool(spec.limit, spec.offset)
+    dense: list[VectorMatch] = []
+    if hybrid.alpha > 0 and spec.near is not None:
+        leg = replace(spec, hybrid=None, limit=pool, offset=0, min_score=None)
+        dense = await store._search(leg, vector)
+    lexical: list[VectorMatch] = []
+    bm25: list[float] = []
+    if hybrid.alpha < 1 and text:
+        await ensure_fts_index(coll)
+        select = spec.select or ("*",)
+        query = coll.table.query().nearest_to_text(text, columns="document")
+        if spec.filter is not None:
+            query = query.where(to_sql(spec.filter))
+            if not spec.prefilter:
+                query = query.postfilter()
+        query = query.select([*_columns(select), "_score"]).limit(pool)
+        with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
+            rows = await query.to_list()
+        lexical = _trim_metadata([match_from_row(row, None) for row in rows], select)
+        bm25 = [float(row.get("_score") or 0.0) for row in rows]
+    if hybrid.fusion == "rrf":
+        fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=hybrid.alpha, k=hybrid.rrf_k)
+    else:
+        fused = linear_fuse(
+            [(m.id, m.score or 0.0) for m in dense],
+            list(zip([m.id for m in lexical], bm25, strict=True)),
+            alpha=hybrid.alpha,
+        )
+    by_id = {m.id: m for m in lexical}
+    by_id.update({m.id: m for m in dense})  # the dense copy carries the raw distance
+    out = [replace(by_id[doc], score=score) for doc, score in fused]
+    if spec.min_score is not None:
+        out = [m for m in out if m.score is not None and m.score >= spec.min_score]
+    return out[spec.offset : spec.offset + spec.limit]

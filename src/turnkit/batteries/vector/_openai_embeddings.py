@@ -1,0 +1,145 @@
+"""An encoder for any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama, llama.cpp…)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._encoders import EncodeKind, Vectors
+from ._errors import EncoderFailedError, InvalidVectorStoreConfigError
+
+__all__ = ["OpenAIEmbeddingEncoder"]
+
+_STATUS_HINTS = {
+    401: "Check the API key.",
+    404: "Check base_url (it usually ends in /v1) and the model name.",
+    429: "Rate limited; lower batch_size or retry later.",
+}
+
+
+class OpenAIEmbeddingEncoder:
+    """Embeddings from an OpenAI-compatible HTTP API, one request per batch.
+
+    Uses only the standard library (``urllib``) in a worker thread; nothing
+    is contacted until the first ``encode``. The dimension is given up front
+    so a collection can be created without a network round trip.
+
+    Args:
+        model: The model name sent in the request (e.g. ``"text-embedding-3-small"``).
+        dimension: Length of the vectors the model returns.
+        base_url: The API root, e.g. ``"http://127.0.0.1:8000/v1"``.
+        api_key: Sent as ``Authorization: Bearer …`` when given.
+        batch_size: Texts per request.
+        timeout: Seconds per request.
+        send_dimensions: Also send ``"dimensions": dimension`` (models that can shorten vectors).
+        headers: Extra HTTP headers.
+
+    Raises:
+        InvalidVectorStoreConfigError: an argument is unusable.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dimension: int,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        batch_size: int = 256,
+        timeout: float = 60.0,
+        send_dimensions: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidVectorStoreConfigError("OpenAIEmbeddingEncoder needs a model name.", field="model")
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise InvalidVectorStoreConfigError(f"dimension must be a positive int, got {dimension!r}.")
+        parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InvalidVectorStoreConfigError(f"base_url must be an http(s) URL, got {base_url!r}.")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidVectorStoreConfigError(f"batch_size must be a positive int, got {batch_size!r}.")
+        self.model = model
+        self.name = f"openai:{model}" + (f"@{dimension}" if send_dimensions else "")
+        self.dimension = dimension
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = batch_size
+        self.timeout = float(timeout)
+        self.send_dimensions = send_dimensions
+        self._api_key = api_key
+        self._headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        # Never print the key.
+        return f"OpenAIEmbeddingEncoder(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
+        """Encode a batch with one request per ``batch_size`` texts."""
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            body: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+            if self.send_dimensions:
+                body["dimensions"] = self.dimension
+            raw = await asyncio.to_thread(self._post, json.dumps(body).encode())
+            parts.append(self._parse(raw, len(batch)))
+        if not parts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def _post(self, data: bytes) -> bytes:
+        import urllib.error
+        import urllib.request
+
+        url = f"{self.base_url}/embeddings"
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **self._headers}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload: bytes = response.read()
+                return payload
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = exc.read()[:300].decode("utf-8", "replace")
+            finally:
+                exc.close()
+            raise EncoderFailedError(
+                f"The embeddings endpoint answered HTTP {exc.code}: {detail}",
+                hint=_STATUS_HINTS.get(exc.code, "The server failed; retry later."),
+                encoder=self.name,
+                status=exc.code,
+            ) from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EncoderFailedError(
+                f"Could not reach the embeddings endpoint {url}: {getattr(exc, 'reason', exc)}",
+                hint="Check base_url and that the server is running.",
+                encoder=self.name,
+                status=None,
+            ) from exc
+
+    def _parse(self, raw: bytes, n: int) -> Vectors:
+        try:
+            data = json.loads(raw)["data"]
+            rows = sorted(data, key=lambda item: int(item.get("index", 0)))
+            array = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EncoderFailedError(
+                f"The embeddings endpoint sent a body without data[].embedding: {raw[:200]!r}",
+                hint="Check that the endpoint implements OpenAI's /embeddings.",
+                encoder=self.name,
+            ) from exc
+        if array.shape != (n, self.dimension):
+            raise EncoderFailedError(
+                f"The embeddings endpoint returned shape {array.shape} for {n} texts; "
+                f"expected ({n}, {self.dimension}).",
+                hint="Set dimension= to the model's output size (or send_dimensions=True).",
+                encoder=self.name,
+            )
+        return array

