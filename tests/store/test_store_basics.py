@@ -537,3 +537,24 @@ def test_updates_replace_created_at_unless_it_is_given(vs, collection):
     vs(collection).upsert_sync([{"id": "a", "document": "v2", "created_at": first.created_at}])
     second = vs(collection).get_sync(["a"])[0]
     assert second.created_at == first.created_at and second.updated_at > first.updated_at
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda q: q.near_text("cat").where("metadata.kind", "pet"),
+        lambda q: q.where("metadata.kind", "pet").limit(1),
+        lambda q: q.where("metadata.kind", "pet").offset(1),
+    ],
+)
+def test_delete_refuses_what_would_not_narrow_it(vs, collection, docs, build):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(InvalidQueryError, match="would be ignored"):
+        build(vs(collection)).delete_sync()
+    assert vs(collection).count_sync() == len(docs)
+
+
+def test_count_refuses_a_near_clause(vs, collection, docs):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(InvalidQueryError, match="near clause"):
+        vs(collection).near_text("cat").count_sync()

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_LIMIT", "QueryBuilder"]
 
 MAX_LIMIT = 10_000
+_DEFAULT_LIMIT = QuerySpec(collection="_").limit
 _SELECTABLE = ("id", "vector", "document", "metadata", "created_at", "updated_at", "score", "distance")
 
 
@@ -309,11 +310,26 @@ class QueryBuilder(Filterable):
         """Sync form of `upsert`."""
         return run_sync(self.upsert(records))
 
+    def _filter_only(self, terminal: str, *, paging: bool = False) -> None:
+        spec = self._spec
+        extra = ["a near clause"] if spec.near is not None else []
+        if paging and (spec.limit != _DEFAULT_LIMIT or spec.offset):
+            extra.append("limit/offset")
+        if extra:
+            raise InvalidQueryError(
+                f"{terminal}() works on the filter alone; {' and '.join(extra)} would be ignored.",
+                hint=f"Search first, then {terminal} by id: vs(c).where_in('id', [m.id for m in matches]).",
+                collection=spec.collection,
+            )
+
     async def delete(self, *, all: bool = False) -> int:
         """Delete the records matching the filter; returns how many were removed.
 
         Without a filter this raises `UnsafeDeleteError` unless ``all=True``.
+        A near clause, ``limit`` or ``offset`` would not narrow a delete, so
+        they are refused rather than ignored.
         """
+        self._filter_only("delete", paging=True)
         return await on_loop(self._store._delete(self._spec, all_records=all))
 
     def delete_sync(self, *, all: bool = False) -> int:
@@ -322,6 +338,7 @@ class QueryBuilder(Filterable):
 
     async def count(self) -> int:
         """Count the records matching the filter (all records without one)."""
+        self._filter_only("count")
         return await on_loop(self._store._count(self._spec))
 
     def count_sync(self) -> int:

@@ -132,6 +132,19 @@ class PreparedBatch:
         ``dimension=None`` takes it from the first record (a collection about to be created).
         """
         out: npt.NDArray[np.float32] | None = None
+        try:
+            # One C-level conversion for the common case; the loop below explains failures.
+            stacked = np.asarray(self.vectors, dtype=np.float32)
+        except (TypeError, ValueError):
+            stacked = None
+        if (
+            stacked is not None
+            and stacked.ndim == 2
+            and stacked.shape[1] > 0
+            and stacked.shape[1] == (dimension or stacked.shape[1])
+            and np.isfinite(stacked).all()
+        ):
+            return stacked
         for index, vec in enumerate(self.vectors):
             try:
                 row = np.asarray(vec, dtype=np.float32)
