@@ -558,3 +558,29 @@ def test_count_refuses_a_near_clause(vs, collection, docs):
     vs(collection).upsert_sync(docs)
     with pytest.raises(InvalidQueryError, match="near clause"):
         vs(collection).near_text("cat").count_sync()
+
+
+def test_replace_swaps_a_documents_records_in_one_commit(vs, collection):
+    old = [{"id": f"a{i}", "document": f"old {i}", "metadata": {"src": "a"}} for i in range(3)]
+    other = [{"id": "b0", "document": "other", "metadata": {"src": "b"}}]
+    vs(collection).upsert_sync(old + other)
+    version = vs(collection).info_sync().version
+    new = [{"id": "a1", "document": "new 1", "metadata": {"src": "a"}}, {"id": "a9", "document": "new 9"}]
+    result = vs(collection).where("metadata.src", "a").replace_sync(new)
+    assert (result.inserted, result.updated, result.deleted) == (1, 1, 2)
+    assert vs(collection).info_sync().version == version + 1
+    got = {m.id: m.document for m in vs(collection).select("id", "document").limit(100).search_sync()}
+    assert got == {"a1": "new 1", "a9": "new 9", "b0": "other"}
+
+
+def test_replace_needs_a_narrowing_filter_and_checks_records_first(vs, collection, docs):
+    vs(collection).upsert_sync(docs)
+    with pytest.raises(UnsafeDeleteError):
+        vs(collection).replace_sync([{"id": "x", "document": "y"}])
+    with pytest.raises(UnsafeDeleteError):
+        vs(collection).where({}).replace_sync([{"id": "x", "document": "y"}])
+    with pytest.raises(InvalidVectorRecordError):
+        vs(collection).where("metadata.kind", "pet").replace_sync([{"id": "", "document": "y"}])
+    assert vs(collection).count_sync() == len(docs)
+    assert vs(collection).where("metadata.kind", "pet").replace_sync([]).deleted == 2
+    assert vs(collection).count_sync() == len(docs) - 2

@@ -310,6 +310,24 @@ class QueryBuilder(Filterable):
         """Sync form of `upsert`."""
         return run_sync(self.upsert(records))
 
+    async def replace(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
+        """Make the records matching the filter exactly ``records``, in one commit.
+
+        Upserts ``records`` and deletes every record the filter matches whose id
+        is not among them: a document's chunks are swapped for its new chunks
+        with no moment where both or neither are visible. Needs a filter (one
+        that matches everything is refused, as for `delete`); the result counts
+        ``deleted`` too.
+
+        Example: ``vs("docs").where("metadata.source_uri", uri).replace(new_chunks)``.
+        """
+        self._filter_only("replace", paging=True)
+        return await self._store._upsert(self._spec.collection, records, replace=self._spec)
+
+    def replace_sync(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
+        """Sync form of `replace`."""
+        return run_sync(self.replace(records))
+
     def _filter_only(self, terminal: str, *, paging: bool = False) -> None:
         spec = self._spec
         extra = ["a near clause"] if spec.near is not None else []

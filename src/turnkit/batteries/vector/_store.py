@@ -62,6 +62,7 @@ class UpsertResult:
 
     inserted: int
     updated: int
+    deleted: int = 0
 
     @property
     def written(self) -> int:
@@ -507,10 +508,16 @@ class VectorStore:
             return None
 
     # -- writes --------------------------------------------------------------------------
-    async def _upsert(self, name: str, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
+    async def _upsert(
+        self, name: str, records: Iterable[Mapping[str, Any]], *, replace: QuerySpec | None = None
+    ) -> UpsertResult:
         batch = prepare_records(records)
+        if replace is not None:
+            self._check_consent("replace", replace, all_records=False)
         if not len(batch):
-            return UpsertResult(0, 0)
+            if replace is None:
+                return UpsertResult(0, 0)
+            return UpsertResult(0, 0, await self._delete(replace, all_records=True))
         coll = await on_loop(self._existing(name))
         if batch.to_encode:
             encoder = self._require_encoder(name)
@@ -523,9 +530,12 @@ class VectorStore:
             array = batch.vector_array(coll.dimension, source="the collection's")
         else:
             array = batch.vector_array(None, source="the first record's")
-        return await on_loop(self._write(name, batch, array))
+        where = None if replace is None or replace.filter is None else to_sql(replace.filter)
+        return await on_loop(self._write(name, batch, array, replace_where=where))
 
-    async def _write(self, name: str, batch: Any, vectors: np.ndarray[Any, Any]) -> UpsertResult:
+    async def _write(
+        self, name: str, batch: Any, vectors: np.ndarray[Any, Any], *, replace_where: str | None = None
+    ) -> UpsertResult:
         # The table's own schema reads the JSON column back as large_binary;
         # writing with it stores bytes that JSON filters then reject. Built
         # before the collection is opened or created, so a failure here leaves
@@ -564,23 +574,29 @@ class VectorStore:
             # in this process avoids that. The match runs against the handle's
             # snapshot, so it must include every earlier commit from this process.
             await self._fresh(coll)
-            with translate_errors("upsert", name):
-                result = await (
-                    coll.table.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(data)
-                )
+            merge = coll.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+            if replace_where is not None:
+                # Same commit: the filter's records that this batch does not hold go.
+                merge = merge.when_not_matched_by_source_delete(replace_where)
+            with translate_errors("upsert", name, raw_filter=replace_where is not None):
+                result = await merge.execute(data)
         self._after_write(coll)
-        return UpsertResult(int(result.num_inserted_rows), int(result.num_updated_rows))
+        return UpsertResult(
+            int(result.num_inserted_rows),
+            int(result.num_updated_rows),
+            int(getattr(result, "num_deleted_rows", 0) or 0),
+        )
 
-    async def _delete(self, spec: QuerySpec, *, all_records: bool) -> int:
+    def _check_consent(self, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
         if not all_records and (spec.filter is None or _matches_everything(spec.filter) is True):
             what = "has no filter" if spec.filter is None else "has a filter that matches every record"
             raise UnsafeDeleteError(
-                f"delete() on {spec.collection!r} {what} and would remove every record.",
+                f"{terminal}() on {spec.collection!r} {what} and would remove every record.",
                 collection=spec.collection,
             )
+
+    async def _delete(self, spec: QuerySpec, *, all_records: bool) -> int:
+        self._check_consent("delete", spec, all_records=all_records)
         coll = await self._collection(spec.collection)
         sql = "true" if spec.filter is None else to_sql(spec.filter)
         async with coll.lock:
