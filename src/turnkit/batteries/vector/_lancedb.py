@@ -42,7 +42,7 @@ def import_lancedb() -> Any:
 
 # LanceDB reports most conditions as ValueError/RuntimeError with a message;
 # these patterns are pinned by tests against the installed version.
-_NOT_FOUND = re.compile(r"Table '.*' was not found|TableNotFound|not found", re.IGNORECASE)
+_NOT_FOUND = re.compile(r"Table '.*' was not found|TableNotFound|\btable\b[^\n]*\bnot found", re.IGNORECASE)
 _EXISTS = re.compile(r"already exists", re.IGNORECASE)
 _FILTER = re.compile(
     r"Error during planning|sql parser error|No field named|Invalid user input|does not return a boolean"
