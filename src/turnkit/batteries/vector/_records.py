@@ -10,7 +10,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 import numpy as np
@@ -192,8 +192,8 @@ class PreparedBatch:
         n, dimension = vectors.shape
         vector_col = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
         stamp = pa.timestamp("us", tz="UTC")
-        created = pa.array([c or now for c in self.created_at], stamp)
-        updated = pa.array([u or now for u in self.updated_at], stamp)
+        created = _stamps(self.created_at, now, stamp)
+        updated = _stamps(self.updated_at, now, stamp)
         return pa.Table.from_arrays(
             [
                 pa.array(self.ids, pa.string()),
@@ -357,3 +357,14 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _stamps(values: list[datetime | None], now: datetime, stamp: pa.DataType) -> pa.Array:
+    # Most batches carry no timestamps: fill from one integer instead of n datetimes.
+    if all(v is None for v in values):
+        micros = (now - _EPOCH) // timedelta(microseconds=1)  # exact, unlike float seconds
+        return pa.array(np.full(len(values), micros, dtype=np.int64), stamp)
+    return pa.array([v or now for v in values], stamp)
