@@ -42,6 +42,8 @@ from ._retrievable import (
 )
 from ._runner import (
     DEFAULT_SYSTEM_PROMPT,
+    GROUNDING_STASH_KEY,
+    NO_GROUNDED_ANSWER,
     Middleware,
     Next,
     TurnEvent,
@@ -63,6 +65,7 @@ __all__ = [
     "ERROR_CODES",
     "FetchMessagesCallback",
     "FetchRetrievablesCallback",
+    "GROUNDING_STASH_KEY",
     "InMemoryMessageStore",
     "InvalidMessageError",
     "InvalidModelConfigError",
@@ -75,6 +78,7 @@ __all__ = [
     "Middleware",
     "ModelError",
     "MutateRetrievableCallback",
+    "NO_GROUNDED_ANSWER",
     "Next",
     "OpenAIChatModel",
     "PipelineError",

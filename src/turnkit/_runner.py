@@ -45,6 +45,8 @@ from ._tokens import DEFAULT_ENCODING, EncodingName
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "GROUNDING_STASH_KEY",
+    "NO_GROUNDED_ANSWER",
     "Middleware",
     "Next",
     "TurnEvent",
@@ -58,6 +60,17 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant. Answer using the retrieved records when they are relevant."
 )
 """The system prompt used when a config does not set one."""
+
+NO_GROUNDED_ANSWER = "no grounded answer"
+"""The ``stop_reason`` of a turn that abstained: nothing retrieved was relevant enough."""
+GROUNDING_STASH_KEY = "turnkit.grounding"
+"""``ctx.stash`` key of a retrieval's grounding verdict.
+
+A ``fetch_retrievables`` callback with a relevance threshold (the vector
+glue's ``min_score``) stores ``{"grounded": bool, "min_score", "best_score",
+"fetched", "kept", "reply"}`` there; the default input stage stops the turn
+with `NO_GROUNDED_ANSWER` when ``grounded`` is ``False``.
+"""
 
 Next = Callable[[], Awaitable[None]]
 """What a middleware calls to continue the chain: ``await next_()`` in async
@@ -85,9 +98,20 @@ async def fetch_retrievables_stage(ctx: TurnContext, next_: Next) -> None:
     """The default input stage: add ``await ctx.fetch_retrievables()`` to the turn.
 
     Put it in your own ``input_pipeline`` where retrieval should happen, e.g.
-    before a reranking stage.
+    before a reranking stage. When the callback reports that nothing it found
+    was relevant enough (``ctx.stash[GROUNDING_STASH_KEY]["grounded"] is
+    False``), the turn stops before the model call with
+    ``stop_reason == NO_GROUNDED_ANSWER`` and the verdict's ``reply``, if any.
     """
+    ctx.stash.pop(GROUNDING_STASH_KEY, None)  # only this fetch's verdict counts
     ctx.turn_retrievables.extend(await ctx.fetch_retrievables())
+    verdict = ctx.stash.get(GROUNDING_STASH_KEY)
+    if isinstance(verdict, Mapping) and verdict.get("grounded") is False:
+        reply = verdict.get("reply")
+        if isinstance(reply, str):
+            ctx.reply = reply
+        ctx.abort(NO_GROUNDED_ANSWER)
+        return
     await next_()
 
 

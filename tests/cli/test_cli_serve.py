@@ -19,7 +19,10 @@ def test_serve_over_stdio_answers_a_tool_call(run: Run, corpus: Path, tmp_path: 
     db = str(tmp_path / "db")
     assert run("ingest", str(corpus), "--uri", db, "-c", "kb", "--encoder", "hash").code == EXIT_OK
     params = StdioServerParameters(
-        command=str(TURNKIT), args=["serve", "--uri", db, "-c", "kb"], env=clean_env(), cwd=str(tmp_path)
+        command=str(TURNKIT),
+        args=["serve", "--uri", db, "-c", "kb", "--hybrid", "0.5", "--rerank"],
+        env=clean_env(),
+        cwd=str(tmp_path),
     )
 
     async def session() -> tuple[list[str], str]:
@@ -33,6 +36,12 @@ def test_serve_over_stdio_answers_a_tool_call(run: Run, corpus: Path, tmp_path: 
     assert "vector_query" in names
     assert not {"store_documents", "delete_documents"} & set(names)  # read-only unless --enable-writes
     assert "Run pip install turnkit on Linux." in content
+    assert "Reranked" in content  # --rerank reached the tool
+
+
+def test_serve_rejects_a_bad_hybrid_alpha(run: Run) -> None:
+    result = run("serve", "--hybrid", "2")
+    assert result.code == 2 and "expected a number from 0 to 1" in result.err
 
 
 def test_serve_without_the_mcp_extra_says_what_to_install() -> None:

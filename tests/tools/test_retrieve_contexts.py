@@ -145,21 +145,6 @@ def test_rag_file_ids_restrict_to_source_files(kb):
     assert len(run([])) == 4  # an empty list does not restrict
 
 
-def test_ranking_is_validated_and_keeps_order(kb):
-    store, coll = kb
-    base = {"query": {"text": "refunds paid", "rag_retrieval_config": {"top_k": 3}}}
-    order = texts(ask(store, base, collection=coll))
-    for ranking in (
-        {"rank_service": {"model_name": "semantic-ranker-512@latest"}},
-        {"llm_ranker": {"model_name": "g"}},
-    ):
-        req = {"query": {"text": "refunds paid", "rag_retrieval_config": {"top_k": 3, "ranking": ranking}}}
-        assert texts(ask(store, req, collection=coll)) == order
-    both = {"rank_service": {"model_name": "a"}, "llm_ranker": {"model_name": "b"}}
-    with pytest.raises(InvalidToolInputError, match="only one of rank_service and llm_ranker"):
-        ask(store, {"query": {"text": "x", "rag_retrieval_config": {"ranking": both}}}, collection=coll)
-
-
 @pytest.mark.parametrize(
     "request_",
     [

@@ -9,8 +9,6 @@ from turnkit.tools import (
     DEFAULT_DESCRIPTION,
     DatabaseConfig,
     InvalidToolConfigError,
-    RerankConfig,
-    RerankWeights,
     VectorQueryResult,
     create_vector_query_tool,
 )
@@ -370,45 +368,6 @@ def test_bad_request_context_values_are_configuration_errors(kb):
 
 
 # -- reranker, database config, encoder, provider options --------------------------------------
-
-
-def test_rerank_config_validation():
-    assert RerankConfig().weights == RerankWeights(semantic=0.4, vector=0.4, position=0.2)
-    assert RerankConfig().top_k == 3
-    RerankConfig(
-        weights=RerankWeights(semantic=0.7, vector=0.2, position=0.1)
-    )  # float sum 0.9999999999999999
-    with pytest.raises(InvalidToolConfigError, match="sum to 1.2"):
-        RerankWeights(semantic=0.5, vector=0.5)
-    with pytest.raises(InvalidToolConfigError):
-        RerankWeights(semantic=-0.1, vector=0.9, position=0.2)
-    with pytest.raises(InvalidToolConfigError):
-        RerankConfig(top_k=0)
-    with pytest.raises(InvalidToolConfigError):
-        RerankConfig(model="")
-    mastra = RerankConfig.coerce(
-        {
-            "model": "cross-encoder",
-            "options": {"weights": {"semantic": 0.5, "vector": 0.3, "position": 0.2}, "topK": 5},
-        }
-    )
-    assert mastra.top_k == 5 and mastra.weights.semantic == 0.5 and mastra.model == "cross-encoder"
-    with pytest.raises(InvalidToolConfigError):
-        RerankConfig.coerce({"weights": {"semantic": 1.0, "vektor": 0.0}})
-
-
-def test_reranker_is_a_documented_noop_that_applies_its_top_k(kb):
-    store, coll = kb
-    plain = create_vector_query_tool(store=store, collection=coll)
-    tool = create_vector_query_tool(store=store, collection=coll, reranker=RerankConfig(top_k=2))
-    base = run(plain, {"query_text": "refunds paid"})
-    ranked = run(tool, {"query_text": "refunds paid"})
-    assert [s.id for s in ranked.sources] == [s.id for s in base.sources][:2]
-    assert any("not implemented" in n for n in ranked.notes)
-    per_request = run(plain, {"query_text": "refunds paid"}, reranker={"top_k": 1})
-    assert len(per_request.sources) == 1
-    with pytest.raises(InvalidToolConfigError):
-        create_vector_query_tool(store=store, collection=coll, reranker={"top_k": -1})
 
 
 def test_database_config_knobs_reach_the_query(kb):

@@ -34,6 +34,16 @@ class _Parser(argparse.ArgumentParser):
         raise CliUsageError(f"{where}{message}.", hint=f"Run `{self.prog} --help` for the options.")
 
 
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -196,6 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     p.add_argument(
         "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
+    )
+    p.add_argument(
+        "--hybrid",
+        type=_alpha,
+        metavar="ALPHA",
+        help="vector_query uses hybrid search: 0 full-text only, 1 vector only (try 0.5)",
+    )
+    p.add_argument(
+        "--rerank",
+        action="store_true",
+        help="vector_query over-fetches and reranks with the offline scorer (weights 0.4/0.4/0.2)",
     )
 
     p = _add(

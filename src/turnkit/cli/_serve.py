@@ -43,5 +43,7 @@ def run_serve(args: argparse.Namespace) -> int:
         path=args.path,
         enable_writes=args.enable_writes,
         encoder=encoder,
+        hybrid=args.hybrid,
+        rerank=args.rerank,
     )
     return EXIT_OK

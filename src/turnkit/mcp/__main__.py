@@ -25,6 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--path", default="/mcp")
     parser.add_argument("--encoder", default=None, help="hash[:dim] or wordllama[:dim]; default: as recorded")
     parser.add_argument("--enable-writes", action="store_true", help="add destructive store/delete tools")
+    parser.add_argument("--hybrid", type=float, metavar="ALPHA", help="vector_query uses hybrid search")
+    parser.add_argument("--rerank", action="store_true", help="vector_query reranks (offline scorer)")
     args = parser.parse_args(argv)
     try:
         serve(
@@ -36,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             path=args.path,
             enable_writes=args.enable_writes,
             encoder=args.encoder,
+            hybrid=args.hybrid,
+            rerank=args.rerank,
         )
     except TurnkitError as exc:
         print(f"turnkit: {exc}", file=sys.stderr)

@@ -27,6 +27,8 @@ def serve(
     path: str = "/mcp",
     enable_writes: bool = False,
     encoder: Encoder | str | None = None,
+    hybrid: float | None = None,
+    rerank: bool = False,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> None:
     """Serve a store's collections over MCP until interrupted (blocking).
@@ -45,6 +47,9 @@ def serve(
             ``delete_documents`` tools.
         encoder: An `Encoder` or a spec (``"hash:64"``, ``"wordllama"``);
             default the encoder the collections recorded.
+        hybrid: When set, ``vector_query`` uses hybrid search with this ``alpha``.
+        rerank: ``vector_query`` over-fetches and reranks with the offline
+            scorer and the default weights, keeping the call's ``top_k``.
         log_level: Server log level; logs go to stderr, never stdout.
 
     Raises:
@@ -65,6 +70,9 @@ def serve(
         collections=collections if collections is not None else collection,
         encoder=encoder,
         enable_writes=enable_writes,
+        hybrid=hybrid,
+        # The call's top_k decides how many results come back, not Mastra's default of 3.
+        reranker={"top_k": 1000} if rerank else None,
         log_level=log_level,
     )
     if transport == "stdio":

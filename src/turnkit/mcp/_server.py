@@ -18,6 +18,9 @@ from ..batteries.vector import (
     CollectionNotFoundError,
     Encoder,
     FilterNode,
+    HybridOption,
+    RelevanceScorer,
+    RerankOptions,
     VectorStore,
     create_vector_store,
     evaluate,
@@ -25,6 +28,8 @@ from ..batteries.vector import (
 from ..tools import (
     RETRIEVE_CONTEXTS_DESCRIPTION,
     InvalidToolInputError,
+    ModelResolver,
+    RerankConfig,
     RetrieveContextsResponse,
     ToolErrorInfo,
     ToolFailedError,
@@ -126,6 +131,16 @@ def _error(exc: BaseException) -> CallToolResult:
     return _result({"error": info.model_dump()}, is_error=True)
 
 
+def _ranking_text(models: Any, scorers: Mapping[str, Any] | None) -> str:
+    """What a model may put in ``ranking``, when the names are known up front."""
+    parts = []
+    if isinstance(models, Mapping) and models:
+        parts.append(f"ranking.llm_ranker.model_name: {', '.join(sorted(models))}")
+    if scorers:
+        parts.append(f"ranking.rank_service.model_name: {', '.join(sorted(scorers))}")
+    return f" Rankers: {'; '.join(parts)}." if parts else ""
+
+
 def _with_collection(schema: dict[str, Any], collections: Sequence[str]) -> dict[str, Any]:
     if len(collections) < 2:
         return schema
@@ -170,7 +185,13 @@ class _Tools:
         default_top_k: int,
         max_top_k: int,
         score: Literal["distance", "similarity"],
+        models: ModelResolver | None,
+        scorers: Mapping[str, RelevanceScorer] | None,
+        rerank_options: RerankOptions | None,
     ) -> None:
+        self.models = models
+        self.scorers = scorers
+        self.rerank_options = rerank_options
         self.store = store
         self.collections = collections
         self.query_tools = query_tools
@@ -198,6 +219,9 @@ class _Tools:
                 default_top_k=self.default_top_k,
                 max_top_k=self.max_top_k,
                 score=self.score,
+                models=self.models,
+                scorers=self.scorers,
+                rerank_options=self.rerank_options,
             )
         except Exception as exc:
             return _error(exc)
@@ -352,6 +376,11 @@ def create_mcp_server(
     default_top_k: int = 10,
     max_top_k: int = 50,
     score: Literal["distance", "similarity"] = "distance",
+    reranker: RerankConfig | Mapping[str, Any] | bool | None = None,
+    hybrid: HybridOption = None,
+    models: ModelResolver | None = None,
+    scorers: Mapping[str, RelevanceScorer] | None = None,
+    rerank_options: RerankOptions | None = None,
     name: str = "turnkit",
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> MCPServer:
@@ -377,6 +406,16 @@ def create_mcp_server(
         default_top_k: Results when a call gives no ``top_k``.
         max_top_k: Larger requests are clamped.
         score: The ``retrieve_contexts`` score: raw ``"distance"`` or ``"similarity"``.
+        reranker: ``vector_query`` reranks every call with this `RerankConfig`
+            (``True``: the defaults, scored by the offline scorer).
+        hybrid: ``vector_query`` uses hybrid search (``True``, an ``alpha`` or
+            a dict; see `create_vector_query_tool`).
+        models: Chat models by name: what ``retrieve_contexts`` requests may
+            name in ``ranking.llm_ranker.model_name`` (and a ``reranker``'s
+            model name).
+        scorers: Relevance scorers by name for ``ranking.rank_service``;
+            without them, any name selects the offline scorer.
+        rerank_options: Weights and pool size for ``retrieve_contexts`` ranking.
         name: The server name reported to clients.
         log_level: The SDK's log level (logs go to stderr).
 
@@ -434,6 +473,9 @@ def create_mcp_server(
             guard_filter=guard,
             default_top_k=default_top_k,
             max_top_k=max_top_k,
+            reranker=reranker,
+            hybrid=hybrid,
+            models=models,
         )
         for n in names
     }
@@ -445,6 +487,9 @@ def create_mcp_server(
         default_top_k=default_top_k,
         max_top_k=max_top_k,
         score=score,
+        models=models,
+        scorers=scorers,
+        rerank_options=rerank_options,
     )
     first = query_tools[names[0]]
     tools = [
@@ -461,7 +506,7 @@ def create_mcp_server(
             "retrieve_contexts",
             title="Retrieve contexts (Vertex RAG Engine shape)",
             description=f"{RETRIEVE_CONTEXTS_DESCRIPTION} Corpora (rag_corpus): {', '.join(names)}. "
-            f"Each context's score is {_SCORE_TEXT[score]}.",
+            f"Each context's score is {_SCORE_TEXT[score]}.{_ranking_text(models, scorers)}",
             schema=retrieve_contexts_input_schema(),
             annotations=READ_ONLY_ANNOTATIONS,
             handler=handlers.retrieve_contexts,

@@ -18,7 +18,14 @@ print(result.status, result.relevant_context)
 ```
 """
 
-from ._config import DatabaseConfig, RerankConfig, RerankWeights, StoreResolver, VectorQueryRequestContext
+from ._config import (
+    DatabaseConfig,
+    ModelResolver,
+    RerankConfig,
+    RerankWeights,
+    StoreResolver,
+    VectorQueryRequestContext,
+)
 from ._errors import (
     CollectionNotAllowedError,
     InvalidToolConfigError,
@@ -28,6 +35,7 @@ from ._errors import (
     ToolOptionMissingError,
     ToolRuntimeError,
     ToolUsageError,
+    UnknownModelError,
 )
 from ._filters import FILTER_OPERATORS, describe_metadata_fields
 from ._results import ErrorKind, PageSpan, ToolErrorInfo, VectorQueryResult, VectorQuerySource
@@ -39,6 +47,7 @@ from ._retrieve import (
 )
 from ._vector_query import DEFAULT_DESCRIPTION, VectorQueryTool, create_vector_query_tool
 from ._vertex_models import (
+    HybridSearch,
     LlmRanker,
     RagChunk,
     RagContext,
@@ -60,9 +69,11 @@ __all__ = [
     "DatabaseConfig",
     "ErrorKind",
     "FILTER_OPERATORS",
+    "HybridSearch",
     "InvalidToolConfigError",
     "InvalidToolInputError",
     "LlmRanker",
+    "ModelResolver",
     "PageSpan",
     "RETRIEVE_CONTEXTS_DESCRIPTION",
     "RagChunk",
@@ -85,6 +96,7 @@ __all__ = [
     "ToolOptionMissingError",
     "ToolRuntimeError",
     "ToolUsageError",
+    "UnknownModelError",
     "VectorQueryRequestContext",
     "VectorQueryResult",
     "VectorQuerySource",

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
 
-from ._errors import InvalidToolConfigError
+from ..batteries.vector import (
+    DEFAULT_RERANK_WEIGHTS,
+    InvalidRankingConfigError,
+    RelevanceScorer,
+    RerankOptions,
+    RerankWeights,
+)
+from ._errors import InvalidToolConfigError, UnknownModelError
 
 if TYPE_CHECKING:
-    from ..batteries.vector import FilterNode, VectorStore
+    from .._models import ChatModel
+    from ..batteries.vector import FilterNode, HybridOption, VectorStore
 
 __all__ = [
     "DatabaseConfig",
+    "ModelResolver",
     "RerankConfig",
     "RerankWeights",
     "StoreResolver",
     "VectorQueryRequestContext",
+    "check_models",
+    "resolve_model",
 ]
 
 
@@ -29,71 +40,85 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RerankWeights:
-    """How a reranker blends its three signals; the weights must sum to 1.
-
-    Attributes:
-        semantic: Weight of the reranking model's relevance score.
-        vector: Weight of the vector-search score (turnkit's similarity, higher is better).
-        position: Weight of the original rank (``1 - i/n``).
-    """
-
-    semantic: float = 0.4
-    vector: float = 0.4
-    position: float = 0.2
-
-    def __post_init__(self) -> None:
-        for name in ("semantic", "vector", "position"):
-            value = getattr(self, name)
-            if not _is_number(value) or not 0.0 <= value <= 1.0:
-                raise _bad("reranker.weights", f"{name} must be a number in [0, 1], got {value!r}.")
-        total = self.semantic + self.vector + self.position
-        # A tolerance, not exact float equality: 0.7 + 0.2 + 0.1 is 0.9999999999999999.
-        if not math.isclose(total, 1.0, rel_tol=0.0, abs_tol=1e-9):
-            raise _bad(
-                "reranker.weights",
-                f"the weights sum to {total:g} (semantic {self.semantic:g} + vector {self.vector:g} "
-                f"+ position {self.position:g}); they must sum to 1.",
-                "Give all three weights; one left out keeps its default (0.4, 0.4, 0.2).",
-            )
+_LOCAL_SCORERS = ("auto", "encoder", "minilm")
+_RERANK_KEYS = ("model", "scorer", "weights", "top_k", "pool_factor", "max_pool", "on_error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RerankConfig:
-    """Reranking options for the vector query tool (Mastra's ``reranker``).
+    """Reranking for the vector query tool (Mastra's ``reranker``), over the battery's reranker.
 
-    Reranking itself is not implemented yet: a configured reranker keeps the
-    vector-search order and only applies ``top_k``. The option and its
-    validation exist so configurations written today keep working.
+    The tool over-fetches ``top_k × pool_factor`` candidates (at most
+    ``max_pool``), scores them, and keeps the best ``top_k`` by
+    ``semantic·w_semantic + vector·w_vector + position·w_position`` (see
+    docs/ranking.md). The semantic score comes from, in this order:
+
+    - ``model``: a `turnkit.ChatModel` used as a batched LLM judge, or the
+      name of one in the tool's ``models`` mapping;
+    - ``scorer``: a `RelevanceScorer`, or ``"encoder"`` / ``"minilm"``;
+    - otherwise ``"auto"``: MiniLM when ``turnkit[minilm]`` is installed and
+      the collection is not MiniLM-encoded, else the collection's own encoder.
 
     Attributes:
-        model: Name of the reranking model (informational until ranking lands).
-        weights: Blend of semantic, vector and position scores (sum 1).
-        top_k: How many results to keep after reranking (default 3).
+        model: A `ChatModel`, or a model name the tool's ``models`` resolve.
+        scorer: A `RelevanceScorer` or the name of a local scorer.
+        weights: The battery's `RerankWeights` (all three, summing to 1) or a dict of them.
+        top_k: Results kept after reranking (also capped by the call's ``top_k``).
+        pool_factor: Over-fetch factor.
+        max_pool: Most candidates scored.
+        on_error: ``"raise"`` (the call reports ``E_VECTOR_RERANK_FAILED``) or
+            ``"fallback"`` (keep the retrieval order, with a note).
     """
 
-    model: str | None = None
-    weights: RerankWeights = field(default_factory=RerankWeights)
+    model: ChatModel | str | None = None
+    scorer: RelevanceScorer | Literal["auto", "encoder", "minilm"] | None = None
+    weights: RerankWeights = DEFAULT_RERANK_WEIGHTS
     top_k: int = 3
+    pool_factor: int = 4
+    max_pool: int = 100
+    on_error: Literal["raise", "fallback"] = "raise"
 
     def __post_init__(self) -> None:
-        if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
-            raise _bad("reranker.model", f"must be a non-empty string or None, got {self.model!r}.")
-        if isinstance(self.weights, Mapping):
-            object.__setattr__(self, "weights", _weights(self.weights))
-        elif not isinstance(self.weights, RerankWeights):
-            raise _bad(
-                "reranker.weights", f"must be RerankWeights or a dict, got {type(self.weights).__name__}."
-            )
-        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or not 1 <= self.top_k <= 1000:
-            raise _bad("reranker.top_k", f"must be an integer in [1, 1000], got {self.top_k!r}.")
+        model, scorer = self.model, self.scorer
+        if isinstance(model, str):
+            if not model.strip():
+                raise _bad("reranker.model", "must be a ChatModel or a non-empty model name, got ''.")
+        elif model is not None and not callable(getattr(model, "complete", None)):
+            raise _bad("reranker.model", f"must be a ChatModel or a model name, got {type(model).__name__}.")
+        if isinstance(scorer, str):
+            if scorer not in _LOCAL_SCORERS:
+                raise _bad("reranker.scorer", f"must be one of {', '.join(_LOCAL_SCORERS)}, got {scorer!r}.")
+        elif scorer is not None and not callable(getattr(scorer, "score", None)):
+            raise _bad("reranker.scorer", f"must have .score(query, passages), got {type(scorer).__name__}.")
+        if model is not None and scorer is not None:
+            raise _bad("reranker", "set model or scorer, not both.")
+        try:
+            options = self.options()
+        except InvalidRankingConfigError as exc:
+            field = exc.context.get("field", "weights")
+            raise _bad(f"reranker.{field}", exc.message, exc.hint) from None
+        object.__setattr__(self, "weights", options.weights)
+
+    def options(self, top_k: int | None = None) -> RerankOptions:
+        """The battery's `RerankOptions` for this config (``top_k`` overrides the config's)."""
+        return RerankOptions(
+            weights=self.weights,
+            top_k=self.top_k if top_k is None else top_k,
+            pool_factor=self.pool_factor,
+            max_pool=self.max_pool,
+            on_error=self.on_error,
+        )
 
     @classmethod
-    def coerce(cls, value: RerankConfig | Mapping[str, Any] | None) -> RerankConfig | None:
-        """Accept a `RerankConfig`, a dict of its fields (``topK`` also accepted), or ``None``."""
-        if value is None or isinstance(value, RerankConfig):
-            return value
+    def coerce(cls, value: RerankConfig | Mapping[str, Any] | bool | None) -> RerankConfig | None:
+        """Accept a `RerankConfig`, ``True`` (the defaults), a dict of its fields, or ``None``/``False``.
+
+        Mastra's shape works too: ``{"model": ..., "options": {"weights": ..., "topK": 5}}``.
+        """
+        if value is None or value is False or isinstance(value, RerankConfig):
+            return value or None
+        if value is True:
+            return cls()
         if not isinstance(value, Mapping):
             raise _bad("reranker", f"must be a RerankConfig or a dict, got {type(value).__name__}.")
         data = dict(value)
@@ -102,19 +127,49 @@ class RerankConfig:
             data.update(options)
         if "topK" in data:
             data["top_k"] = data.pop("topK")
-        unknown = set(data) - {"model", "weights", "top_k"}
+        unknown = set(data) - set(_RERANK_KEYS)
         if unknown:
-            raise _bad("reranker", f"unknown keys {sorted(map(str, unknown))}; use model, weights, top_k.")
+            keys = ", ".join(_RERANK_KEYS)
+            raise _bad("reranker", f"unknown keys {sorted(map(str, unknown))}; use {keys}.")
         return cls(**data)
 
 
-def _weights(value: Mapping[str, Any]) -> RerankWeights:
-    unknown = set(value) - {"semantic", "vector", "position"}
-    if unknown:
-        raise _bad(
-            "reranker.weights", f"unknown keys {sorted(map(str, unknown))}; use semantic, vector, position."
+ModelResolver: TypeAlias = "Mapping[str, ChatModel] | Callable[[str], ChatModel | None]"
+"""Host models by name, for ``llm_ranker.model_name`` and ``RerankConfig(model="name")``:
+a mapping, or a function returning ``None`` for an unknown name."""
+
+
+def resolve_model(models: Any, name: str, option: str) -> ChatModel:
+    """The `ChatModel` called ``name``, or `UnknownModelError`."""
+    found: Any = None
+    if isinstance(models, Mapping):
+        found = models.get(name)
+    elif callable(models):
+        found = models(name)
+    if found is None:
+        known = sorted(models) if isinstance(models, Mapping) else []
+        hint = (
+            f"Known models: {', '.join(known)}."
+            if known
+            else "The host must pass models= (a mapping of names to ChatModel objects)."
         )
-    return RerankWeights(**value)
+        raise UnknownModelError(f"{option}: no model named {name!r}.", hint=hint, model=name, option=option)
+    if not callable(getattr(found, "complete", None)):
+        raise InvalidToolConfigError(
+            f"The model resolved for {name!r} is a {type(found).__name__}, not a ChatModel.", option=option
+        )
+    return cast("ChatModel", found)
+
+
+def check_models(models: Any, option: str = "models") -> Any:
+    """Validate a `ModelResolver` argument (``None`` allowed)."""
+    if models is not None and not isinstance(models, Mapping) and not callable(models):
+        raise InvalidToolConfigError(
+            f"{option} must be a mapping of names to ChatModel objects or a function, "
+            f"got {type(models).__name__}.",
+            option=option,
+        )
+    return models
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,7 +245,8 @@ class VectorQueryRequestContext(TypedDict, total=False):
         top_k: Forces the number of results (still clamped to ``max_top_k``).
         include_vectors: Return each match's vector in ``sources``.
         include_sources: Return ``sources`` at all.
-        reranker: A `RerankConfig` (or its dict form).
+        reranker: A `RerankConfig` (or its dict form, or ``False`` to turn it off).
+        hybrid: Hybrid search for this call (``True``, an ``alpha``, a dict, or ``False``).
         database_config: A `DatabaseConfig` (or its dict form); replaces the
             creation-time one.
         provider_options: Options forwarded to the encoder.
@@ -201,6 +257,7 @@ class VectorQueryRequestContext(TypedDict, total=False):
     top_k: int
     include_vectors: bool
     include_sources: bool
-    reranker: RerankConfig | Mapping[str, Any]
+    reranker: RerankConfig | Mapping[str, Any] | bool | None
+    hybrid: HybridOption
     database_config: DatabaseConfig | Mapping[str, Any]
     provider_options: Mapping[str, Mapping[str, Any]]

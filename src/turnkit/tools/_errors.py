@@ -7,7 +7,8 @@ TurnkitError
 │       ├── InvalidToolConfigError      E_INVALID_TOOL_CONFIG
 │       ├── ToolOptionMissingError      E_TOOL_OPTION_MISSING
 │       ├── InvalidToolInputError       E_TOOL_INVALID_INPUT
-│       └── CollectionNotAllowedError   E_TOOL_COLLECTION_NOT_ALLOWED
+│       ├── CollectionNotAllowedError   E_TOOL_COLLECTION_NOT_ALLOWED
+│       └── UnknownModelError           E_TOOL_UNKNOWN_MODEL
 └── RuntimeFailure
     └── ToolRuntimeError                E_TOOL_RUNTIME
         ├── StoreResolverError          E_TOOL_STORE_RESOLVER_FAILED
@@ -32,6 +33,7 @@ __all__ = [
     "ToolOptionMissingError",
     "ToolRuntimeError",
     "ToolUsageError",
+    "UnknownModelError",
 ]
 
 
@@ -86,3 +88,10 @@ class ToolFailedError(ToolRuntimeError):
 
     code = "E_TOOL_FAILED"
     default_hint = "Retry once; if it fails again, answer without the knowledge base."
+
+
+class UnknownModelError(ToolUsageError):
+    """A ranking option named a model the host did not provide."""
+
+    code = "E_TOOL_UNKNOWN_MODEL"
+    default_hint = "Use one of the model names the host configured (models=...)."

@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
 from .._aio import run_sync
-from ..batteries.vector import FilterNode, VectorStore, parse_filter_expression
+from .._models import ChatModel
+from ..batteries.vector import (
+    FilterNode,
+    InvalidRankingConfigError,
+    RelevanceScorer,
+    RerankOptions,
+    VectorMatch,
+    VectorStore,
+    local_scorer,
+    parse_filter_expression,
+    rerank,
+)
 from ..batteries.vector._builder import QueryBuilder
+from ._config import ModelResolver, check_models, resolve_model
 from ._errors import (
     CollectionNotAllowedError,
     InvalidToolConfigError,
     InvalidToolInputError,
     ToolOptionMissingError,
+    UnknownModelError,
 )
 from ._filters import compile_guard
 from ._vertex_models import (
@@ -23,6 +37,7 @@ from ._vertex_models import (
     RagChunk,
     RagContext,
     RagContexts,
+    Ranking,
     RetrieveContextsRequest,
     RetrieveContextsResponse,
 )
@@ -80,6 +95,60 @@ def _text(document: str | None, metadata: Mapping[str, Any]) -> str:
     return text if isinstance(text, str) else ""
 
 
+Ranker = tuple["ChatModel | None", "RelevanceScorer | None"]
+
+
+def _ranker(
+    ranking: Ranking, store: VectorStore, models: Any, scorers: Mapping[str, RelevanceScorer] | None
+) -> Ranker:
+    """The ``(model, scorer)`` a request's ranking asks for; unknown names are errors."""
+    if ranking.llm_ranker is not None:
+        name = ranking.llm_ranker.model_name
+        if not name:
+            raise InvalidToolInputError(
+                "ranking.llm_ranker needs a model_name.", hint="Name one of the host's models."
+            )
+        return resolve_model(models, name, "ranking.llm_ranker.model_name"), None
+    if ranking.rank_service is not None:
+        name = ranking.rank_service.model_name
+        if scorers is not None:
+            if name is None or name not in scorers:
+                raise UnknownModelError(
+                    f"ranking.rank_service.model_name: no scorer named {name!r}.",
+                    hint=f"Known rank_service models: {', '.join(sorted(scorers))}.",
+                    model=name,
+                    option="ranking.rank_service.model_name",
+                )
+            return None, scorers[name]
+        try:
+            return None, local_scorer(store.encoder)
+        except InvalidRankingConfigError as exc:
+            raise InvalidToolConfigError(exc.message, hint=exc.hint, option="scorers") from None
+    return None, None
+
+
+def _check_scorers(scorers: Any) -> Mapping[str, RelevanceScorer] | None:
+    if scorers is None:
+        return None
+    if not isinstance(scorers, Mapping) or not all(
+        isinstance(k, str) and callable(getattr(v, "score", None)) for k, v in scorers.items()
+    ):
+        raise InvalidToolConfigError(
+            "scorers must map rank_service model names to RelevanceScorer objects.", option="scorers"
+        )
+    return scorers
+
+
+def _check_options(options: Any) -> RerankOptions:
+    if options is None:
+        return RerankOptions()
+    if not isinstance(options, RerankOptions):
+        raise InvalidToolConfigError(
+            f"rerank_options must be RerankOptions, got {type(options).__name__}.", option="rerank_options"
+        )
+    return options
+
+
 async def retrieve_contexts(
     request: RetrieveContextsRequest | Mapping[str, Any],
     *,
@@ -90,6 +159,9 @@ async def retrieve_contexts(
     default_top_k: int = 10,
     max_top_k: int = 50,
     score: ScoreKind = "distance",
+    models: ModelResolver | None = None,
+    scorers: Mapping[str, RelevanceScorer] | None = None,
+    rerank_options: RerankOptions | None = None,
 ) -> RetrieveContextsResponse:
     """Retrieve contexts for a Vertex-shaped request.
 
@@ -98,7 +170,12 @@ async def retrieve_contexts(
     ``collection`` is searched. ``rag_file_ids`` keeps chunks whose
     ``metadata.source_uri`` or ``metadata.source_display_name`` is listed.
     ``metadata_filter`` is parsed by turnkit's filter grammar over metadata
-    keys. ``ranking`` is validated and otherwise ignored (no reranking yet).
+    keys. ``ranking`` reranks an over-fetched pool: ``llm_ranker.model_name``
+    names one of ``models`` (an LLM judge); ``rank_service.model_name`` names
+    one of ``scorers``, or, without ``scorers``, any name selects turnkit's
+    offline scorer (`local_scorer` over the store's encoder, MiniLM when
+    installed). ``hybrid_search.alpha`` adds BM25 full-text search (0 is
+    full-text only, 1 vector only).
 
     Args:
         request: A `RetrieveContextsRequest` or its dict form.
@@ -111,7 +188,13 @@ async def retrieve_contexts(
         max_top_k: A larger ``top_k`` is clamped to this.
         score: ``"distance"`` (Vertex's default for COSINE_DISTANCE: the raw
             metric value, lower is closer; cosine in [0, 2]) or
-            ``"similarity"`` (turnkit's score in [0, 1], higher is closer).
+            ``"similarity"`` (turnkit's score in [0, 1], higher is closer; the
+            fused score under hybrid search, the blended score after ranking).
+        models: Chat models by name for ``llm_ranker`` (a mapping or a
+            function returning ``None`` for an unknown name).
+        scorers: Relevance scorers by name for ``rank_service``.
+        rerank_options: Weights, pool size and error policy of the reranker
+            (default `RerankOptions()`); its ``top_k`` is the request's.
 
     Returns:
         The contexts, best first; an empty list when nothing matched.
@@ -121,7 +204,12 @@ async def retrieve_contexts(
         InvalidFilterError: ``metadata_filter`` does not parse.
         CollectionNotAllowedError: The corpus is not in ``allowed_collections``.
         ToolOptionMissingError: No corpus in the request and no default ``collection``.
+        UnknownModelError: ``ranking`` names a model or scorer the host did not provide.
+        RerankFailedError: The judge or scorer failed (with ``on_error="raise"``).
     """
+    check_models(models)
+    checked_scorers = _check_scorers(scorers)
+    options = _check_options(rerank_options)
     if score not in ("distance", "similarity"):
         raise InvalidToolConfigError(
             f"score must be 'distance' or 'similarity', got {score!r}.", option="score"
@@ -179,17 +267,30 @@ async def retrieve_contexts(
         query = query.max_distance(distance_max)
     if similarity_min is not None:
         query = query.min_score(similarity_min)
-    if config is not None and config.ranking is not None:
-        log.debug("retrieve_contexts: ranking %r accepted; reranking is not implemented", config.ranking)
-    matches = await query.select("id", "document", "metadata").limit(top_k).search()
-
-    contexts: list[RagContext] = []
-    for match in matches:
+    ranking = config.ranking if config is not None else None
+    ranker = _ranker(ranking, store, models, checked_scorers) if ranking is not None else None
+    hybrid = config.hybrid_search if config is not None else None
+    if hybrid is not None:
+        query = query.hybrid(hybrid.alpha if hybrid.alpha is not None else 0.5, text=req.query.text)
+    pool = top_k if ranker is None else options.pool(top_k)
+    found = await query.select("id", "document", "metadata").limit(pool).search()
+    matches: list[VectorMatch] = []
+    for match in found:
         # Vertex thresholds are strict ("smaller than", "larger than").
         if distance_max is not None and (match.distance is None or match.distance >= distance_max):
             continue
         if similarity_min is not None and (match.score is None or match.score <= similarity_min):
             continue
+        matches.append(match)
+    if ranker is not None and matches:
+        model, scorer = ranker
+        ranked = await rerank(
+            req.query.text, matches, replace(options, top_k=top_k), model=model, scorer=scorer
+        )
+        matches = [r.as_match() for r in ranked]
+
+    contexts: list[RagContext] = []
+    for match in matches:
         meta = match.metadata or {}
         text = _text(match.document, meta)
         span = meta.get("page_span")
@@ -223,6 +324,9 @@ def retrieve_contexts_sync(
     default_top_k: int = 10,
     max_top_k: int = 50,
     score: ScoreKind = "distance",
+    models: ModelResolver | None = None,
+    scorers: Mapping[str, RelevanceScorer] | None = None,
+    rerank_options: RerankOptions | None = None,
 ) -> RetrieveContextsResponse:
     """Sync form of `retrieve_contexts` (works inside a running event loop too)."""
     return run_sync(
@@ -235,5 +339,8 @@ def retrieve_contexts_sync(
             default_top_k=default_top_k,
             max_top_k=max_top_k,
             score=score,
+            models=models,
+            scorers=scorers,
+            rerank_options=rerank_options,
         )
     )

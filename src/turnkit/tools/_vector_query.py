@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 
@@ -18,15 +18,24 @@ from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
     Encoder,
     FilterNode,
+    HybridOption,
+    HybridSpec,
     InvalidFilterError,
+    InvalidRankingConfigError,
+    RelevanceScorer,
+    RerankFailedError,
     UnknownFieldError,
     UnsupportedFilterOperatorError,
     VectorMatch,
     VectorStore,
+    coerce_hybrid,
     encode_texts,
+    local_scorer,
+    rerank,
 )
 from ..batteries.vector._builder import QueryBuilder
-from ._config import DatabaseConfig, RerankConfig
+from ..batteries.vector._hybrid import apply_hybrid
+from ._config import DatabaseConfig, ModelResolver, RerankConfig, check_models, resolve_model
 from ._errors import (
     InvalidToolConfigError,
     InvalidToolInputError,
@@ -189,6 +198,8 @@ class VectorQueryTool:
         include_vectors: bool,
         include_sources: bool,
         reranker: RerankConfig | None,
+        hybrid: HybridSpec | None,
+        models: ModelResolver | None,
         database_config: DatabaseConfig,
         provider_options: dict[str, dict[str, Any]],
         default_top_k: int,
@@ -208,6 +219,8 @@ class VectorQueryTool:
         self._include_vectors = include_vectors
         self._include_sources = include_sources
         self._reranker = reranker
+        self._hybrid = hybrid
+        self._models = models
         self._database_config = database_config
         self._provider_options = provider_options
         self._default_top_k = default_top_k
@@ -427,7 +440,7 @@ class VectorQueryTool:
             options = self._options(context)
         except TurnkitError as exc:
             raise _fail(exc, "configuration") from None
-        collection, guard, include_vectors, include_sources, reranker, db, provider_options = options
+        collection, guard, include_vectors, include_sources, reranker, hybrid, db, provider_options = options
         filtering = self._enable_filter or "filter" in context
         try:
             if request.filter is not None and not filtering:
@@ -449,15 +462,14 @@ class VectorQueryTool:
         except TurnkitError as exc:
             raise _fail(exc, "configuration") from None
         limit = top_k
+        judge: tuple[Any, RelevanceScorer | None] | None = None
         if reranker is not None:
             limit = min(top_k, reranker.top_k)
-            notes.append(
-                "A reranker is configured but reranking is not implemented yet: results keep the "
-                f"vector-search order, cut to the reranker's top_k ({reranker.top_k})."
-            )
         # 3. The search. Errors here are the host's (configuration) or the backend's (failed).
         try:
             store = await self._resolve_store(context)
+            if reranker is not None:
+                judge = self._judge(reranker, store)
         except TurnkitError as exc:
             raise _fail(exc, "configuration") from None
         query: QueryBuilder = store(collection)
@@ -467,6 +479,7 @@ class VectorQueryTool:
             )
         else:
             query = query.near_text(request.query_text)
+        query = apply_hybrid(query, hybrid, request.query_text)
         # The guard wraps the model's filter as a separate AND branch: the model's
         # $or / $not can only narrow inside its own branch, never widen the guard.
         if guard is not None:
@@ -474,7 +487,9 @@ class VectorQueryTool:
         if model_filter is not None:
             query = query.where(model_filter)
         fields = ["id", "document", "metadata"] + (["vector"] if include_vectors else [])
-        query = _apply_database_config(query.select(*fields).limit(limit), db)
+        rank_opts = reranker.options(limit) if reranker is not None else None
+        fetch = rank_opts.pool() if rank_opts is not None else limit
+        query = _apply_database_config(query.select(*fields).limit(fetch), db)
         try:
             matches = await query.search()
         except RuntimeFailure as exc:
@@ -482,6 +497,24 @@ class VectorQueryTool:
             log.warning("vector query tool %r: search failed: %s", self.id, exc)
             hidden = ToolFailedError("The knowledge-base search failed in the database.")
             raise _fail(hidden, "failed") from None
+        if rank_opts is not None and judge is not None and matches:
+            model, scorer = judge
+            try:
+                ranked = await rerank(request.query_text, matches, rank_opts, model=model, scorer=scorer)
+            except RerankFailedError as exc:
+                log.warning("vector query tool %r: rerank failed: %s", self.id, exc)
+                raise _fail(exc, "failed") from None
+            name = (
+                scorer.name
+                if scorer is not None
+                else "the retrieval scores only"
+                if model is None
+                else f"llm:{getattr(model, 'model', type(model).__name__)}"
+            )
+            notes.append(f"Reranked {len(matches)} candidates with {name}; kept {len(ranked)}.")
+            if rank_opts.weights.semantic > 0 and all(r.semantic is None for r in ranked):
+                notes.append("The reranker's scorer gave no usable scores; the retrieval order was kept.")
+            matches = [r.as_match() for r in ranked]
         return self._result(matches, top_k, notes, include_vectors, include_sources)
 
     def _options(
@@ -492,6 +525,7 @@ class VectorQueryTool:
         bool,
         bool,
         RerankConfig | None,
+        HybridSpec | None,
         DatabaseConfig,
         dict[str, dict[str, Any]],
     ]:
@@ -518,6 +552,7 @@ class VectorQueryTool:
             context.get("include_sources", self._include_sources), "include_sources"
         )
         reranker = RerankConfig.coerce(context["reranker"]) if "reranker" in context else self._reranker
+        hybrid = _hybrid(context["hybrid"]) if "hybrid" in context else self._hybrid
         db = (
             DatabaseConfig.coerce(context["database_config"])
             if "database_config" in context
@@ -526,7 +561,25 @@ class VectorQueryTool:
         provider_options = self._provider_options
         if "provider_options" in context:
             provider_options = _check_provider_options(context["provider_options"], self._encoder)
-        return collection, guard, include_vectors, include_sources, reranker, db, provider_options
+        return collection, guard, include_vectors, include_sources, reranker, hybrid, db, provider_options
+
+    def _judge(self, reranker: RerankConfig, store: VectorStore) -> tuple[Any, RelevanceScorer | None]:
+        """The reranker's ``(model, scorer)``: exactly one is set when the semantic weight counts."""
+        model, scorer = reranker.model, reranker.scorer
+        if isinstance(model, str):
+            return resolve_model(self._models, model, "reranker.model"), None
+        if model is not None:
+            return model, None
+        if scorer is not None and not isinstance(scorer, str):
+            return None, scorer
+        if reranker.weights.semantic == 0:
+            return None, None
+        kind = scorer if isinstance(scorer, str) else "auto"
+        try:
+            encoder = self._encoder or store.encoder
+            return None, local_scorer(encoder, cast("Any", kind))
+        except InvalidRankingConfigError as exc:
+            raise InvalidToolConfigError(exc.message, hint=exc.hint, option="reranker.scorer") from None
 
     def _result(
         self,
@@ -568,6 +621,13 @@ class VectorQueryTool:
         )
 
 
+def _hybrid(value: HybridOption) -> HybridSpec | None:
+    try:
+        return coerce_hybrid(value, option="hybrid")
+    except InvalidRankingConfigError as exc:
+        raise InvalidToolConfigError(exc.message, hint=exc.hint, option="hybrid") from None
+
+
 def _and(a: FilterNode, b: FilterNode) -> FilterNode:
     from ..batteries.vector import and_
 
@@ -600,7 +660,9 @@ def create_vector_query_tool(
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
     include_vectors: bool = False,
     include_sources: bool = True,
-    reranker: RerankConfig | Mapping[str, Any] | None = None,
+    reranker: RerankConfig | Mapping[str, Any] | bool | None = None,
+    hybrid: HybridOption = None,
+    models: ModelResolver | None = None,
     database_config: DatabaseConfig | Mapping[str, Any] | None = None,
     provider_options: Mapping[str, Mapping[str, Any]] | None = None,
     default_top_k: int = 10,
@@ -630,8 +692,14 @@ def create_vector_query_tool(
             the model (a Mongo dict over metadata keys, or a filter node).
         include_vectors: Return vectors in ``sources``.
         include_sources: Return ``sources`` (default on).
-        reranker: A `RerankConfig`; validated now, applied as a no-op until
-            ranking lands (only its ``top_k`` cuts the results).
+        reranker: A `RerankConfig` (or its dict form, or ``True`` for the
+            defaults): over-fetch, score with an LLM judge or a local scorer,
+            and keep the reranker's ``top_k`` (see `RerankConfig`).
+        hybrid: Hybrid search (BM25 full-text plus vector, fused; not in
+            Mastra): ``True``, an ``alpha`` (0 full-text only, 1 vector only),
+            or a dict of ``alpha``, ``fusion``, ``rrf_k``, ``candidates``.
+        models: Chat models by name (a mapping or a function), for a
+            ``RerankConfig(model="name")``, e.g. one a request context names.
         database_config: LanceDB knobs (`DatabaseConfig` or its dict form).
         provider_options: Options forwarded to ``encoder.encode(...,
             provider_options=...)``; the encoder must accept them.
@@ -671,6 +739,10 @@ def create_vector_query_tool(
     _check_int(max_filter_depth, "max_filter_depth", maximum=32)
     _check_int(max_filter_conditions, "max_filter_conditions", maximum=1000)
     guard = compile_guard(guard_filter, option="guard_filter")
+    rerank_config = RerankConfig.coerce(reranker)
+    check_models(models)
+    if rerank_config is not None and isinstance(rerank_config.model, str):
+        resolve_model(models, rerank_config.model, "reranker.model")  # an unknown name fails now
     if filter_fields == "auto":
         if not isinstance(store, VectorStore) or collection is None:
             raise InvalidToolConfigError(
@@ -690,7 +762,9 @@ def create_vector_query_tool(
         guard=guard,
         include_vectors=include_vectors,
         include_sources=include_sources,
-        reranker=RerankConfig.coerce(reranker),
+        reranker=rerank_config,
+        hybrid=_hybrid(hybrid),
+        models=models,
         database_config=DatabaseConfig.coerce(database_config),
         provider_options=_check_provider_options(provider_options, encoder),
         default_top_k=default_top_k,

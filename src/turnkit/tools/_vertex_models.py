@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "HybridSearch",
     "LlmRanker",
     "PageSpan",
     "RagChunk",
@@ -43,23 +44,23 @@ def _finite(value: float | None, name: str) -> float | None:
 
 
 class RankService(_Request):
-    """Vertex Rank Service ranking (``semantic-ranker-512@latest``…)."""
+    """Rank Service ranking: reranks with a local relevance scorer.
+
+    The scorer is ``scorers[model_name]`` when the host named scorers, else
+    turnkit's offline scorer (see `retrieve_contexts`).
+    """
 
     model_name: str | None = None
 
 
 class LlmRanker(_Request):
-    """LLM ranking (a Gemini model name in Vertex)."""
+    """LLM ranking: reranks with the host's chat model of that name as a batched judge."""
 
     model_name: str | None = None
 
 
 class Ranking(_Request):
-    """Ranking config: at most one of ``rank_service`` and ``llm_ranker``.
-
-    Accepted and validated; turnkit does not rerank yet, so results keep the
-    vector-search order.
-    """
+    """Ranking config: at most one of ``rank_service`` and ``llm_ranker``."""
 
     rank_service: RankService | None = None
     llm_ranker: LlmRanker | None = None
@@ -97,12 +98,24 @@ class RagFilter(_Request):
         return self
 
 
+class HybridSearch(_Request):
+    """Hybrid (full-text plus vector) search.
+
+    Attributes:
+        alpha: Weight of the vector search in [0, 1]; 0 is full-text (BM25)
+            only, 1 is vector only. Default 0.5, as in Vertex.
+    """
+
+    alpha: float | None = Field(default=None, ge=0, le=1)
+
+
 class RagRetrievalConfig(_Request):
-    """How many contexts, which filters, which ranking."""
+    """How many contexts, which filters, which ranking, and hybrid search."""
 
     top_k: int | None = Field(default=None, ge=1)
     filter: RagFilter | None = None
     ranking: Ranking | None = None
+    hybrid_search: HybridSearch | None = None
 
 
 class RagQuery(_Request):

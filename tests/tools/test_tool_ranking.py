@@ -1,0 +1,374 @@
+"""Reranking and hybrid search in both tools, against real LanceDB."""
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import turnkit.batteries.vector as battery
+from turnkit import ScriptedModel
+from turnkit.batteries.vector import EncoderScorer, HashEncoder, InvalidRankingConfigError, RerankOptions
+from turnkit.tools import (
+    InvalidToolConfigError,
+    InvalidToolInputError,
+    RerankConfig,
+    RerankWeights,
+    UnknownModelError,
+    create_vector_query_tool,
+    retrieve_contexts_sync,
+)
+
+
+def judge_liking(word):
+    """A judge model: 1 for passages containing ``word``, 0 for the rest, as one JSON object per batch."""
+
+    def reply(messages):
+        passages = re.findall(r"^\[(\d+)\] (.*)$", messages[-1].content, re.M)
+        return json.dumps({n: 1.0 if word in text else 0.0 for n, text in passages})
+
+    return ScriptedModel(reply)
+
+
+class KeywordScorer:
+    """A host's relevance scorer: passages containing the word are relevant."""
+
+    def __init__(self, word):
+        self.word = word
+        self.name = f"keyword:{word}"
+
+    def score(self, query, passages):
+        return [1.0 if self.word in p else 0.0 for p in passages]
+
+
+class BrokenScorer:
+    name = "broken"
+
+    def score(self, query, passages):
+        raise RuntimeError("scorer offline")
+
+
+JUDGE_WEIGHTS = {"semantic": 0.6, "vector": 0.3, "position": 0.1}
+
+
+def run(tool, args, **ctx):
+    return tool.execute_sync(args, request_context=ctx or None)
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+def test_rerank_config_reuses_the_battery_weights_and_never_merges_defaults():
+    assert RerankWeights is battery.RerankWeights
+    assert RerankConfig().weights == RerankWeights(semantic=0.4, vector=0.4, position=0.2)
+    assert RerankConfig().top_k == 3
+    RerankConfig(weights=RerankWeights(semantic=0.7, vector=0.2, position=0.1))  # float sum 0.999…
+    with pytest.raises(InvalidToolConfigError, match="never merged") as missing:
+        RerankConfig(weights={"semantic": 0.5, "vector": 0.5})
+    assert missing.value.option == "reranker.weights"
+    with pytest.raises(InvalidToolConfigError, match="sum to 0.9"):
+        RerankConfig(weights={"semantic": 0.5, "vector": 0.3, "position": 0.1})
+    with pytest.raises(InvalidRankingConfigError):
+        RerankWeights(semantic=-0.1, vector=0.9, position=0.2)
+    with pytest.raises(TypeError):
+        RerankWeights(semantic=0.5, vector=0.5)  # type: ignore[call-arg]
+    for bad in (
+        {"top_k": 0},
+        {"model": ""},
+        {"model": 42},
+        {"scorer": "bm25"},
+        {"scorer": object()},
+        {"model": "judge", "scorer": "encoder"},
+        {"pool_factor": 0},
+        {"on_error": "ignore"},
+    ):
+        with pytest.raises(InvalidToolConfigError):
+            RerankConfig(**bad)
+    mastra = RerankConfig.coerce(
+        {
+            "model": "judge",
+            "options": {"weights": {"semantic": 0.5, "vector": 0.3, "position": 0.2}, "topK": 5},
+        }
+    )
+    assert mastra.top_k == 5 and mastra.weights.semantic == 0.5 and mastra.model == "judge"
+    assert RerankConfig.coerce(True) == RerankConfig() and RerankConfig.coerce(False) is None
+    with pytest.raises(InvalidToolConfigError):
+        RerankConfig.coerce({"weights": {"semantic": 1.0, "vektor": 0.0}})
+    options = RerankConfig(pool_factor=5, max_pool=12).options(top_k=3)
+    assert isinstance(options, RerankOptions) and options.pool() == 12
+
+
+def test_model_names_are_resolved_at_creation(kb):
+    store, coll = kb
+    with pytest.raises(UnknownModelError, match="no model named 'judge'"):
+        create_vector_query_tool(store=store, collection=coll, reranker={"model": "judge"})
+    with pytest.raises(UnknownModelError, match="Known models: other"):
+        create_vector_query_tool(
+            store=store, collection=coll, reranker={"model": "judge"}, models={"other": judge_liking("x")}
+        )
+    with pytest.raises(InvalidToolConfigError):
+        create_vector_query_tool(store=store, collection=coll, models=["judge"])
+
+
+# -- the vector query tool ----------------------------------------------------------------------
+
+
+def test_llm_judge_over_fetches_and_promotes(kb):
+    store, coll = kb
+    plain = run(create_vector_query_tool(store=store, collection=coll), {"query_text": "refunds paid"})
+    assert plain.sources[0].id != "globex-ship"
+    model = judge_liking("Oslo")
+    tool = create_vector_query_tool(
+        store=store,
+        collection=coll,
+        reranker=RerankConfig(model=model, top_k=1, pool_factor=4, weights=JUDGE_WEIGHTS),
+    )
+    result = run(tool, {"query_text": "refunds paid"})
+    assert result.ok and [s.id for s in result.sources] == ["globex-ship"]
+    # One batched call saw the whole pool (4 = top_k 1 × pool_factor 4), not one call per passage.
+    assert len(model.calls) == 1
+    assert len(re.findall(r"^\[\d+\] ", model.calls[0][-1].content, re.M)) == 4
+    assert any(n.startswith("Reranked 4 candidates with llm:") for n in result.notes)
+    assert 0 <= result.sources[0].score <= 1 and result.sources[0].distance is not None
+
+
+def test_model_top_k_and_reranker_top_k_both_bound_the_results(kb):
+    store, coll = kb
+    tool = create_vector_query_tool(
+        store=store, collection=coll, reranker={"model": judge_liking("Lyon"), "top_k": 3}
+    )
+    assert len(run(tool, {"query_text": "orders ship"}).sources) == 3
+    assert len(run(tool, {"query_text": "orders ship", "top_k": 2}).sources) == 2
+
+
+def test_reranker_per_request_by_model_name(kb):
+    store, coll = kb
+    model = judge_liking("Lyon")
+    tool = create_vector_query_tool(store=store, collection=coll, models={"judge": model})
+    ranked = run(
+        tool,
+        {"query_text": "refunds paid"},
+        reranker={"model": "judge", "top_k": 1, "weights": {"semantic": 1.0, "vector": 0.0, "position": 0.0}},
+    )
+    assert [s.id for s in ranked.sources] == ["acme-ship"] and len(model.calls) == 1
+    unknown = run(tool, {"query_text": "refunds"}, reranker={"model": "gpt-9"})
+    assert unknown.error.code == "E_TOOL_UNKNOWN_MODEL" and unknown.error.kind == "configuration"
+    assert "judge" in unknown.error.hint
+    merged = run(tool, {"query_text": "refunds"}, reranker={"weights": {"semantic": 0.5, "vector": 0.5}})
+    assert merged.error.kind == "configuration" and "never merged" in merged.error.message
+    off = run(
+        create_vector_query_tool(store=store, collection=coll, reranker={"model": model}),
+        {"query_text": "refunds paid"},
+        reranker=False,
+    )
+    assert len(off.sources) == 4 and not any("Reranked" in n for n in off.notes)
+
+
+def test_local_scorers(kb):
+    store, coll = kb
+    own = run(
+        create_vector_query_tool(store=store, collection=coll, reranker={"scorer": "encoder", "top_k": 2}),
+        {"query_text": "refunds paid"},
+    )
+    assert len(own.sources) == 2
+    assert any(f"with encoder:{store.encoder.name}" in n for n in own.notes)
+    scores = [s.score for s in own.sources]
+    assert scores == sorted(scores, reverse=True)
+    second = EncoderScorer(HashEncoder(32))
+    other = run(
+        create_vector_query_tool(store=store, collection=coll, reranker=RerankConfig(scorer=second)),
+        {"query_text": "refunds paid"},
+    )
+    assert any(f"with {second.name};" in n for n in other.notes) and second.name.endswith("hash-32")
+    keyword = run(
+        create_vector_query_tool(
+            store=store,
+            collection=coll,
+            reranker=RerankConfig(scorer=KeywordScorer("Oslo"), top_k=1, weights=JUDGE_WEIGHTS),
+        ),
+        {"query_text": "refunds paid"},
+    )
+    assert [s.id for s in keyword.sources] == ["globex-ship"]
+    # The default picks MiniLM when its extra is installed, else the collection's encoder.
+    default = run(create_vector_query_tool(store=store, collection=coll, reranker=True), {"query_text": "x"})
+    assert default.ok and any("Reranked" in n for n in default.notes)
+    if not battery._rerank._minilm_installed():
+        assert any(f"encoder:{store.encoder.name}" in n for n in default.notes)
+        minilm = run(
+            create_vector_query_tool(store=store, collection=coll, reranker={"scorer": "minilm"}),
+            {"query_text": "x"},
+        )
+        assert minilm.error.kind == "configuration" and "turnkit[minilm]" in minilm.error.hint
+
+
+def test_semantic_weight_zero_needs_no_scorer(kb):
+    store, coll = kb
+    weights = {"semantic": 0.0, "vector": 0.5, "position": 0.5}
+    result = run(
+        create_vector_query_tool(store=store, collection=coll, reranker={"weights": weights, "top_k": 2}),
+        {"query_text": "refunds paid"},
+    )
+    plain = run(create_vector_query_tool(store=store, collection=coll), {"query_text": "refunds paid"})
+    assert [s.id for s in result.sources] == [s.id for s in plain.sources][:2]
+    assert any("retrieval scores only" in n for n in result.notes)
+
+
+def test_scorer_failure_is_reported_or_falls_back(kb):
+    store, coll = kb
+    failing = create_vector_query_tool(store=store, collection=coll, reranker={"scorer": BrokenScorer()})
+    result = run(failing, {"query_text": "refunds"})
+    assert result.status == "error" and result.error.code == "E_VECTOR_RERANK_FAILED"
+    assert result.error.kind == "failed"
+    fallback = create_vector_query_tool(
+        store=store, collection=coll, reranker={"scorer": BrokenScorer(), "on_error": "fallback"}
+    )
+    kept = run(fallback, {"query_text": "refunds"})
+    assert kept.ok and len(kept.sources) == 3
+    assert any("no usable scores" in n for n in kept.notes)
+
+
+def test_hybrid_search_in_the_tool(kb):
+    store, coll = kb
+    plain = create_vector_query_tool(store=store, collection=coll)
+    assert len(run(plain, {"query_text": "Oslo"}).sources) == 4
+    lexical = create_vector_query_tool(store=store, collection=coll, hybrid={"alpha": 0.0})
+    assert [s.id for s in run(lexical, {"query_text": "Oslo"}).sources] == ["globex-ship"]
+    assert len(run(lexical, {"query_text": "Oslo"}, hybrid=False).sources) == 4
+    assert [s.id for s in run(plain, {"query_text": "Oslo"}, hybrid=0.0).sources] == ["globex-ship"]
+    mixed = run(create_vector_query_tool(store=store, collection=coll, hybrid=True), {"query_text": "Oslo"})
+    assert mixed.sources[0].id == "globex-ship" and len(mixed.sources) == 4
+    # The tool's own encoder (near_vector) still gets the words for the full-text leg.
+    own = create_vector_query_tool(store=store, collection=coll, encoder=HashEncoder(128), hybrid=0.0)
+    assert [s.id for s in run(own, {"query_text": "Lyon"}).sources] == ["acme-ship"]
+    with pytest.raises(InvalidToolConfigError, match="alpha"):
+        create_vector_query_tool(store=store, collection=coll, hybrid=1.5)
+    with pytest.raises(InvalidToolConfigError, match="unknown keys"):
+        create_vector_query_tool(store=store, collection=coll, hybrid={"alpha": 0.5, "text": "x"})
+    bad = run(plain, {"query_text": "Oslo"}, hybrid={"fusion": "max"})
+    assert bad.error.kind == "configuration"
+
+
+def test_hybrid_and_reranking_keep_the_guard(kb):
+    store, coll = kb
+    tool = create_vector_query_tool(
+        store=store,
+        collection=coll,
+        enable_filter=True,
+        guard_filter={"tenant": "acme"},
+        hybrid=0.0,
+        reranker={"model": judge_liking("globex"), "top_k": 3},
+    )
+    widen = {"$or": [{"tenant": "globex"}, {"kind": {"$ne": "x"}}]}
+    result = run(tool, {"query_text": "globex secret Oslo refunds", "filter": widen})
+    assert result.ok and {s.metadata["tenant"] for s in result.sources} == {"acme"}
+    sneaky = run(tool, {"query_text": "globex secret Oslo refunds"})
+    assert sneaky.ok and {s.metadata["tenant"] for s in sneaky.sources} == {"acme"}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    semantic=st.floats(0, 1),
+    share=st.floats(0, 1),
+    rerank_k=st.integers(1, 5),
+    top_k=st.integers(1, 6),
+    alpha=st.none() | st.floats(0, 1),
+)
+def test_any_complete_weight_set_reranks_within_bounds(kb, semantic, share, rerank_k, top_k, alpha):
+    store, coll = kb
+    vector = (1 - semantic) * share
+    weights = {"semantic": semantic, "vector": vector, "position": 1 - semantic - vector}
+    tool = create_vector_query_tool(
+        store=store,
+        collection=coll,
+        guard_filter={"tenant": "acme"},
+        hybrid=alpha,
+        reranker={"scorer": KeywordScorer("Lyon"), "weights": weights, "top_k": rerank_k},
+    )
+    result = run(tool, {"query_text": "orders ship refunds", "top_k": top_k})
+    assert result.status in ("ok", "no_results")
+    assert len(result.sources) <= min(top_k, rerank_k)
+    assert all(s.metadata["tenant"] == "acme" for s in result.sources)
+    scores = [s.score for s in result.sources]
+    assert scores == sorted(scores, reverse=True) and all(0 <= x <= 1 for x in scores)
+
+
+# -- retrieve_contexts ---------------------------------------------------------------------------
+
+
+def ask(store, coll, config, **kwargs):
+    request = {"query": {"text": "refunds paid", "rag_retrieval_config": config}}
+    return retrieve_contexts_sync(request, store=store, collection=coll, **kwargs)
+
+
+def ids(response):
+    return [c.text for c in response.contexts.contexts]
+
+
+def test_llm_ranker_uses_the_named_host_model(kb):
+    store, coll = kb
+    model = judge_liking("Oslo")
+    ranking = {"llm_ranker": {"model_name": "gemini-2.0-flash"}}
+    weights = RerankOptions(weights=JUDGE_WEIGHTS)
+    response = ask(
+        store,
+        coll,
+        {"top_k": 1, "ranking": ranking},
+        models={"gemini-2.0-flash": model},
+        rerank_options=weights,
+    )
+    assert ids(response) == ["Orders ship from Oslo within 9 days."]
+    assert len(model.calls) == 1  # the pool (1 × 4 candidates) in one batch
+    assert len(re.findall(r"^\[\d+\] ", model.calls[0][-1].content, re.M)) == 4
+    with pytest.raises(UnknownModelError, match="no model named 'gemini-2.0-flash'") as unknown:
+        ask(store, coll, {"ranking": ranking}, models={"other": model})
+    assert "other" in unknown.value.hint
+    with pytest.raises(UnknownModelError):
+        ask(store, coll, {"ranking": ranking})
+    with pytest.raises(InvalidToolInputError, match="model_name"):
+        ask(store, coll, {"ranking": {"llm_ranker": {}}}, models={"x": model})
+    resolved = ask(
+        store, coll, {"top_k": 1, "ranking": ranking}, models=lambda name: model, rerank_options=weights
+    )
+    assert ids(resolved) == ["Orders ship from Oslo within 9 days."]
+
+
+def test_rank_service_uses_host_scorers_or_the_offline_scorer(kb):
+    store, coll = kb
+    ranking = {"rank_service": {"model_name": "semantic-ranker-512@latest"}}
+    scorers = {"semantic-ranker-512@latest": KeywordScorer("Lyon")}
+    weights = RerankOptions(weights=JUDGE_WEIGHTS)
+    named = ask(store, coll, {"top_k": 1, "ranking": ranking}, scorers=scorers, rerank_options=weights)
+    assert ids(named) == ["Orders ship from Lyon within 2 days."]
+    with pytest.raises(UnknownModelError, match="no scorer named"):
+        ask(store, coll, {"ranking": {"rank_service": {"model_name": "other"}}}, scorers=scorers)
+    offline = ask(store, coll, {"top_k": 3, "ranking": ranking}, score="similarity")
+    scores = [c.score for c in offline.contexts.contexts]
+    assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+    with pytest.raises(InvalidToolConfigError):
+        ask(store, coll, {"ranking": ranking}, scorers={"x": object()})
+    with pytest.raises(InvalidToolConfigError):
+        ask(store, coll, {"ranking": ranking}, rerank_options={"top_k": 3})
+
+
+def test_thresholds_apply_before_ranking(kb):
+    store, coll = kb
+    base = ask(store, coll, {"top_k": 4}, score="similarity")
+    cutoff = sorted(c.score for c in base.contexts.contexts)[-3]  # keeps the best two (strictly larger)
+    ranking = {"llm_ranker": {"model_name": "j"}}
+    config = {"top_k": 4, "ranking": ranking, "filter": {"vector_similarity_threshold": cutoff}}
+    ranked = ask(store, coll, config, models={"j": judge_liking("Oslo")})
+    assert set(ids(ranked)) <= set(ids(base)[:2]) and len(ids(ranked)) == 2
+
+
+def test_hybrid_search_alpha(kb):
+    store, coll = kb
+    request = {"query": {"text": "Lyon", "rag_retrieval_config": {"hybrid_search": {"alpha": 0.0}}}}
+    lexical = retrieve_contexts_sync(request, store=store, collection=coll)
+    assert ids(lexical) == ["Orders ship from Lyon within 2 days."]
+    camel = {"query": {"text": "Lyon", "ragRetrievalConfig": {"hybridSearch": {}, "topK": 4}}}
+    assert len(ids(retrieve_contexts_sync(camel, store=store, collection=coll))) == 4
+    for alpha in (1.5, -0.1, "half"):
+        bad = {"query": {"text": "x", "rag_retrieval_config": {"hybrid_search": {"alpha": alpha}}}}
+        with pytest.raises(InvalidToolInputError):
+            retrieve_contexts_sync(bad, store=store, collection=coll)
