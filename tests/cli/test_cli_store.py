@@ -11,6 +11,7 @@ import pytest
 from turnkit.batteries.vector import create_vector_store
 from turnkit.cli import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, main
 
+from ..ingest.conftest import write_pdf
 from .conftest import Run
 
 
@@ -110,6 +111,30 @@ def test_unreadable_files_give_exit_status_3_and_the_rest_is_ingested(
     assert "skipped: " in result.out and "picture.png" in result.out
     assert "1 file(s) could not be read" in result.err
     assert create_vector_store(str(tmp_path / "db"))("docs").count_sync() == 4
+
+
+def test_a_pdf_whose_text_has_lone_surrogates_is_ingested_with_the_rest(
+    run: Run, corpus: Path, tmp_path: Path
+) -> None:
+    # A broken ToUnicode map: pypdf extracts "\ud800", which no UTF-8 writer accepts.
+    write_pdf(corpus / "mapped.pdf", [["AB broken map, readable words"]], to_unicode={"A": "D800"})
+    result = run("ingest", str(corpus), "--uri", str(tmp_path / "db"), "--encoder", "hash", "--json")
+    assert result.code == EXIT_OK, result.err
+    report = json.loads(result.out)
+    assert (report["files_written"], report["errors"]) == (4, [])
+    assert create_vector_store(str(tmp_path / "db"))("docs").count_sync() == 5
+
+
+def test_pypdf_warnings_stay_off_stderr_and_explain_the_failure(
+    run: Run, corpus: Path, tmp_path: Path
+) -> None:
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    result = run("ingest", str(corpus), "--uri", str(tmp_path / "db"), "--encoder", "hash", "--json")
+    assert result.code == EXIT_PARTIAL
+    assert "EOF marker" not in result.err  # no stray library log line
+    assert result.err.strip() == "turnkit: 1 file(s) could not be read; the others were ingested."
+    (issue,) = json.loads(result.out)["errors"]
+    assert issue["code"] == "E_INGEST_PARSE_FAILED" and "EOF marker not found" in issue["reason"]
 
 
 def test_a_missing_path_is_a_usage_error_and_writes_nothing(run: Run, tmp_path: Path) -> None:

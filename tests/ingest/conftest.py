@@ -14,11 +14,22 @@ def _pdf_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def write_pdf(path: Path, pages: list[list[str]]) -> Path:
+def _to_unicode_cmap(mapping: dict[str, str]) -> bytes:
+    pairs = "\n".join(f"<{ord(char):02X}> <{utf16}>" for char, utf16 in mapping.items())
+    return (
+        "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n/CMapName /T def\n/CMapType 2 def\n"
+        f"1 begincodespacerange\n<00> <FF>\nendcodespacerange\n{len(mapping)} beginbfchar\n{pairs}\n"
+        "endbfchar\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend"
+    ).encode()
+
+
+def write_pdf(path: Path, pages: list[list[str]], *, to_unicode: dict[str, str] | None = None) -> Path:
     """Write a minimal valid PDF: one Helvetica text object per page, one line per entry.
 
     pypdf cannot lay out text, so the tests build the file by hand: catalog,
     page tree, pages with content streams, a font, and an exact xref table.
+    ``to_unicode`` gives the font a ToUnicode map (character → UTF-16 hex), which
+    is what text extraction reads, e.g. ``{"A": "D800"}`` for a broken one.
     """
     objects: list[bytes] = []
     font_id = 3 + 2 * len(pages)
@@ -39,7 +50,14 @@ def write_pdf(path: Path, pages: list[list[str]]) -> Path:
         ops.append("ET")
         stream = "\n".join(ops).encode("latin-1")
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    if to_unicode is None:
+        objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    else:
+        objects.append(
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode %d 0 R >>" % (font_id + 1)
+        )
+        cmap = _to_unicode_cmap(to_unicode)
+        objects.append(b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream")
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

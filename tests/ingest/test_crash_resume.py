@@ -2,8 +2,9 @@
 
 Two ways to kill:
 
-* the documented test hook ``_TURNKIT_INGEST_CRASH_AFTER_WRITES=N`` makes the
-  process SIGKILL itself right after its N-th store commit (upsert or delete),
+* the documented test hook ``_TURNKIT_INGEST_CRASH_AFTER_WRITES=N`` (armed only
+  when ``_TURNKIT_INGEST_CRASH_PID`` is the process's own id) makes the process
+  SIGKILL itself right after its N-th store commit (upsert, replace or delete),
   which reaches every between-commits state deterministically;
 * an external ``kill -9`` sent while an upsert is in flight (the script's
   encoder announces each batch and then dawdles), which lands inside a write.
@@ -75,9 +76,11 @@ def snapshot(uri):
     return {r.id: (r.document, r.metadata) for r in rows}
 
 
-def run_script(db, corpus, *, env=None, delay=0.0, kill_after_batches=None):
+def run_script(db, corpus, *, env=None, delay=0.0, kill_after_batches=None, arm=True):
+    # `exec` keeps the shell's pid, so the hook's second variable can name the Python process.
+    arming = "export _TURNKIT_INGEST_CRASH_PID=$$; " if arm else ""
     proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, db, str(corpus), str(delay)],
+        ["sh", "-c", arming + 'exec "$@"', "sh", sys.executable, "-c", SCRIPT, db, str(corpus), str(delay)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -121,9 +124,10 @@ def resume_and_check(tmp_path, corpus, db):
     assert again.chunks_written == again.chunks_deleted == again.files_written == 0
 
 
-# Ingesting version 2 over version 1 takes exactly this many commits (upserts, stale deletes,
-# the prune); test_every_commit_is_covered pins it, so the crash points below are all of them.
-WRITES = 8
+# Ingesting version 2 over version 1 takes exactly this many commits (upserts, replaces of the
+# small changed files, the big file's stale delete, the prune); test_every_commit_is_covered pins
+# it, so the crash points below are all of them.
+WRITES = 7
 
 
 @pytest.mark.parametrize("crash_after", range(1, WRITES + 1))
@@ -148,4 +152,16 @@ def test_external_kill_during_an_upsert_then_resume(tmp_path, batches):
     corpus, db = prepare(tmp_path)
     code, err = run_script(db, corpus, delay=0.3, kill_after_batches=batches)
     assert code == -signal.SIGKILL, err
+    resume_and_check(tmp_path, corpus, db)
+
+
+@pytest.mark.parametrize("pid", [None, "1", "not-a-pid"])
+def test_the_crash_hook_is_inert_without_the_process_id(tmp_path, pid):
+    # A crash count left in the environment (or inherited) must never kill a real run.
+    corpus, db = prepare(tmp_path)
+    env = {"_TURNKIT_INGEST_CRASH_AFTER_WRITES": "1"}
+    if pid is not None:
+        env["_TURNKIT_INGEST_CRASH_PID"] = pid
+    code, err = run_script(db, corpus, env=env, arm=False)
+    assert code == 0, err
     resume_and_check(tmp_path, corpus, db)

@@ -1,5 +1,7 @@
 import hashlib
+import logging
 import os
+import re
 import sys
 from datetime import UTC
 
@@ -14,6 +16,7 @@ from turnkit.ingest import (
     IngestDependencyMissingError,
     InvalidIngestOptionError,
     UnsupportedDocumentError,
+    chunk_document,
     load_document,
     source_uri_for,
 )
@@ -290,3 +293,59 @@ def test_public_api_all_is_sorted_and_complete():
     public = {n for n in vars(ingest) if not n.startswith("_") and n not in {"annotations"}}
     modules = {n for n in public if type(getattr(ingest, n)).__name__ == "module"}
     assert set(ingest.__all__) == public - modules
+
+
+def test_pdf_lone_surrogates_become_replacement_characters(tmp_path, make_pdf):
+    # A broken ToUnicode map makes pypdf return lone surrogates, which cannot be stored as UTF-8.
+    path = make_pdf(tmp_path / "broken-map.pdf", [["AB hello"]], to_unicode={"A": "D800"})
+    doc = load_document(path)
+    assert "\ufffd" in doc.text and "hello" in doc.text
+    assert doc.text.encode("utf-8")  # no lone surrogate left
+    chunks = chunk_document(doc)
+    assert len(chunks) == 1 and "\ufffd" in chunks[0].text
+
+
+def test_declared_charset_lone_surrogates_become_replacement_characters(tmp_path):
+    path = tmp_path / "odd.html"
+    path.write_bytes(
+        b'<meta charset="unicode-escape"><p>a\\ud800b \xff</p>'
+    )  # not UTF-8: the charset decodes
+    assert load_document(path).text == "a\ufffdb \xff"
+
+
+def test_pypdf_log_is_captured_not_printed(tmp_path, make_pdf, caplog):
+    caplog.set_level(logging.DEBUG)
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.4 this is not really a pdf")
+    with pytest.raises(DocumentParseError) as info:
+        load_document(bad)
+    assert "EOF marker not found" in info.value.reason  # pypdf's warning explains the failure
+    bad_xref = tmp_path / "bad-xref.pdf"
+    data = make_pdf(tmp_path / "ok.pdf", [["Readable text."]]).read_bytes()
+    bad_xref.write_bytes(re.sub(rb"startxref\n\d+", b"startxref\n7", data))
+    assert load_document(bad_xref).text == "Readable text."  # pypdf repairs it, and says so only to us
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+    pypdf_logger = logging.getLogger("pypdf")
+    assert pypdf_logger.propagate and not pypdf_logger.handlers  # left as it was found
+    logging.getLogger("pypdf._reader").warning("outside parsing")  # other uses of pypdf still log
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == ["outside parsing"]
+
+
+def test_html_hidden_elements_are_not_indexed(tmp_path):
+    path = tmp_path / "hidden.html"
+    path.write_text(
+        "<body><h1>Page</h1><p>Shown one.</p>"
+        "<div hidden><div>nested secret</div>secret tail</div>"
+        '<p style="color: red; DISPLAY: none">styled secret</p>'
+        '<span style="visibility:hidden">invisible secret</span>'
+        '<ul><li aria-hidden="true">icon secret<ul><li>deep secret</li></ul></li><li>Shown two.</li></ul>'
+        "<h2 hidden>Secret heading</h2><p hidden>open secret<p>Shown three."
+        '<div><p hidden>unclosed secret</div><p style="display:block">Shown four.</p>'
+        '<img hidden alt="x"><div hidden="until-found">Shown five.</div>'
+        "<section hidden>stray</span>end tag secret</section></body>"
+    )
+    doc = load_document(path)
+    assert "secret" not in doc.text.lower()
+    for n in ("one", "two", "three", "four", "five"):
+        assert f"Shown {n}." in doc.text
+    assert [s.heading_path for s in doc.sections] == [("Page",)]

@@ -295,3 +295,110 @@ def test_nothing_to_ingest(store, collection, tmp_path):
     assert (report.files_seen, report.chunks_written, report.files_pruned) == (1, 0, 0)
     assert not store.has_collection_sync(collection)
     assert "0 chunks written" in str(report)
+
+
+def test_a_file_that_fails_unexpectedly_is_reported_and_the_run_goes_on(
+    store, collection, tmp_path, make_pdf, monkeypatch
+):
+    import tiktoken
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "fine.md").write_text("# Fine\n\nIngested as usual.\n")
+    (folder / "poison.txt").write_text("POISON text the tokenizer chokes on.\n")
+    make_pdf(folder / "broken-map.pdf", [["AB readable words"]], to_unicode={"A": "D800"})
+    real = tiktoken.Encoding.encode_ordinary
+
+    def encode_ordinary(self, text):  # a third-party failure on one file's text
+        if "POISON" in text:
+            raise RuntimeError("tokenizer exploded")
+        return real(self, text)
+
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", encode_ordinary)
+    report = ingest_sync(folder, store=store, collection=collection, progress=False)
+    assert [(i.path.rsplit("/", 1)[-1], i.code) for i in report.errors] == [
+        ("poison.txt", "E_INGEST_LOAD_FAILED")
+    ]
+    assert "RuntimeError: tokenizer exploded" in report.errors[0].reason
+    assert report.files_written == 2  # the Markdown file and the PDF with lone surrogates
+    docs = [r.document for r in stored(store, collection).values()]
+    assert any("\ufffd" in d and "readable words" in d for d in docs)
+
+
+def test_reingesting_from_another_root_writes_nothing(store, collection, tmp_path):
+    outer = tmp_path / "outer"
+    (outer / "docs").mkdir(parents=True)
+    guide = outer / "docs" / "guide.md"
+    guide.write_text("# Guide\n\nSame bytes whichever folder is given.\n")
+    (outer / "docs" / "faq.txt").write_text("Questions and answers.\n")
+    first = ingest_sync(outer / "docs", store=store, collection=collection, progress=False)
+    assert first.files_written == 2
+    version = store.collection_info_sync(collection).version
+    for root in (outer, guide, str(outer / "docs") + "/"):
+        again = ingest_sync(root, store=store, collection=collection, progress=False)
+        assert (again.files_written, again.chunks_written, again.chunks_deleted) == (0, 0, 0), root
+        assert again.files_unchanged == again.files_seen
+    assert store.collection_info_sync(collection).version == version  # not one commit
+    # The stored display name is the one the chunks were written with.
+    names = {r.metadata["source_display_name"] for r in stored(store, collection).values()}
+    assert names == {"guide.md", "faq.txt"}
+
+
+def test_a_changed_file_that_fits_a_batch_is_replaced_in_one_commit(store, collection, corpus):
+    ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    guide = corpus / "guide.md"
+    uri = source_uri_for(guide)
+    old = store(collection).where("metadata.source_uri", uri).count_sync()
+    version = store.collection_info_sync(collection).version
+    guide.write_text("# Guide\n\nA much shorter guide now.\n")
+    report = ingest_sync(corpus, store=store, collection=collection, chunk_size=128, chunk_overlap=16)
+    # New chunks in and stale chunks out in the same commit: no version holds both, or neither.
+    assert store.collection_info_sync(collection).version == version + 1
+    assert (report.chunks_written, report.chunks_deleted) == (1, old)
+    mine = {
+        m.id
+        for m in store(collection).where("metadata.source_uri", uri).select("id").limit(1000).search_sync()
+    }
+    assert mine == expected_ids(guide, "guide.md", chunk_size=128, chunk_overlap=16)
+
+
+def test_a_changed_file_bigger_than_a_batch_keeps_the_crash_safe_order(store, collection, corpus):
+    ingest_sync(corpus, store=store, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=4)
+    guide = corpus / "guide.md"
+    uri = source_uri_for(guide)
+    old = {
+        m.id
+        for m in store(collection).where("metadata.source_uri", uri).select("id").limit(1000).search_sync()
+    }
+    guide.write_text(guide.read_text().replace("Sentence", "Line"))
+    version = store.collection_info_sync(collection).version
+    report = ingest_sync(
+        corpus, store=store, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=4
+    )
+    mine = expected_ids(guide, "guide.md", chunk_size=32, chunk_overlap=4)
+    assert len(mine) > 4 and report.chunks_written == len(mine)
+    # ceil(N / 4) upserts, then one delete of the old rows once the last of them is in.
+    assert store.collection_info_sync(collection).version == version + -(-len(mine) // 4) + 1
+    assert report.chunks_deleted == len(old - mine) > 0
+    now = {
+        m.id
+        for m in store(collection).where("metadata.source_uri", uri).select("id").limit(1000).search_sync()
+    }
+    assert now == mine
+
+
+def test_a_file_name_that_is_not_utf8_does_not_stop_the_run(store, collection, tmp_path):
+    import os
+
+    folder = tmp_path / "names"
+    folder.mkdir()
+    (folder / "plain.txt").write_text("An ordinary name.\n")
+    try:
+        with open(os.fsencode(folder) + b"/caf\xe9.txt", "wb") as fh:
+            fh.write(b"Text behind a Latin-1 file name.\n")
+    except OSError:
+        pytest.skip("the file system only takes UTF-8 names")
+    report = ingest_sync(folder, store=store, collection=collection, progress=False)
+    assert report.ok and report.files_written == 2
+    names = {r.metadata["source_display_name"] for r in stored(store, collection).values()}
+    assert names == {"plain.txt", "caf\ufffd.txt"}

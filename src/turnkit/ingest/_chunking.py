@@ -61,7 +61,7 @@ DEFAULT_CHUNK_OVERLAP = 200
 """Tokens shared by consecutive chunks, as Vertex AI RAG Engine's default."""
 DEFAULT_CHUNK_ENCODING = "cl100k_base"
 """The tiktoken encoding chunks are measured in (the one OpenAI's embedding models use)."""
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 """Bumped whenever the same input would be cut differently; part of the ingest fingerprint."""
 
 _PARAGRAPH, _SENTENCE, _LINE, _WORD, _TOKEN, _UNUSABLE = 4, 3, 2, 1, 0, -1
@@ -192,10 +192,14 @@ def chunk_id(source_uri: str, index: int, content_hash: str) -> str:
 
 
 def document_fingerprint(
-    *, file_hash: str, kind: str, display_name: str, chunk_size: int, chunk_overlap: int, encoding: str
+    *, file_hash: str, kind: str, source_uri: str, chunk_size: int, chunk_overlap: int, encoding: str
 ) -> str:
-    """Everything that decides a file's chunks; equal fingerprints mean equal chunk sets."""
-    key = json.dumps([CHUNKER_VERSION, file_hash, kind, display_name, chunk_size, chunk_overlap, encoding])
+    """Everything that decides a file's chunks; equal fingerprints mean equal chunk sets.
+
+    The source is its resolved ``source_uri``, never the display name: the same
+    file reached from another root (``ingest docs/`` then ``ingest .``) is unchanged.
+    """
+    key = json.dumps([CHUNKER_VERSION, file_hash, kind, source_uri, chunk_size, chunk_overlap, encoding])
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -427,7 +431,7 @@ def chunk_document(
     fingerprint = document_fingerprint(
         file_hash=doc.content_hash,
         kind=doc.kind,
-        display_name=doc.display_name,
+        source_uri=doc.source_uri,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         encoding=encoding,

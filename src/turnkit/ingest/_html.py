@@ -1,7 +1,9 @@
 """Visible text of an HTML page, cut into heading sections (stdlib ``html.parser``).
 
 What a reader sees is kept; what the browser does not render as text is
-dropped (``head``, ``script``, ``style``, ``noscript``, ``template``, ``svg``…).
+dropped (``head``, ``script``, ``style``, ``noscript``, ``template``, ``svg``…),
+and so are elements hidden by their own attributes: ``hidden``,
+``aria-hidden="true"``, or an inline ``display: none`` / ``visibility: hidden``.
 Block elements become line or paragraph breaks so the chunker can prefer them;
 inline whitespace collapses as a browser collapses it, except inside ``pre``.
 ``h1``–``h6`` start sections that carry their heading path, as in Markdown.
@@ -27,6 +29,25 @@ _LINE = frozenset({"br", "li", "tr", "dt", "dd", "caption", "thead", "tbody", "t
 _CELL = frozenset({"td", "th"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _SPACE = re.compile(r"\s+")
+# Elements without an end tag: a hidden one hides nothing, so it must not open a hidden range.
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+# A start tag that implicitly closes an open element of the given kind (the HTML parsing rules, simplified).
+_SIBLINGS = {t: frozenset({t}) for t in ("li", "dt", "dd", "tr", "td", "th", "option")}
+_SIBLINGS.update(dt=frozenset({"dt", "dd"}), dd=frozenset({"dt", "dd"}), td=frozenset({"td", "th"}))
+_SIBLINGS.update(th=frozenset({"td", "th"}), p=_PARAGRAPH - {"body", "html"} | {"li", "dd", "dt"})
+_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\b", re.I)
+
+
+def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element's own attributes hide it from readers."""
+    for name, value in attrs:
+        value = (value or "").strip().lower()
+        # hidden="until-found" content is revealed by find-in-page, so a reader can reach it.
+        if name == "hidden" and value != "until-found":
+            return True
+        if (name == "aria-hidden" and value == "true") or (name == "style" and _HIDING_STYLE.search(value)):
+            return True
+    return False
 
 
 class _Section:
@@ -66,14 +87,25 @@ class _VisibleText(HTMLParser):
         self.pre = 0
         self.stack: list[tuple[int, str]] = []
         self.heading: tuple[int, list[str]] | None = None
+        self.hidden: list[str] = []  # the open elements from the outermost hidden one in
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.hidden:
+            if len(self.hidden) == 1 and tag in _SIBLINGS.get(self.hidden[0], ()):
+                self.hidden = []  # e.g. <p hidden>…<p>: the new element closes the hidden one
+            else:
+                if tag not in _VOID:
+                    self.hidden.append(tag)
+                return
         if tag == "body":  # an unclosed <head> ends where the body starts
             self.skip = [t for t in self.skip if t not in ("head", "title")]
         if tag in _SKIP:
             self.skip.append(tag)
             return
         if self.skip:
+            return
+        if tag not in _VOID and _hidden(attrs):
+            self.hidden = [tag]
             return
         current = self.sections[-1]
         if tag in _HEADINGS:
@@ -96,6 +128,13 @@ class _VisibleText(HTMLParser):
         self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        if self.hidden:
+            if tag in self.hidden:
+                del self.hidden[len(self.hidden) - 1 - self.hidden[::-1].index(tag) :]
+                return
+            if self.hidden[0] not in _SIBLINGS:
+                return  # a stray end tag, ignored as a browser ignores it
+            self.hidden = []  # an unclosed <p hidden>, <li hidden>…: its enclosing element ends it
         if tag in _SKIP:
             if tag in self.skip:
                 while self.skip and self.skip.pop() != tag:
@@ -122,7 +161,7 @@ class _VisibleText(HTMLParser):
             self.pre -= 1
 
     def handle_data(self, data: str) -> None:
-        if self.skip:
+        if self.skip or self.hidden:
             return
         self.sections[-1].add(data, pre=self.pre > 0)
         if self.heading is not None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import codecs
 import hashlib
 import io
+import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +70,7 @@ ExtensionMap = Mapping[str, DocumentKind | None]
 _KINDS: frozenset[str] = frozenset(get_args(DocumentKind))
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def source_uri_for(path: str | os.PathLike[str]) -> str:
@@ -170,6 +174,65 @@ def _newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD.
+
+    pypdf (from a broken ToUnicode map) and a few codecs (UTF-7, a declared
+    charset) can yield them; they cannot be encoded as UTF-8, so the chunker
+    and the store would reject the whole document.
+    """
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
+
+
+class _PypdfLog(logging.Handler):
+    """Collects the ``pypdf`` logger's records per parsing thread instead of letting them reach stderr.
+
+    Records logged by a thread that is not parsing a PDF are handed on as if
+    the logger still propagated, so other code using pypdf meanwhile keeps its logging.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.local = threading.local()
+        self.users = 0
+        self.parent_propagates = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink: list[str] | None = getattr(self.local, "sink", None)
+        if sink is not None:
+            sink.append(record.getMessage())
+        elif self.parent_propagates and _PYPDF_LOGGER.parent is not None:
+            _PYPDF_LOGGER.parent.handle(record)
+
+
+_PYPDF_LOGGER = logging.getLogger("pypdf")
+_PYPDF_LOG = _PypdfLog()
+_PYPDF_LOCK = threading.Lock()
+
+
+@contextmanager
+def _captured_pypdf_log() -> Iterator[list[str]]:
+    """The ``pypdf`` log messages of this thread while the block runs (they are not printed)."""
+    with _PYPDF_LOCK:
+        # Installed while any thread parses (workers overlap); the logger's own setting is restored after.
+        if _PYPDF_LOG.users == 0:
+            _PYPDF_LOG.parent_propagates = _PYPDF_LOGGER.propagate
+            _PYPDF_LOGGER.addHandler(_PYPDF_LOG)
+            _PYPDF_LOGGER.propagate = False
+        _PYPDF_LOG.users += 1
+    messages: list[str] = []
+    _PYPDF_LOG.local.sink = messages
+    try:
+        yield messages
+    finally:
+        _PYPDF_LOG.local.sink = None
+        with _PYPDF_LOCK:
+            _PYPDF_LOG.users -= 1
+            if _PYPDF_LOG.users == 0:
+                _PYPDF_LOGGER.removeHandler(_PYPDF_LOG)
+                _PYPDF_LOGGER.propagate = _PYPDF_LOG.parent_propagates
+
+
 def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
     try:
         import pypdf
@@ -177,18 +240,21 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
         raise IngestDependencyMissingError(
             f"Reading {path!r} needs `pypdf`, which is not installed.", path=path, reason="pypdf missing"
         ) from exc
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise DocumentParseError(
-                f"{path!r} is encrypted with a password.", path=path, reason="encrypted with a password"
-            )
-        pages = [_newlines(page.extract_text() or "").rstrip() for page in reader.pages]
-    except DocumentLoadError:
-        raise
-    except Exception as exc:  # pypdf raises many types on damaged input; all mean "unreadable PDF"
-        reason = f"not a readable PDF ({type(exc).__name__}: {exc})"
-        raise DocumentParseError(f"Cannot parse {path!r}: {reason}.", path=path, reason=reason) from exc
+    with _captured_pypdf_log() as logged:
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise DocumentParseError(
+                    f"{path!r} is encrypted with a password.", path=path, reason="encrypted with a password"
+                )
+            pages = [_clean(_newlines(page.extract_text() or "")).rstrip() for page in reader.pages]
+        except DocumentLoadError:
+            raise
+        except Exception as exc:  # pypdf raises many types on damaged input; all mean "unreadable PDF"
+            reason = f"not a readable PDF ({type(exc).__name__}: {exc})"
+            if logged:  # what pypdf noticed before giving up often names the actual damage
+                reason += "; pypdf: " + "; ".join(dict.fromkeys(logged))
+            raise DocumentParseError(f"Cannot parse {path!r}: {reason}.", path=path, reason=reason) from exc
     last = len(pages) - 1
     # Pages end with a blank line so a page break is a paragraph boundary for the chunker.
     return tuple(
@@ -206,7 +272,7 @@ def parse_document(data: bytes, kind: DocumentKind, *, path: str = "<bytes>") ->
     """
     if kind == "pdf":
         return _pdf_pages(data, path=path)
-    text = _newlines(_decode(data, path=path, html=kind == "html"))
+    text = _clean(_newlines(_decode(data, path=path, html=kind == "html")))
     if kind == "markdown":
         return split_markdown(text)
     if kind == "html":

@@ -2,25 +2,28 @@
 
 Idempotency and crash safety rest on one stored fact per chunk:
 ``metadata.ingest_fingerprint``, a hash of the file's bytes *and* everything
-that decides its chunks (kind, display name, chunk size, overlap, encoding,
-chunker version). For one file, with fingerprint F and N chunks:
+that decides its chunks (kind, ``source_uri``, chunk size, overlap, encoding,
+chunker version; not the display name, so the root it was reached from does
+not matter). For one file, with fingerprint F and N chunks:
 
 * the stored rows of the file are *current and complete* iff exactly N distinct
   ids carry F (chunk ids are a function of the file and F, so the rows
   carrying F are always a subset of the right set) and no other row of that
   ``source_uri`` exists. Then the file is unchanged and nothing is written;
-* otherwise the new chunks are upserted first (in as many batches as needed),
-  and only after the last of them has committed are the file's other rows
-  (old ids) deleted.
+* otherwise, if its N chunks fit in one batch, they go into a single upsert
+  that also deletes the file's other rows (``replace`` under a
+  ``source_uri`` filter): one commit, so old and new chunks never coexist;
+* a bigger file's chunks are upserted first (in as many batches as needed),
+  and only after the last of them has committed are its other rows deleted.
 
 A crash (even ``kill -9``) can stop this at any point; every state it leaves
 is one a rerun repairs: no new rows yet → the old fingerprint does not match,
 the file is rewritten; some new rows → fewer than N rows carry F, the file is
 rewritten (upserts are idempotent by id, so nothing duplicates); all new rows
 but stale ones left → complete, the rerun only deletes the stale rows. Each
-LanceDB commit (one upsert or one delete) is atomic, so there is no state
-in between. Writes to a collection are serialized by the store, and a run
-assumes it is the only writer of the files it ingests.
+LanceDB commit (an upsert, a replace or a delete) is atomic, so there is no
+state in between. Writes to a collection are serialized by the store, and a
+run assumes it is the only writer of the files it ingests.
 """
 
 from __future__ import annotations
@@ -72,8 +75,11 @@ DEFAULT_BATCH_SIZE = 512
 """Chunks per upsert (the store encodes each upsert in encoder-sized batches)."""
 
 # Test hook (documented in docs/ingesting.md): SIGKILL this process right after the N-th
-# store write (upsert or delete) has committed, to prove a rerun completes a killed run.
+# store write (upsert, replace or delete) has committed, to prove a rerun completes a killed run.
+# Armed only when the second variable holds this very process's id, so a value left in a shell
+# or inherited by a child process can never kill anything.
 CRASH_AFTER_WRITES_ENV = "_TURNKIT_INGEST_CRASH_AFTER_WRITES"
+CRASH_PID_ENV = "_TURNKIT_INGEST_CRASH_PID"
 
 _SCAN_LIMIT = 10_000  # the store's largest search limit
 _MAX_BATCH = 100_000  # a sanity bound: one upsert holds its whole batch (and its vectors) in memory
@@ -81,6 +87,7 @@ _LOOKUP_FILES = 64  # files whose stored rows are fetched with one query
 _DELETE_IDS = 500  # ids per delete statement
 _QUEUE_FILES = 128  # loaded files waiting to be written (bounds memory)
 _HEX = "0123456789abcdefg"
+_LOAD_FAILED = DocumentLoadError.code
 _FIELDS = ("id", "metadata.source_uri", "metadata.ingest_fingerprint", "metadata.chunk_count")
 
 
@@ -115,6 +122,14 @@ class _Settings:
     encoding: str
 
 
+def _crash_after() -> int:
+    """The commit after which the test hook kills this process, or 0 (disarmed)."""
+    after, pid = os.environ.get(CRASH_AFTER_WRITES_ENV, ""), os.environ.get(CRASH_PID_ENV, "")
+    if not (after.isdigit() and pid.isdigit()) or int(pid) != os.getpid():
+        return 0
+    return int(after)
+
+
 def _issue(path: str, exc: Exception) -> FileIssue:
     reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or str(exc)
     hint = getattr(exc, "hint", "")
@@ -147,7 +162,9 @@ def _walk(paths: Sequence[PathInput], extensions: dict[str, DocumentKind]) -> _F
         except UnsupportedDocumentError as exc:
             found.skipped.append(_issue(str(path), exc))
             return
-        found.candidates.append(_Candidate(str(path), uri, display_name, kind))
+        # A name that is not valid UTF-8 arrives with lone surrogates, which the store refuses.
+        readable = os.fsencode(display_name).decode("utf-8", "replace")
+        found.candidates.append(_Candidate(str(path), uri, readable, kind))
 
     for given in paths:
         path = Path(given).expanduser()
@@ -191,7 +208,7 @@ def _process(candidate: _Candidate, stored: list[_Row], settings: _Settings) -> 
     fingerprint = document_fingerprint(
         file_hash=raw.content_hash,
         kind=candidate.kind,
-        display_name=candidate.display_name,
+        source_uri=candidate.uri,
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
         encoding=settings.encoding,
@@ -202,21 +219,28 @@ def _process(candidate: _Candidate, stored: list[_Row], settings: _Settings) -> 
         if len({r.id for r in current}) == current[0].count:
             return _Outcome(candidate, "repair" if others else "unchanged", stale_ids=others)
     try:
-        sections = parse_document(raw.data, candidate.kind, path=candidate.path)
+        doc = LoadedDocument(
+            source_uri=candidate.uri,
+            display_name=candidate.display_name,
+            kind=candidate.kind,
+            sections=parse_document(raw.data, candidate.kind, path=candidate.path),
+            mtime=raw.mtime,
+            content_hash=raw.content_hash,
+            size=raw.size,
+        )
+        chunks = chunk_document(
+            doc,
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+            encoding=settings.encoding,
+        )
     except (DocumentLoadError, IngestDependencyMissingError) as exc:
         return _Outcome(candidate, "error", issue=_issue(candidate.path, exc))
-    doc = LoadedDocument(
-        source_uri=candidate.uri,
-        display_name=candidate.display_name,
-        kind=candidate.kind,
-        sections=sections,
-        mtime=raw.mtime,
-        content_hash=raw.content_hash,
-        size=raw.size,
-    )
-    chunks = chunk_document(
-        doc, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap, encoding=settings.encoding
-    )
+    except Exception as exc:  # one file's surprise (a loader or chunker bug) must not end the run
+        issue = FileIssue(
+            path=candidate.path, reason=f"cannot be indexed ({type(exc).__name__}: {exc})", code=_LOAD_FAILED
+        )
+        return _Outcome(candidate, "error", issue=issue)
     new_ids = {c.id for c in chunks}
     stale = [r.id for r in stored if r.id not in new_ids]
     if not chunks:
@@ -287,20 +311,35 @@ async def _lookup(q: QueryBuilder, uris: list[str], *, whole_collection: bool) -
     return rows
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A file with chunks in the writer's buffer."""
+
+    remaining: int  # its chunks not yet committed
+    stale_ids: list[str]  # deleted once all its chunks are in (files bigger than a batch)
+    replace_uri: str | None  # its other rows go in the same commit as its chunks (files that fit)
+
+
 class _Writer:
-    """Batches chunk records into upserts and deletes each file's stale rows once its chunks are in."""
+    """Batches chunk records into upserts and removes each changed file's stale rows.
+
+    A file whose chunks fit in one batch is never split across batches, so its
+    stale rows go in the same commit as its new chunks (a ``replace`` filtered
+    on the ``source_uri`` of such files in the batch). A bigger file's chunks
+    span batches; its stale rows are deleted once the last of them has committed.
+    """
 
     def __init__(self, q: QueryBuilder, batch_size: int, bar: Any) -> None:
         self.q = q
         self.batch_size = batch_size
         self.bar = bar
         self.buffer: list[dict[str, Any]] = []
-        self.files: deque[tuple[int, list[str]]] = deque()  # (chunks not yet written, stale ids)
+        self.files: deque[_Pending] = deque()
         self.stale: list[str] = []
         self.chunks_written = 0
         self.chunks_deleted = 0
         self.writes = 0
-        self.crash_after = int(os.environ.get(CRASH_AFTER_WRITES_ENV) or 0)
+        self.crash_after = _crash_after()
         self.started = time.perf_counter()
 
     def committed(self) -> None:
@@ -308,34 +347,59 @@ class _Writer:
         if self.crash_after and self.writes >= self.crash_after:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def add(self, outcome: _Outcome) -> None:
-        if outcome.chunks:
-            self.buffer.extend(chunk.to_record() for chunk in outcome.chunks)
-            self.files.append((len(outcome.chunks), outcome.stale_ids))
-        elif outcome.stale_ids:  # nothing to write first: its stale rows can go with the next delete
-            self.stale.extend(outcome.stale_ids)
+    async def add(self, outcome: _Outcome) -> None:
+        """Queue a file's chunks (or its stale rows) and write every full batch."""
+        count = len(outcome.chunks)
+        if not count:
+            self.stale.extend(outcome.stale_ids)  # nothing to write first: they go with the next delete
+            return
+        whole = count <= self.batch_size
+        if whole and len(self.buffer) + count > self.batch_size:
+            await self._commit()  # keep the file in one commit, even if this batch is short
+        self.buffer.extend(chunk.to_record() for chunk in outcome.chunks)
+        if whole:
+            replace_uri = outcome.candidate.uri if outcome.stale_ids else None
+            self.files.append(_Pending(count, [], replace_uri))
+        else:
+            self.files.append(_Pending(count, outcome.stale_ids, None))
+        while len(self.buffer) >= self.batch_size:
+            await self._commit()
 
-    async def flush(self, *, final: bool = False) -> None:
-        while len(self.buffer) >= self.batch_size or (final and self.buffer):
-            batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
+    async def finish(self) -> None:
+        """Write what is left, then every pending stale row."""
+        while self.buffer:
+            await self._commit()
+        await self.delete_stale()
+
+    async def _commit(self) -> None:
+        batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
+        if not batch:
+            return
+        # The files this batch completes; a file that fits a batch is always wholly inside one.
+        done, complete = len(batch), 0
+        uris: list[str] = []
+        for pending in self.files:
+            if pending.remaining > done:
+                break
+            done -= pending.remaining
+            complete += 1
+            if pending.replace_uri is not None:
+                uris.append(pending.replace_uri)
+        if uris:
+            result = await self.q.where_in("metadata.source_uri", uris).replace(batch)
+            self.chunks_deleted += result.deleted
+        else:
             await self.q.upsert(batch)
-            self.committed()
-            self.chunks_written += len(batch)
-            done = len(batch)
-            while self.files and done:
-                remaining, stale = self.files.popleft()
-                if remaining > done:
-                    self.files.appendleft((remaining - done, stale))
-                    done = 0
-                else:
-                    done -= remaining
-                    self.stale.extend(stale)  # every chunk of this file is committed now
-            await self.delete_stale()
-            if self.bar is not None:
-                rate = self.chunks_written / max(time.perf_counter() - self.started, 1e-9)
-                self.bar.set_postfix(chunks=self.chunks_written, chunks_s=f"{rate:.0f}", refresh=False)
-        if final:
-            await self.delete_stale()
+        self.committed()
+        self.chunks_written += len(batch)
+        for _ in range(complete):
+            self.stale.extend(self.files.popleft().stale_ids)  # every chunk of this file is in now
+        if done:
+            self.files[0].remaining -= done  # a big file's first batches
+        await self.delete_stale()
+        if self.bar is not None:
+            rate = self.chunks_written / max(time.perf_counter() - self.started, 1e-9)
+            self.bar.set_postfix(chunks=self.chunks_written, chunks_s=f"{rate:.0f}", refresh=False)
 
     async def delete_stale(self) -> None:
         while self.stale:
@@ -482,11 +546,10 @@ async def ingest(
                 counts[outcome.status] += 1
             elif outcome.issue is not None:
                 (errors if outcome.status == "error" else skipped).append(outcome.issue)
-            writer.add(outcome)
-            await writer.flush()
+            await writer.add(outcome)
             if bar is not None:
                 bar.update(1)
-        await writer.flush(final=True)
+        await writer.finish()
         pruned_files = pruned_chunks = 0
         if prune and (exists or writer.chunks_written):  # a collection never written to holds nothing
             pruned_files, pruned_chunks = await _prune(q, found, writer)
