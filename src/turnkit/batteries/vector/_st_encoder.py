@@ -58,7 +58,10 @@ class SentenceTransformerEncoder:
     def dimension(self) -> int:
         """The vector length (loads the model when it was not given)."""
         if self._dimension is None:
-            self._dimension = int(self._load().get_sentence_embedding_dimension())
+            model = self._load()
+            # Renamed in sentence-transformers 6; the old name warns there.
+            size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            self._dimension = int(size())
         return self._dimension
 
     def _load(self) -> Any:
