@@ -59,3 +59,39 @@ def test_serve_rejects_a_bad_transport(run: Run) -> None:
     result = run("serve", "--transport", "carrier-pigeon")
     assert result.code == 2
     assert "invalid choice: 'carrier-pigeon'" in result.err
+
+
+def test_serve_refuses_a_missing_database_without_creating_it(run: Run, tmp_path: Path) -> None:
+    result = run("serve", "--uri", "nodb")
+    assert result.code == 2 and "No database at" in result.err
+    assert not (tmp_path / "nodb").exists()
+
+
+def test_serve_refuses_a_missing_collection(run: Run, corpus: Path, tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    assert run("ingest", str(corpus), "--uri", db, "-c", "kb", "--encoder", "hash").code == EXIT_OK
+    result = run("serve", "--uri", db, "-c", "zz")
+    assert result.code == 2 and "No collection 'zz'" in result.err
+
+
+def test_serve_applies_a_guard_from_the_command_line(run: Run, corpus: Path, tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    assert run("ingest", str(corpus), "--uri", db, "-c", "kb", "--encoder", "hash").code == EXIT_OK
+    guard = 'source_display_name = "no-such-file.md"'
+    params = StdioServerParameters(
+        command=str(TURNKIT),
+        args=["serve", "--uri", db, "-c", "kb", "--guard", guard, "--filter-fields", "any"],
+        env=clean_env(),
+        cwd=str(tmp_path),
+    )
+
+    async def session() -> tuple[str, dict]:
+        async with mcp.Client(params) as client:
+            listing = str((await client.list_tools()).tools)
+            result = await client.call_tool("vector_query", {"query_text": "pip install on Linux"})
+            assert result.structured_content is not None
+            return listing, result.structured_content
+
+    listing, content = asyncio.run(asyncio.wait_for(session(), timeout=60))
+    assert "no-such-file" not in listing and "Any metadata key" in listing
+    assert content["status"] == "no_results"  # the guard excludes every ingested chunk

@@ -5,7 +5,14 @@ import functools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import HashEncoder, and_, create_vector_store, evaluate, parse_mongo
+from turnkit.batteries.vector import (
+    HashEncoder,
+    and_,
+    create_vector_store,
+    evaluate,
+    parse_filter_expression,
+    parse_mongo,
+)
 from turnkit.tools import create_vector_query_tool, retrieve_contexts_sync
 
 TENANTS = ("acme", "globex", "initech")
@@ -86,8 +93,14 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(flt=_filters(), words=st.lists(st.sampled_from([*WORDS, *TENANTS]), min_size=1, max_size=3))
 def test_guard_cannot_be_widened_by_any_model_filter(flt, words):
+    # filter_fields="any": the strongest adversary, free to name any key (the guard's own included).
     tool = create_vector_query_tool(
-        store=_store(), collection="shared", enable_filter=True, guard_filter=GUARD, max_top_k=50
+        store=_store(),
+        collection="shared",
+        enable_filter=True,
+        filter_fields="any",
+        guard_filter=GUARD,
+        max_top_k=50,
     )
     for ctx in (None, {"filter": {"year": {"$gte": 2015}}}):
         result = tool.execute_sync(
@@ -109,13 +122,28 @@ def test_guard_cannot_be_widened_by_any_model_filter(flt, words):
 @SETTINGS
 @given(tenant=st.sampled_from(TENANTS), flt=_filters())
 def test_request_context_guard_isolates_each_tenant(tenant, flt):
-    tool = create_vector_query_tool(store=_store(), collection="shared", max_top_k=50)
+    tool = create_vector_query_tool(store=_store(), collection="shared", filter_fields="any", max_top_k=50)
+    guard = {"tenant": tenant}
     result = tool.execute_sync(
-        {"query_text": "refund secret", "top_k": 50, "filter": flt},
-        request_context={"filter": {"tenant": tenant}},
+        {"query_text": "refund secret", "top_k": 50, "filter": flt}, request_context={"filter": guard}
     )
-    assert result.status != "error" or result.error.kind == "invalid_input"
+    if result.status == "error":
+        assert result.error.kind == "invalid_input", result.error
+        return
     assert all(s.id.startswith(f"{tenant}-") for s in result.sources)
+    # And every one of the tenant's rows the model's filter accepts does come back (top_k exceeds the rows).
+    both = and_(parse_mongo(guard, field_prefix="metadata."), parse_mongo(flt, field_prefix="metadata."))
+    assert {s.id for s in result.sources} == {r["id"] for r in ROWS if evaluate(both, r)}
+    assert (result.status == "no_results") == (not result.sources)
+
+
+def test_each_tenant_gets_its_own_rows_without_a_model_filter():
+    tool = create_vector_query_tool(store=_store(), collection="shared", max_top_k=50)
+    for tenant in TENANTS:
+        result = tool.execute_sync(
+            {"query_text": "refund secret", "top_k": 50}, request_context={"filter": {"tenant": tenant}}
+        )
+        assert {s.id for s in result.sources} == {r["id"] for r in ROWS if r["metadata"]["tenant"] == tenant}
 
 
 @settings(max_examples=60, deadline=None)
@@ -146,4 +174,12 @@ def test_retrieve_contexts_guard_holds_for_any_metadata_filter(expr, top_k):
         collection="shared",
         guard_filter=GUARD,
     )
-    assert all(c.text.endswith(" acme") for c in response.contexts.contexts)
+    texts = [c.text for c in response.contexts.contexts]
+    assert all(t.endswith(" acme") for t in texts)
+    # The guard's own rows that the expression accepts do come back: the best top_k of them.
+    accepted = and_(
+        parse_mongo(GUARD, field_prefix="metadata."), parse_filter_expression(expr, field_prefix="metadata.")
+    )
+    expected = [r["document"] for r in ROWS if evaluate(accepted, r)]
+    assert len(texts) == min(top_k, len(expected))
+    assert all(t in expected for t in texts)

@@ -256,6 +256,7 @@ def test_hybrid_and_reranking_keep_the_guard(kb):
         collection=coll,
         enable_filter=True,
         guard_filter={"tenant": "acme"},
+        filter_fields="any",  # the strongest adversary: any key, the guard's own included
         hybrid=0.0,
         reranker={"model": judge_liking("globex"), "top_k": 3},
     )

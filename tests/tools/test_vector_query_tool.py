@@ -26,10 +26,9 @@ def test_relevant_context_is_chunk_text_and_sources_cite(kb):
     tool = create_vector_query_tool(store=store, collection=coll)
     result = run(tool, {"query_text": "refunds paid business days", "top_k": 2})
     assert result.status == "ok" and result.ok
-    assert isinstance(result.relevant_context, str)
-    # Text, numbered in source order, with the citation label; never the metadata objects.
-    assert result.relevant_context.startswith("[1] (policy.pdf, p. 3-4) Refunds are paid within 5")
-    assert "tenant" not in result.relevant_context and "{" not in result.relevant_context
+    # The chunks' text, one entry per source in source order; never the metadata objects.
+    assert result.relevant_context == [s.document for s in result.sources]
+    assert result.relevant_context[0] == "Refunds are paid within 5 business days."
     first = result.sources[0]
     assert first.id == "acme-refund"
     assert first.document == "Refunds are paid within 5 business days."
@@ -48,7 +47,7 @@ def test_include_vectors_and_sources_at_creation_and_per_request(kb):
     result = run(tool, {"query_text": "refunds", "top_k": 1})
     assert len(result.sources[0].vector) == 128
     hidden = run(tool, {"query_text": "refunds", "top_k": 1}, include_sources=False, include_vectors=False)
-    assert hidden.sources == [] and hidden.relevant_context.startswith("[1]")
+    assert hidden.sources == [] and len(hidden.relevant_context) == 1
     quiet = create_vector_query_tool(store=store, collection=coll, include_sources=False)
     assert run(quiet, {"query_text": "refunds"}).sources == []
     assert len(run(quiet, {"query_text": "refunds"}, include_sources=True).sources) == 4
@@ -59,7 +58,7 @@ def test_no_results_differs_from_failure(kb):
     tool = create_vector_query_tool(store=store, collection=coll, enable_filter=True)
     empty = run(tool, {"query_text": "refunds", "filter": {"kind": "missing-kind"}})
     assert empty.status == "no_results" and empty.ok and empty.error is None
-    assert empty.relevant_context == "" and empty.sources == []
+    assert empty.relevant_context == [] and empty.sources == []
     missing = run(tool, {"query_text": "refunds"}, collection="no_such_collection")
     assert missing.status == "error" and not missing.ok
     assert missing.error.code == "E_VECTOR_STORE_COLLECTION_NOT_FOUND"
@@ -84,7 +83,7 @@ def test_backend_failure_is_reported_and_hides_details(kb):
     bad_store("c").upsert_sync([{"id": "a", "vector": [1, 0, 0, 0]}])
     failed = run(create_vector_query_tool(store=bad_store, collection="c"), {"query_text": "hi"})
     assert failed.status == "error" and failed.error.kind == "failed"
-    assert failed.error.code == "E_TOOL_FAILED"
+    assert failed.error.code == "E_VECTOR_STORE_ENCODER_FAILED"  # the stable code; the details are logged
     assert "secret-host" not in failed.to_json()
 
 
@@ -215,13 +214,23 @@ def test_declared_filter_fields_restrict_and_describe(kb):
 def test_filter_fields_auto_reads_the_collection(kb):
     store, coll = kb
     tool = create_vector_query_tool(store=store, collection=coll, enable_filter=True, filter_fields="auto")
-    description = tool.input_schema["properties"]["filter"]["description"]
+    # For a known request (here: no guard at all) the values seen are shown too.
+    description = tool.input_schema_for_sync({})["properties"]["filter"]["description"]
     assert "- kind: string; values seen: 'faq', 'howto'" in description
     assert "- year: number" in description and "- page_span.first_page: number" in description
+    # The static schema may serve any request, so without a creation-time guard it shows keys only.
+    static = tool.input_schema["properties"]["filter"]["description"]
+    assert "- kind: string\n" in static and "values seen" not in static
     unknown = run(tool, {"query_text": "refunds", "filter": {"color": "red"}})
     assert unknown.error.code == "E_VECTOR_STORE_UNKNOWN_FIELD" and "color" in unknown.error.message
-    with pytest.raises(InvalidToolConfigError):
-        create_vector_query_tool(store=lambda ctx: store, collection=coll, filter_fields="auto")
+    # With a resolver the keys are read per request, from the store the request resolves.
+    dynamic = create_vector_query_tool(store=lambda ctx: store, enable_filter=True)
+    schema = dynamic.input_schema_for_sync({"collection": coll})
+    assert "- kind: string; values seen: 'faq', 'howto'" in schema["properties"]["filter"]["description"]
+    assert (
+        "Only the collection's own metadata keys"
+        in dynamic.input_schema["properties"]["filter"]["description"]
+    )
 
 
 def test_auto_filter_fields_reveal_nothing_outside_the_guard(kb):
@@ -345,7 +354,7 @@ def test_store_resolver_per_tenant_and_its_errors(collection):
     assert run(tool, {"query_text": "refunds"}, tenant_id="acme").sources[0].id == "acme-doc"
     failed = run(tool, {"query_text": "refunds"})
     assert failed.error.code == "E_TOOL_STORE_RESOLVER_FAILED" and failed.error.kind == "configuration"
-    assert "KeyError" in failed.error.message
+    assert "KeyError" not in failed.error.message and "host's log" in failed.error.message
     wrong = create_vector_query_tool(store=lambda ctx: "not a store", collection=collection)
     assert "not a VectorStore" in run(wrong, {"query_text": "x"}).error.message
 
@@ -462,5 +471,5 @@ def test_guard_nodes_and_records_without_document(store, collection):
     result = run(tool, {"query_text": "alpha"})
     assert [s.id for s in result.sources] == ["v1"]
     # The chunk text falls back to metadata.text when a record has no document.
-    assert result.relevant_context == "[1] alpha beta"
+    assert result.relevant_context == ["alpha beta"]
     assert isinstance(result.sources[0].score, float) and not np.isnan(result.sources[0].score)

@@ -107,6 +107,26 @@ def _add(subs: Any, name: str, summary: str, description: str, parents: list[arg
     )
 
 
+def _filter_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--guard",
+        metavar="EXPR",
+        help='a filter ANDed with every search and write, never shown to clients, e.g. tenant = "acme"',
+    )
+    p.add_argument(
+        "--filter-fields",
+        default="auto",
+        metavar="KEYS",
+        help="keys vector_query may filter on: auto (default; read inside the guard), any, or key1,key2",
+    )
+    p.add_argument(
+        "--enable-filter",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="let vector_query take a metadata filter (default on)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``turnkit`` parser; each subcommand sets ``command``."""
     from .. import __version__
@@ -218,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="vector_query over-fetches and reranks with the offline scorer (weights 0.4/0.4/0.2)",
     )
+    _filter_arguments(p)
 
     p = _add(
         subs,

@@ -45,5 +45,8 @@ def run_serve(args: argparse.Namespace) -> int:
         encoder=encoder,
         hybrid=args.hybrid,
         rerank=args.rerank,
+        guard=args.guard,
+        filter_fields=args.filter_fields,
+        enable_filter=args.enable_filter,
     )
     return EXIT_OK

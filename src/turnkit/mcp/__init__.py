@@ -25,7 +25,7 @@ async def main() -> None:
 
 
 asyncio.run(main())
-#> [1] Refunds take 5 business days.
+#> ['Refunds take 5 business days.']
 ```
 """
 

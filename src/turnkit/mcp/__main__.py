@@ -10,6 +10,27 @@ from .._errors import TurnkitError
 from ._serve import serve
 
 
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """The guard and filter flags, shared with ``turnkit serve``."""
+    parser.add_argument(
+        "--guard",
+        metavar="EXPR",
+        help='a filter ANDed with every search and write, never shown to clients, e.g. tenant = "acme"',
+    )
+    parser.add_argument(
+        "--filter-fields",
+        default="auto",
+        metavar="KEYS",
+        help="keys vector_query may filter on: auto (default; read inside the guard), any, or key1,key2",
+    )
+    parser.add_argument(
+        "--enable-filter",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="let vector_query take a metadata filter (default on)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments and serve; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -27,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--enable-writes", action="store_true", help="add destructive store/delete tools")
     parser.add_argument("--hybrid", type=float, metavar="ALPHA", help="vector_query uses hybrid search")
     parser.add_argument("--rerank", action="store_true", help="vector_query reranks (offline scorer)")
+    add_filter_arguments(parser)
     args = parser.parse_args(argv)
     try:
         serve(
@@ -40,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             encoder=args.encoder,
             hybrid=args.hybrid,
             rerank=args.rerank,
+            guard=args.guard,
+            filter_fields=args.filter_fields,
+            enable_filter=args.enable_filter,
         )
     except TurnkitError as exc:
         print(f"turnkit: {exc}", file=sys.stderr)

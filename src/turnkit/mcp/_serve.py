@@ -2,18 +2,55 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import anyio
 
-from ..batteries.vector import Encoder
+from .._errors import TurnkitError
+from ..batteries.vector import Encoder, FilterNode, parse_filter_expression
 from ._errors import InvalidMCPServerConfigError
 from ._server import create_mcp_server
 
-__all__ = ["serve"]
+__all__ = ["parse_filter_fields", "parse_guard", "serve"]
 
 Transport = Literal["stdio", "http"]
+
+
+def parse_guard(value: str | Mapping[str, Any] | FilterNode | None) -> Mapping[str, Any] | FilterNode | None:
+    """A guard from the command line: a filter expression (``tenant = "acme"``) over metadata keys.
+
+    Raises:
+        InvalidMCPServerConfigError: The expression is empty or does not parse.
+    """
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        raise InvalidMCPServerConfigError(
+            "--guard is empty; it would allow every record.",
+            hint='Give a condition such as tenant = "acme", or leave --guard out.',
+            option="guard",
+        )
+    try:
+        return parse_filter_expression(value, field_prefix="metadata.")
+    except TurnkitError as exc:
+        raise InvalidMCPServerConfigError(
+            f"--guard does not parse: {exc.message}", hint=exc.hint, option="guard"
+        ) from None
+
+
+def parse_filter_fields(value: str | Sequence[str] | Mapping[str, str] | None) -> Any:
+    """``"auto"``, ``"any"``, or comma-separated keys (``"kind,year"``) from the command line."""
+    if not isinstance(value, str) or value in ("auto", "any"):
+        return value
+    keys = [k.strip() for k in value.split(",") if k.strip()]
+    if not keys:
+        raise InvalidMCPServerConfigError(
+            "--filter-fields names no keys.",
+            hint="Use auto, any, or keys such as kind,year.",
+            option="filter_fields",
+        )
+    return keys
 
 
 def serve(
@@ -29,6 +66,9 @@ def serve(
     encoder: Encoder | str | None = None,
     hybrid: float | None = None,
     rerank: bool = False,
+    guard: str | Mapping[str, Any] | FilterNode | None = None,
+    filter_fields: str | Sequence[str] | Mapping[str, str] | None = "auto",
+    enable_filter: bool = True,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> None:
     """Serve a store's collections over MCP until interrupted (blocking).
@@ -50,6 +90,13 @@ def serve(
         hybrid: When set, ``vector_query`` uses hybrid search with this ``alpha``.
         rerank: ``vector_query`` over-fetches and reranks with the offline
             scorer and the default weights, keeping the call's ``top_k``.
+        guard: A guard filter ANDed with every search (and write): a filter
+            expression over metadata keys (``'tenant = "acme"'``, the
+            ``retrieve_contexts`` grammar), a Mongo dict or a filter node.
+            Never shown to clients.
+        filter_fields: ``"auto"`` (keys read from the collections inside the
+            guard), ``"any"``, comma-separated keys (``"kind,year"``), or a list.
+        enable_filter: Let ``vector_query`` take a model ``filter``.
         log_level: Server log level; logs go to stderr, never stdout.
 
     Raises:
@@ -70,6 +117,9 @@ def serve(
         collections=collections if collections is not None else collection,
         encoder=encoder,
         enable_writes=enable_writes,
+        guard_filter=parse_guard(guard),
+        filter_fields=parse_filter_fields(filter_fields),
+        enable_filter=enable_filter,
         hybrid=hybrid,
         # The call's top_k decides how many results come back, not Mastra's default of 3.
         reranker={"top_k": 1000} if rerank else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -40,6 +41,7 @@ from ..tools import (
     retrieve_contexts_input_schema,
 )
 from ..tools._filters import compile_guard
+from ..tools._vector_query import filter_description
 from ._encoders import encoder_from_spec, recorded_encoder
 from ._errors import InvalidMCPServerConfigError
 
@@ -121,10 +123,17 @@ def _error(exc: BaseException) -> CallToolResult:
             "failed" if isinstance(exc, RuntimeFailure) else "invalid_input"
         )
         if kind == "failed":
-            # Backend messages can quote compiled SQL (guard values included).
-            log.warning("MCP tool failed: %s", exc)
-            exc = ToolFailedError("The knowledge-base operation failed in the database.")
-        info = ToolErrorInfo.from_error(exc, kind)
+            # Backend, encoder and judge messages can quote SQL (guard values included), keys or
+            # endpoints: log them, keep only the stable code.
+            log.warning("MCP tool failed: %s", exc, exc_info=exc)
+            info = ToolErrorInfo(
+                code=exc.code,
+                message="The knowledge-base operation failed; the details are in the server's log.",
+                hint=ToolFailedError.default_hint,
+                kind="failed",
+            )
+        else:
+            info = ToolErrorInfo.from_error(exc, kind)
     else:
         log.exception("MCP tool raised unexpectedly", exc_info=exc)
         info = ToolErrorInfo.from_error(ToolFailedError("The tool failed unexpectedly."), "failed")
@@ -359,6 +368,13 @@ def _open_store(
         return store, False
     if not isinstance(uri, str) or not uri:
         raise InvalidMCPServerConfigError("uri must be a non-empty string.", option="uri")
+    if "://" not in uri and not Path(uri).expanduser().is_dir():
+        # Connecting would create an empty database directory; serving one is always a mistake.
+        raise InvalidMCPServerConfigError(
+            f"No database at {uri!r}.",
+            hint="Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
+            option="uri",
+        )
     resolved = encoder_from_spec(encoder) if isinstance(encoder, str) else encoder
     return create_vector_store(uri=uri, encoder=resolved), resolved is None
 
@@ -371,7 +387,7 @@ def create_mcp_server(
     encoder: Encoder | str | None = None,
     enable_writes: bool = False,
     enable_filter: bool = True,
-    filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto"] | None = "auto",
+    filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
     default_top_k: int = 10,
     max_top_k: int = 50,
@@ -399,8 +415,9 @@ def create_mcp_server(
             ``"wordllama"``); default the encoder the collections recorded.
         enable_writes: Add the destructive write tools.
         enable_filter: Let models send a metadata ``filter`` to ``vector_query``.
-        filter_fields: Metadata keys models may filter on; ``"auto"`` (default)
-            reads them from the collections, ``None`` allows any key.
+        filter_fields: Metadata keys models may filter on: ``"auto"`` (default,
+            or ``None``) reads them from each collection inside the guard and
+            refuses others; a list or dict declares them; ``"any"`` allows any key.
         guard_filter: A filter ANDed with every search and delete (and that
             every stored record must satisfy); never shown to models.
         default_top_k: Results when a call gives no ``top_k``.
@@ -443,6 +460,15 @@ def create_mcp_server(
             )
         for n in names:
             served(n)  # validates the name
+        missing = [n for n in names if not served.has_collection_sync(n)]
+        if missing:
+            existing = served.list_collections_sync()
+            raise InvalidMCPServerConfigError(
+                f"No collection {missing[0]!r} in the store at {served.uri!r}.",
+                hint=f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
+                "or name an existing one.",
+                option="collections",
+            )
     names = list(dict.fromkeys(names))
     if read_encoder:
         existing = [n for n in names if served.has_collection_sync(n)]
@@ -451,25 +477,22 @@ def create_mcp_server(
         raise InvalidMCPServerConfigError("enable_writes must be true or false.", option="enable_writes")
     guard = compile_guard(guard_filter, option="guard_filter")
 
-    fields: Sequence[str] | Mapping[str, str] | None
-    if filter_fields == "auto":
-        merged: dict[str, str] = {}
+    auto = filter_fields is None or filter_fields == "auto"
+    listed: dict[str, str] | None = None
+    if auto and enable_filter:
+        # MCP calls carry no request guard, so the server's guard is the whole boundary: the listing
+        # may show the keys and values seen inside it. Each tool checks its own collection's keys.
+        listed = {}
         for n in names:
-            try:
-                for key, text in run_sync(describe_metadata_fields(served, n, guard=guard)).items():
-                    merged.setdefault(key, text)
-            except CollectionNotFoundError:
-                continue
-        fields = merged or None
-    else:
-        fields = filter_fields
+            for key, text in run_sync(describe_metadata_fields(served, n, guard=guard)).items():
+                listed.setdefault(key, text)
     query_tools = {
         n: create_vector_query_tool(
             store=served,
             collection=n,
             id="vector_query",
             enable_filter=enable_filter,
-            filter_fields=fields,
+            filter_fields="auto" if auto else filter_fields,
             guard_filter=guard,
             default_top_k=default_top_k,
             max_top_k=max_top_k,
@@ -492,13 +515,16 @@ def create_mcp_server(
         rerank_options=rerank_options,
     )
     first = query_tools[names[0]]
+    schema = first.input_schema
+    if listed is not None:
+        schema["properties"]["filter"]["description"] = filter_description(listed)
     tools = [
         _tool(
             "vector_query",
             title="Search the knowledge base",
             description=f"{first.description}. Returns the matching chunks' text in relevant_context and "
             "their citations in sources.",
-            schema=_with_collection(first.input_schema, names),
+            schema=_with_collection(schema, names),
             annotations=READ_ONLY_ANNOTATIONS,
             handler=handlers.vector_query,
         ),

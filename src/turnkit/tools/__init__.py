@@ -14,7 +14,7 @@ vs("kb").upsert_sync([{"id": "r1", "document": "Refunds take 5 business days."}]
 tool = create_vector_query_tool(store=vs, collection="kb")
 result = tool.execute_sync({"query_text": "how long do refunds take", "top_k": 1})
 print(result.status, result.relevant_context)
-#> ok [1] Refunds take 5 business days.
+#> ok ['Refunds take 5 business days.']
 ```
 """
 

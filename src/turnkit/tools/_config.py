@@ -241,7 +241,9 @@ class VectorQueryRequestContext(TypedDict, total=False):
         collection: The collection to search.
         filter: A guard filter, ANDed with the creation-time guard and the
             model's filter; never shown to the model (Mongo dict over metadata
-            keys, or a filter node).
+            keys, or a filter node). It turns model filtering on for the call.
+            ``None`` or an empty filter is refused, never read as "no guard":
+            leave the key out instead.
         top_k: Forces the number of results (still clamped to ``max_top_k``).
         include_vectors: Return each match's vector in ``sources``.
         include_sources: Return ``sources`` at all.

@@ -29,6 +29,7 @@ from ._errors import InvalidToolConfigError, InvalidToolInputError
 
 __all__ = [
     "FILTER_OPERATORS",
+    "check_filter_fields",
     "compile_guard",
     "compile_model_filter",
     "describe_metadata_fields",
@@ -103,15 +104,28 @@ def compile_model_filter(
         return None
     node = parse_mongo(value, field_prefix=_PREFIX, max_depth=max_depth, max_nodes=max_nodes)
     if allowed_fields is not None:
-        for name in _fields(node):
-            key = name[len(_PREFIX) :]
-            if not _allowed(key, allowed_fields):
-                raise UnknownFieldError(
-                    f"The filter uses the metadata key {key!r}, which this tool does not offer.",
-                    hint=f"Filter on these keys only: {', '.join(sorted(allowed_fields)) or '(none)'}.",
-                    field=key,
-                )
+        check_filter_fields(node, allowed_fields)
     return node
+
+
+def check_filter_fields(node: FilterNode, allowed_fields: Mapping[str, str]) -> None:
+    """Refuse a model filter that names a metadata key outside ``allowed_fields``.
+
+    Raises:
+        UnknownFieldError: The first such key; the hint lists the allowed keys.
+    """
+    for name in _fields(node):
+        key = name[len(_PREFIX) :]
+        if not _allowed(key, allowed_fields):
+            raise UnknownFieldError(
+                f"The filter uses the metadata key {key!r}, which this tool does not offer.",
+                hint=f"Filter on these keys only: {', '.join(sorted(allowed_fields)) or '(none)'}.",
+                field=key,
+            )
+
+
+def _is_empty(node: FilterNode) -> bool:
+    return isinstance(node, And) and all(_is_empty(child) for child in node.children)
 
 
 def compile_guard(value: Any, *, option: str) -> FilterNode | None:
@@ -123,22 +137,23 @@ def compile_guard(value: Any, *, option: str) -> FilterNode | None:
     if value is None:
         return None
     if isinstance(value, Condition | And | Or | Not | Raw):
-        return value
-    if not isinstance(value, Mapping):
+        node: FilterNode = value
+    elif not isinstance(value, Mapping):
         raise InvalidToolConfigError(
             f"{option} must be a dict or a filter node, not {type(value).__name__}.", option=option
         )
-    try:
-        node = parse_mongo(value, field_prefix=_PREFIX)
-    except (InvalidFilterError, UnknownFieldError) as exc:
-        raise InvalidToolConfigError(f"{option} is invalid: {exc.message}", option=option) from exc
-    except Exception as exc:  # UnsupportedFilterOperatorError and friends
-        raise InvalidToolConfigError(f"{option} is invalid: {exc}", option=option) from exc
-    # An empty guard would silently allow everything: almost always a host bug.
-    if isinstance(node, And) and not node.children:
+    else:
+        try:
+            node = parse_mongo(value, field_prefix=_PREFIX)
+        except (InvalidFilterError, UnknownFieldError) as exc:
+            raise InvalidToolConfigError(f"{option} is invalid: {exc.message}", option=option) from exc
+        except Exception as exc:  # UnsupportedFilterOperatorError and friends
+            raise InvalidToolConfigError(f"{option} is invalid: {exc}", option=option) from exc
+    # An empty guard (dict or node) would silently allow everything: almost always a host bug.
+    if _is_empty(node):
         raise InvalidToolConfigError(
             f"{option} is empty; it would allow every record.",
-            hint="Pass None for no guard, or a condition such as {'tenant': 'acme'}.",
+            hint="Leave the guard out for no guard, or pass a condition such as {'tenant': 'acme'}.",
             option=option,
         )
     return node

@@ -87,8 +87,10 @@ class VectorQueryResult(BaseModel):
 
     Attributes:
         status: ``ok``, ``no_results`` or ``error``.
-        relevant_context: The matched chunks' text, numbered ``[1]``, ``[2]``…
-            in the order of ``sources``.
+        relevant_context: The matched chunks' text, one string per chunk in
+            the order of ``sources`` (Mastra's ``relevantContext`` is a list too).
+            A list keeps the boundaries unforgeable: no chunk text can end its
+            entry or pose as another source; citations are in ``sources``.
         sources: The matches (empty when ``include_sources`` is off).
         top_k: The number of results asked of the store after clamping.
         notes: What the tool changed or ignored (a clamped ``top_k``, a
@@ -99,7 +101,7 @@ class VectorQueryResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     status: Literal["ok", "no_results", "error"]
-    relevant_context: str = ""
+    relevant_context: list[str] = []
     sources: list[VectorQuerySource] = []
     top_k: int | None = None
     notes: list[str] = []

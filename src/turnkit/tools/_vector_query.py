@@ -7,15 +7,18 @@ import json
 import logging
 import math
 import re
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
 from .._aio import run_sync
 from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
+    CollectionNotFoundError,
     Encoder,
     FilterNode,
     HybridOption,
@@ -45,6 +48,7 @@ from ._errors import (
 )
 from ._filters import (
     FILTER_OPERATORS,
+    check_filter_fields,
     compile_guard,
     compile_model_filter,
     describe_metadata_fields,
@@ -60,6 +64,10 @@ DEFAULT_DESCRIPTION: Final = "Access the knowledge base to find information need
 """The seed's default tool description."""
 
 _INPUT_KEYS: Final = frozenset({"query_text", "top_k", "filter"})
+_VALUES_SEEN: Final = "; values seen:"
+# An unknown key re-reads the collection's keys at most this often (a model cannot force a scan per call).
+_MISS_REFRESH_SECONDS: Final = 5.0
+FilterFields: TypeAlias = "dict[str, str] | Literal['auto', 'any']"
 _OPENAI_NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _MODEL_INPUT_ERRORS = (
     InvalidToolInputError,
@@ -81,6 +89,73 @@ class _Failure(Exception):
 
 def _fail(exc: TurnkitError, kind: ErrorKind | None = None) -> _Failure:
     return _Failure(ToolErrorInfo.from_error(exc, kind))
+
+
+def _hidden(exc: TurnkitError, tool_id: str, kind: ErrorKind | None = None) -> _Failure:
+    """Keep the stable code, log the details: host errors can quote URIs, keys, SQL or guard values."""
+    log.warning("vector query tool %r: %s: %s", tool_id, exc.code, exc.message, exc_info=exc)
+    if kind is None:
+        kind = "failed" if isinstance(exc, RuntimeFailure) else "configuration"
+    message = (
+        "The knowledge-base search failed; the details are in the host's log."
+        if kind == "failed"
+        else "The knowledge-base tool is not set up correctly for this request; "
+        "the details are in the host's log."
+    )
+    hint = (
+        ToolFailedError.default_hint
+        if kind == "failed"
+        else "Answer without the knowledge base; the host must fix the tool's configuration."
+    )
+    return _Failure(ToolErrorInfo(code=exc.code, message=message, hint=hint, kind=kind))
+
+
+class _FieldsCache:
+    """Automatic filter keys per (store, collection, guard), re-read after ``ttl`` seconds (LRU-bounded)."""
+
+    def __init__(self, ttl: float, max_entries: int = 256) -> None:
+        self.ttl = ttl
+        self._max = max_entries
+        self._entries: OrderedDict[tuple[Any, ...], tuple[float, dict[str, str]]] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...], *, max_age: float) -> dict[str, str] | None:
+        entry = self._entries.get(key)
+        if entry is None or time.monotonic() - entry[0] > max_age:
+            return None
+        self._entries.move_to_end(key)
+        return entry[1]
+
+    def put(self, key: tuple[Any, ...], fields: dict[str, str]) -> None:
+        self._entries[key] = (time.monotonic(), fields)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+
+def _without_values(fields: Mapping[str, str]) -> dict[str, str]:
+    return {key: text.split(_VALUES_SEEN, 1)[0] for key, text in fields.items()}
+
+
+def filter_description(fields: Mapping[str, str] | Literal["any"] | None) -> str:
+    """The ``filter`` argument's description for these keys (``None``: checked, list not known here)."""
+    if fields == "any":
+        keys = "Any metadata key (letters, digits, '_' and '-'; nested keys joined with '.')."
+    elif fields is None:
+        keys = (
+            "Only the collection's own metadata keys are accepted; a filter on another key returns an "
+            "error that lists the keys you may use."
+        )
+    elif not fields:
+        keys = "No metadata keys are available to filter on."
+    else:
+        lines = [f"- {k}: {d}" if d else f"- {k}" for k, d in sorted(fields.items())]
+        keys = "Keys you may filter on:\n" + "\n".join(lines)
+    return (
+        "Optional metadata filter, a JSON object (not a string) in MongoDB style. "
+        "Keys of one object are ANDed; a value is a literal (equality), a list (any of) or an "
+        f"object of operators. Operators: {' '.join(FILTER_OPERATORS)}. "
+        'Example: {"kind": "faq", "year": {"$gte": 2020}}. ' + keys
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,21 +235,6 @@ def _text_of(match: VectorMatch) -> str:
     return text if isinstance(text, str) else ""
 
 
-def _label(source: VectorQuerySource) -> str:
-    parts: list[str] = []
-    if source.source_display_name:
-        parts.append(source.source_display_name)
-    if source.page_span is not None:
-        span = source.page_span
-        pages = (
-            str(span.first_page)
-            if span.first_page == span.last_page
-            else f"{span.first_page}-{span.last_page}"
-        )
-        parts.append(f"p. {pages}")
-    return f" ({', '.join(parts)})" if parts else ""
-
-
 class VectorQueryTool:
     """A semantic-search tool for agents; create it with `create_vector_query_tool`.
 
@@ -193,7 +253,9 @@ class VectorQueryTool:
         collection: str | None,
         encoder: Encoder | None,
         enable_filter: bool,
-        filter_fields: dict[str, str] | None,
+        filter_fields: FilterFields,
+        filter_fields_sample: int,
+        filter_fields_ttl: float,
         guard: FilterNode | None,
         include_vectors: bool,
         include_sources: bool,
@@ -206,6 +268,7 @@ class VectorQueryTool:
         max_top_k: int,
         max_filter_depth: int,
         max_filter_conditions: int,
+        max_query_chars: int,
     ) -> None:
         self.id = id
         self.name = _OPENAI_NAME.sub("_", id).strip("_")[:64] or "vector_query"
@@ -215,6 +278,9 @@ class VectorQueryTool:
         self._encoder = encoder
         self._enable_filter = enable_filter
         self._filter_fields = filter_fields
+        self._fields_sample = filter_fields_sample
+        self._fields_cache = _FieldsCache(filter_fields_ttl)
+        self._max_query_chars = max_query_chars
         self._guard = guard
         self._include_vectors = include_vectors
         self._include_sources = include_sources
@@ -243,26 +309,12 @@ class VectorQueryTool:
         """The largest ``top_k`` a call can get; larger requests are clamped."""
         return self._max_top_k
 
-    def _filter_description(self) -> str:
-        if self._filter_fields is None:
-            keys = "Any metadata key (letters, digits, '_' and '-'; nested keys joined with '.')."
-        else:
-            lines = [f"- {k}: {d}" if d else f"- {k}" for k, d in sorted(self._filter_fields.items())]
-            keys = "Keys you may filter on:\n" + "\n".join(lines)
-        return (
-            "Optional metadata filter, a JSON object (not a string) in MongoDB style. "
-            "Keys of one object are ANDed; a value is a literal (equality), a list (any of) or an "
-            f"object of operators. Operators: {' '.join(FILTER_OPERATORS)}. "
-            'Example: {"kind": "faq", "year": {"$gte": 2020}}. ' + keys
-        )
-
-    @property
-    def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the arguments a model sends (``filter`` only when filtering is on)."""
+    def _schema(self, filtering: bool, fields: Mapping[str, str] | Literal["any"] | None) -> dict[str, Any]:
         properties: dict[str, Any] = {
             "query_text": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": self._max_query_chars,
                 "description": "What to search for: the user's question or topic in plain words, "
                 "not wrapped in quotes.",
             },
@@ -275,8 +327,8 @@ class VectorQueryTool:
                 f"{self._max_top_k}). More gives broader context, fewer gives precision.",
             },
         }
-        if self._enable_filter:
-            properties["filter"] = {"type": "object", "description": self._filter_description()}
+        if filtering:
+            properties["filter"] = {"type": "object", "description": filter_description(fields)}
         return {
             "type": "object",
             "properties": properties,
@@ -284,23 +336,84 @@ class VectorQueryTool:
             "additionalProperties": False,
         }
 
-    def to_openai_tool(self, *, name: str | None = None) -> dict[str, Any]:
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments a model sends (``filter`` only when filtering is on).
+
+        This is the schema for a request whose context is not known. With
+        ``filter_fields="auto"`` it lists the keys read inside the creation-time
+        guard; the values seen are listed only when there is such a guard,
+        because a request-context guard could narrow it further. Use
+        `input_schema_for` to describe one request exactly.
+        """
+        fields: Mapping[str, str] | Literal["any"] | None = None
+        spec = self._filter_fields
+        if spec != "auto":
+            fields = spec
+        elif self._enable_filter and isinstance(self._store, VectorStore) and self._collection is not None:
+            try:
+                read = run_sync(self._auto_fields(self._store, self._collection, self._guard))
+            except TurnkitError as exc:  # e.g. the collection does not exist yet
+                log.info("vector query tool %r: filter keys not read: %s", self.id, exc)
+            else:
+                fields = read if self._guard is not None else _without_values(read)
+        return self._schema(self._enable_filter, fields)
+
+    async def input_schema_for(self, request_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON Schema for one request: its guard, collection and store decide the keys shown.
+
+        With ``filter_fields="auto"``, keys and values are read inside the
+        effective guard (creation-time AND request context), so a tenant's
+        model never sees another tenant's keys or values.
+
+        Raises:
+            TurnkitError: The request context is invalid, or the store or collection cannot be read.
+        """
+        context = request_context or {}
+        collection, guard, context_guard, *_ = self._options(context)
+        filtering = self._enable_filter or context_guard is not None
+        fields: Mapping[str, str] | Literal["any"] | None = None
+        if self._filter_fields != "auto":
+            fields = self._filter_fields
+        elif filtering:
+            fields = await self._auto_fields(await self._resolve_store(context), collection, guard)
+        return self._schema(filtering, fields)
+
+    def input_schema_for_sync(self, request_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Sync form of `input_schema_for`."""
+        return run_sync(self.input_schema_for(request_context))
+
+    def to_openai_tool(
+        self, *, name: str | None = None, request_context: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The tool as an OpenAI chat-completions function definition.
 
         Args:
             name: Function name to use instead of `name`.
+            request_context: Describe this request (see `input_schema_for`);
+                a host with request-context guards should always pass it.
 
         Returns:
             ``{"type": "function", "function": {"name", "description", "parameters"}}``.
         """
+        schema = self.input_schema if request_context is None else self.input_schema_for_sync(request_context)
         return {
             "type": "function",
-            "function": {
-                "name": name or self.name,
-                "description": self.description,
-                "parameters": self.input_schema,
-            },
+            "function": {"name": name or self.name, "description": self.description, "parameters": schema},
         }
+
+    async def _auto_fields(
+        self, store: VectorStore, collection: str, guard: FilterNode | None, *, max_age: float | None = None
+    ) -> dict[str, str]:
+        """The metadata keys inside ``guard`` (the guard's own keys left out), cached per guard."""
+        key = (id(store), store.uri, collection, repr(guard))
+        ttl = self._fields_cache.ttl
+        cached = self._fields_cache.get(key, max_age=ttl if max_age is None else min(max_age, ttl))
+        if cached is not None:
+            return cached
+        fields = await describe_metadata_fields(store, collection, guard=guard, sample=self._fields_sample)
+        self._fields_cache.put(key, fields)
+        return fields
 
     # -- execution ------------------------------------------------------------------------
     async def execute(
@@ -322,8 +435,7 @@ class VectorQueryTool:
         except _Failure as failure:
             return VectorQueryResult(status="error", error=failure.info)
         except TurnkitError as exc:
-            log.info("vector query tool %r: %s", self.id, exc)
-            return VectorQueryResult(status="error", error=ToolErrorInfo.from_error(exc))
+            return VectorQueryResult(status="error", error=_hidden(exc, self.id).info)
         except Exception:
             # Details may hold SQL with the guard's values: log them, do not show them.
             log.exception("vector query tool %r failed unexpectedly", self.id)
@@ -361,6 +473,13 @@ class VectorQueryTool:
                 hint="Put the user's question or topic in query_text.",
                 field="query_text",
             )
+        text = text.strip()
+        if len(text) > self._max_query_chars:
+            raise InvalidToolInputError(
+                f"`query_text` has {len(text)} characters; at most {self._max_query_chars} are accepted.",
+                hint="Send the question or topic itself in a few words, not a whole document.",
+                field="query_text",
+            )
         top_k = raw.get("top_k")
         if top_k is not None:
             if isinstance(top_k, float) and math.isfinite(top_k) and top_k.is_integer():
@@ -371,7 +490,7 @@ class VectorQueryTool:
                     hint=f"Use a whole number from 1 to {self._max_top_k}, or leave it out.",
                     field="top_k",
                 )
-        return _Request(text.strip(), top_k, raw.get("filter"))
+        return _Request(text, top_k, raw.get("filter"))
 
     def _top_k(self, requested: int | None, context: Mapping[str, Any], notes: list[str]) -> int:
         if "top_k" in context:
@@ -393,11 +512,10 @@ class VectorQueryTool:
             result = self._store(context)
             if inspect.isawaitable(result):
                 result = await result
-        except TurnkitError as exc:
-            raise StoreResolverError(f"The store resolver failed: {exc.message}", hint=exc.hint) from exc
         except Exception as exc:
+            # The details (a connection string, a tenant's path) are for the host's log, never the model.
             log.warning("store resolver of tool %r raised", self.id, exc_info=True)
-            raise StoreResolverError(f"The store resolver failed: {type(exc).__name__}: {exc}") from exc
+            raise StoreResolverError("The store resolver failed; the details are in the host's log.") from exc
         if not isinstance(result, VectorStore):
             raise StoreResolverError(
                 f"The store resolver returned {type(result).__name__}, not a VectorStore.",
@@ -440,8 +558,11 @@ class VectorQueryTool:
             options = self._options(context)
         except TurnkitError as exc:
             raise _fail(exc, "configuration") from None
-        collection, guard, include_vectors, include_sources, reranker, hybrid, db, provider_options = options
-        filtering = self._enable_filter or "filter" in context
+        (collection, guard, context_guard, include_vectors, include_sources) = options[:5]
+        reranker, hybrid, db, provider_options = options[5:]
+        # Only a real guard from the host turns filtering on; {"filter": None} was refused in _options.
+        filtering = self._enable_filter or context_guard is not None
+        declared = self._filter_fields if isinstance(self._filter_fields, dict) else None
         try:
             if request.filter is not None and not filtering:
                 raise InvalidToolInputError(
@@ -451,7 +572,7 @@ class VectorQueryTool:
                 )
             model_filter = compile_model_filter(
                 request.filter,
-                allowed_fields=self._filter_fields,
+                allowed_fields=declared,
                 max_depth=self._max_filter_depth,
                 max_nodes=self._max_filter_conditions,
             )
@@ -472,11 +593,17 @@ class VectorQueryTool:
                 judge = self._judge(reranker, store)
         except TurnkitError as exc:
             raise _fail(exc, "configuration") from None
+        if model_filter is not None and self._filter_fields == "auto":
+            await self._check_auto_fields(model_filter, store, collection, guard)
         query: QueryBuilder = store(collection)
         if self._encoder is not None:
-            query = query.near_vector(
-                await self._encode(store, collection, request.query_text, provider_options)
-            )
+            try:
+                vector = await self._encode(store, collection, request.query_text, provider_options)
+            except (InvalidToolConfigError, CollectionNotFoundError) as exc:
+                raise _fail(exc, "configuration") from None
+            except TurnkitError as exc:  # the encoder's own message can quote keys or endpoints
+                raise _hidden(exc, self.id) from None
+            query = query.near_vector(vector)
         else:
             query = query.near_text(request.query_text)
         query = apply_hybrid(query, hybrid, request.query_text)
@@ -492,18 +619,17 @@ class VectorQueryTool:
         query = _apply_database_config(query.select(*fields).limit(fetch), db)
         try:
             matches = await query.search()
-        except RuntimeFailure as exc:
+        except CollectionNotFoundError as exc:
+            raise _fail(exc, "configuration") from None
+        except TurnkitError as exc:
             # Backend messages can quote the compiled SQL, guard values included: log, do not show.
-            log.warning("vector query tool %r: search failed: %s", self.id, exc)
-            hidden = ToolFailedError("The knowledge-base search failed in the database.")
-            raise _fail(hidden, "failed") from None
+            raise _hidden(exc, self.id) from None
         if rank_opts is not None and judge is not None and matches:
             model, scorer = judge
             try:
                 ranked = await rerank(request.query_text, matches, rank_opts, model=model, scorer=scorer)
-            except RerankFailedError as exc:
-                log.warning("vector query tool %r: rerank failed: %s", self.id, exc)
-                raise _fail(exc, "failed") from None
+            except RerankFailedError as exc:  # a judge's API error can quote keys or endpoints
+                raise _hidden(exc, self.id, "failed") from None
             name = (
                 scorer.name
                 if scorer is not None
@@ -521,6 +647,7 @@ class VectorQueryTool:
         self, context: Mapping[str, Any]
     ) -> tuple[
         str,
+        FilterNode | None,
         FilterNode | None,
         bool,
         bool,
@@ -540,11 +667,10 @@ class VectorQueryTool:
             raise InvalidToolConfigError(
                 f"collection must be a non-empty string, got {collection!r}.", option="collection"
             )
-        guard = self._guard
+        guard, context_guard = self._guard, None
         if "filter" in context:
-            extra = compile_guard(context["filter"], option="request_context.filter")
-            if extra is not None:
-                guard = extra if guard is None else _and(guard, extra)
+            context_guard = _context_guard(context["filter"], self.id)
+            guard = context_guard if guard is None else _and(guard, context_guard)
         include_vectors = _check_bool(
             context.get("include_vectors", self._include_vectors), "include_vectors"
         )
@@ -561,7 +687,35 @@ class VectorQueryTool:
         provider_options = self._provider_options
         if "provider_options" in context:
             provider_options = _check_provider_options(context["provider_options"], self._encoder)
-        return collection, guard, include_vectors, include_sources, reranker, hybrid, db, provider_options
+        return (
+            collection,
+            guard,
+            context_guard,
+            include_vectors,
+            include_sources,
+            reranker,
+            hybrid,
+            db,
+            provider_options,
+        )
+
+    async def _check_auto_fields(
+        self, node: FilterNode, store: VectorStore, collection: str, guard: FilterNode | None
+    ) -> None:
+        """Refuse keys the collection does not have inside ``guard``; re-read once before refusing."""
+        try:
+            try:
+                check_filter_fields(node, await self._auto_fields(store, collection, guard))
+            except UnknownFieldError:
+                # Maybe written since the keys were read: look again (at most every few seconds).
+                fresh = await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS)
+                check_filter_fields(node, fresh)
+        except UnknownFieldError as exc:
+            raise _fail(exc, "invalid_input") from None
+        except CollectionNotFoundError as exc:
+            raise _fail(exc, "configuration") from None
+        except TurnkitError as exc:
+            raise _hidden(exc, self.id) from None
 
     def _judge(self, reranker: RerankConfig, store: VectorStore) -> tuple[Any, RelevanceScorer | None]:
         """The reranker's ``(model, scorer)``: exactly one is set when the semantic weight counts."""
@@ -609,12 +763,10 @@ class VectorQueryTool:
         if not sources:
             notes.append("The search ran and no chunk matched; try other words or a looser filter.")
             return VectorQueryResult(status="no_results", top_k=top_k, notes=notes)
-        context = "\n\n".join(
-            f"[{i}]{_label(s)} {s.document or ''}".rstrip() for i, s in enumerate(sources, 1)
-        )
+        # One list entry per chunk: JSON string boundaries are unforgeable, whatever the chunk text says.
         return VectorQueryResult(
             status="ok",
-            relevant_context=context,
+            relevant_context=[s.document or "" for s in sources],
             sources=sources if include_sources else [],
             top_k=top_k,
             notes=notes,
@@ -626,6 +778,27 @@ def _hybrid(value: HybridOption) -> HybridSpec | None:
         return coerce_hybrid(value, option="hybrid")
     except InvalidRankingConfigError as exc:
         raise InvalidToolConfigError(exc.message, hint=exc.hint, option="hybrid") from None
+
+
+def _context_guard(value: Any, tool_id: str) -> FilterNode:
+    """A request context's guard: never ``None`` (which would mean "no guard"), never shown back."""
+    option = "request_context.filter"
+    if value is None:
+        raise InvalidToolConfigError(
+            f"{option} is None; a guard must be a filter.",
+            hint="Pass the guard (e.g. {'tenant': 'acme'}), or leave the key out for no guard.",
+            option=option,
+        )
+    try:
+        guard = compile_guard(value, option=option)
+    except InvalidToolConfigError as exc:
+        # The message can quote the guard's values (a tenant id): log it, do not show it.
+        log.warning("vector query tool %r: %s", tool_id, exc.message)
+        raise InvalidToolConfigError(
+            f"{option} (the host's guard) is invalid; the details are in the host's log.", option=option
+        ) from None
+    assert guard is not None
+    return guard
 
 
 def _and(a: FilterNode, b: FilterNode) -> FilterNode:
@@ -656,7 +829,9 @@ def create_vector_query_tool(
     description: str | None = None,
     encoder: Encoder | None = None,
     enable_filter: bool = False,
-    filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto"] | None = None,
+    filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
+    filter_fields_sample: int = 10_000,
+    filter_fields_ttl: float = 60.0,
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
     include_vectors: bool = False,
     include_sources: bool = True,
@@ -669,6 +844,7 @@ def create_vector_query_tool(
     max_top_k: int = 50,
     max_filter_depth: int = 6,
     max_filter_conditions: int = 50,
+    max_query_chars: int = 2000,
 ) -> VectorQueryTool:
     """Create a semantic-search tool an agent can call (Mastra's ``createVectorQueryTool``).
 
@@ -684,10 +860,17 @@ def create_vector_query_tool(
         description: What the model is told; default `DEFAULT_DESCRIPTION`.
         encoder: Encodes the query instead of the store's encoder (creation only).
         enable_filter: Let the model send a metadata ``filter``. A request
-            context with a ``filter`` turns filtering on for that call.
-        filter_fields: The metadata keys the model may filter on, as a list or
-            ``{key: description}``; ``"auto"`` reads them from the collection
-            now; ``None`` allows any metadata key. Shown in the schema.
+            context with a guard (a non-``None`` ``filter``) turns filtering on
+            for that call; ``{"filter": None}`` is refused, never read as "no guard".
+        filter_fields: The metadata keys the model may filter on: ``"auto"``
+            (default; the keys the collection has inside the request's guard,
+            read on first use and cached), a list or ``{key: description}``
+            (declared), or ``"any"`` (any metadata key, unchecked). ``None``
+            means ``"auto"``. A filter on another key is an ``invalid_input``
+            error that lists the allowed keys.
+        filter_fields_sample: Records read to learn the keys with ``"auto"``.
+        filter_fields_ttl: Seconds the ``"auto"`` keys are cached (a filter on
+            an unknown key re-reads them, at most every 5 seconds).
         guard_filter: A host filter ANDed with every query and never shown to
             the model (a Mongo dict over metadata keys, or a filter node).
         include_vectors: Return vectors in ``sources``.
@@ -707,6 +890,7 @@ def create_vector_query_tool(
         max_top_k: Larger requests are clamped to this (and the result says so).
         max_filter_depth: Deepest nesting a model filter may use.
         max_filter_conditions: Most conditions and groups in a model filter.
+        max_query_chars: Longest ``query_text`` accepted (longer is an ``invalid_input`` error).
 
     Returns:
         A `VectorQueryTool`.
@@ -743,14 +927,24 @@ def create_vector_query_tool(
     check_models(models)
     if rerank_config is not None and isinstance(rerank_config.model, str):
         resolve_model(models, rerank_config.model, "reranker.model")  # an unknown name fails now
-    if filter_fields == "auto":
-        if not isinstance(store, VectorStore) or collection is None:
-            raise InvalidToolConfigError(
-                'filter_fields="auto" needs a store instance and a collection.', option="filter_fields"
-            )
-        fields: dict[str, str] | None = run_sync(describe_metadata_fields(store, collection, guard=guard))
+    _check_int(max_query_chars, "max_query_chars", maximum=100_000)
+    _check_int(filter_fields_sample, "filter_fields_sample", maximum=1_000_000)
+    if (
+        isinstance(filter_fields_ttl, bool)
+        or not isinstance(filter_fields_ttl, int | float)
+        or not 0 <= filter_fields_ttl <= 86_400
+    ):
+        raise InvalidToolConfigError(
+            f"filter_fields_ttl must be a number of seconds in [0, 86400], got {filter_fields_ttl!r}.",
+            option="filter_fields_ttl",
+        )
+    fields: FilterFields
+    if filter_fields is None or filter_fields == "auto":
+        fields = "auto"
+    elif filter_fields == "any":
+        fields = "any"
     else:
-        fields = normalize_filter_fields(filter_fields)
+        fields = cast("dict[str, str]", normalize_filter_fields(filter_fields))
     return VectorQueryTool(
         id=id or f"VectorQuery lancedb {collection or 'dynamic'} Tool",
         description=description or DEFAULT_DESCRIPTION,
@@ -759,6 +953,8 @@ def create_vector_query_tool(
         encoder=encoder,
         enable_filter=enable_filter,
         filter_fields=fields,
+        filter_fields_sample=filter_fields_sample,
+        filter_fields_ttl=float(filter_fields_ttl),
         guard=guard,
         include_vectors=include_vectors,
         include_sources=include_sources,
@@ -771,4 +967,5 @@ def create_vector_query_tool(
         max_top_k=max_top_k,
         max_filter_depth=max_filter_depth,
         max_filter_conditions=max_filter_conditions,
+        max_query_chars=max_query_chars,
     )
