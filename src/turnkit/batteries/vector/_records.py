@@ -231,7 +231,7 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
                 f"unknown keys {sorted(map(str, unknown))}; allowed: {sorted(RECORD_KEYS)}.",
             )
         rid = record.get("id")
-        if type(rid) is not str and not isinstance(rid, str) or not rid.strip():
+        if type(rid) is not str and not isinstance(rid, str) or not rid or rid.isspace():
             raise _bad(index, rid, "`id` must be a non-empty string.")
         if len(rid) > MAX_ID_LENGTH or "\x00" in rid:
             raise _bad(index, rid[:40], f"`id` must be at most {MAX_ID_LENGTH} characters with no NUL.")
@@ -268,7 +268,9 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
             if document is None:
                 raise _bad(index, rid, "needs a `vector` or a `document` to encode.")
             to_encode.append(index)
-        elif isinstance(vector, str | bytes) or not hasattr(vector, "__len__"):
+        elif type(vector) is not np.ndarray and (
+            isinstance(vector, str | bytes) or not hasattr(vector, "__len__")
+        ):
             raise _bad(index, rid, "`vector` must be a sequence of numbers.")
         made = record.get("created_at")
         changed = record.get("updated_at")
