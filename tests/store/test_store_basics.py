@@ -1,7 +1,10 @@
 import asyncio
+import datetime as dt
 import json
 import math
+import re
 import threading
+import uuid
 
 import numpy as np
 import pytest
@@ -584,3 +587,17 @@ def test_replace_needs_a_narrowing_filter_and_checks_records_first(vs, collectio
     assert vs(collection).count_sync() == len(docs)
     assert vs(collection).where("metadata.kind", "pet").replace_sync([]).deleted == 2
     assert vs(collection).count_sync() == len(docs) - 2
+
+
+@pytest.mark.parametrize(
+    ("metadata", "fragment"),
+    [
+        ({"u": uuid.UUID(int=1)}, "UUID, not JSON"),
+        ({"deep": [{"x": float("nan")}]}, "metadata.deep[0].x is NaN"),
+        ({"when": dt.date(2024, 1, 1)}, "date, not JSON"),
+        ({"k": {"\ud800": 1}}, "not valid Unicode"),
+    ],
+)
+def test_metadata_that_json_would_change_is_refused(vs, collection, metadata, fragment):
+    with pytest.raises(InvalidVectorRecordError, match=re.escape(fragment)):
+        vs(collection).upsert_sync([{"id": "m", "document": "x", "metadata": metadata}])

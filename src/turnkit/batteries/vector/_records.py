@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 import pyarrow as pa
 
 from ._errors import DimensionMismatchError, InvalidVectorRecordError
@@ -219,7 +220,7 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
     # Bound methods and exact-type checks: this loop runs once per record on every upsert.
     ids, documents, metas, vectors = batch.ids, batch.documents, batch.metadata_json, batch.vectors
     created, updated, to_encode = batch.created_at, batch.updated_at, batch.to_encode
-    encode_json = _JSON.encode
+    encode_json = orjson.dumps
     for index, record in enumerate(records):
         if type(record) is not dict and not isinstance(record, Mapping):
             raise _bad(index, None, f"must be a mapping with an 'id', not {type(record).__name__}.")
@@ -255,14 +256,13 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
                 index, rid, f"`metadata` must be a JSON object (a dict), not {type(metadata).__name__}."
             )
         else:
-            try:
-                metadata_json = encode_json(metadata)
-            except (TypeError, ValueError) as exc:
-                raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
-            problem = None if _utf8(metadata_json) else "`metadata` holds text that is not valid Unicode."
-            problem = problem or _json_problem(metadata)
+            problem = _json_problem(metadata)
             if problem is not None:
                 raise _bad(index, rid, problem)
+            try:
+                metadata_json = encode_json(metadata, option=_JSON_OPTIONS).decode()
+            except (TypeError, ValueError) as exc:
+                raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
         vector = record.get("vector")
         if vector is None:
             if document is None:
@@ -295,7 +295,7 @@ def match_from_row(row: Mapping[str, Any], score_fn: Any | None) -> VectorMatch:
     distance = row.get("_distance")
     metadata = row.get("metadata")
     if isinstance(metadata, str | bytes):
-        metadata = json.loads(metadata)
+        metadata = orjson.loads(metadata)
     vector = row.get("vector")
     return VectorMatch(
         id=row["id"],
@@ -314,16 +314,23 @@ def finite(value: float) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-# One encoder for every record: json.dumps builds a new one per call with these options.
-_JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+# orjson: ~10x faster than json here, and it refuses (rather than rewrites) non-string
+# keys, integers beyond 64 bits and invalid Unicode; the walk above catches the rest.
+_JSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
-_LEAVES = (str, float, bool, type(None))
 
 
 def _json_problem(value: Any, path: str = "metadata") -> str | None:
-    """What JSON would silently change: a non-string key (made a string) or an integer LanceDB can't keep."""
+    """Why ``value`` would not come back from LanceDB's JSON as it went in, or ``None``.
+
+    Catches what JSON would change silently (a non-string key made a string,
+    an integer beyond 64 bits rounded or nulled, NaN or infinity made null,
+    a non-JSON value such as a UUID made a string) and invalid Unicode.
+    """
     kind = type(value)
-    # Exact-type checks first: isinstance against the Mapping ABC is slow per record.
+    # Exact-type checks first: this runs once per record on every upsert.
+    if kind is str:
+        return None if _utf8(value) else f"`metadata` text at {path} is not valid Unicode (a lone surrogate)."
     if kind is int:
         if _INT_MIN <= value <= _INT_MAX:
             return None
@@ -331,23 +338,33 @@ def _json_problem(value: Any, path: str = "metadata") -> str | None:
             f"`metadata` integer at {path} does not fit in 64 bits; "
             "LanceDB would store it rounded or as null. Store it as a string."
         )
+    if kind is bool or value is None:
+        return None
+    if kind is float:
+        if math.isfinite(value):
+            return None
+        return f"`metadata` number at {path} is NaN or infinite, which JSON cannot hold."
     if kind is list or kind is tuple:
         for i, item in enumerate(value):
-            if type(item) not in _LEAVES:
-                found = _json_problem(item, f"{path}[{i}]")
-                if found is not None:
-                    return found
-    elif kind is dict or isinstance(value, Mapping):
+            found = _json_problem(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if kind is dict or isinstance(value, Mapping):
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str:
                 return f"`{path}` keys must be strings, not {type(key).__name__} ({key!r})."
-            if type(item) not in _LEAVES:
-                found = _json_problem(item, f"{path}.{key}")
-                if found is not None:
-                    return found
-    elif isinstance(value, int) and not isinstance(value, bool):
-        return _json_problem(int(value), path)  # an int subclass (IntEnum): judge its value
-    return None
+            found = _json_problem(key, f"{path} key {key!r}") or _json_problem(item, f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    for base in (bool, int, float, str):  # subclasses (IntEnum, StrEnum): judge the plain value
+        if isinstance(value, base):
+            return _json_problem(base(value), path)
+    return (
+        f"`metadata` value at {path} is a {kind.__name__}, not JSON; "
+        "use text, numbers, booleans, null, lists and objects."
+    )
 
 
 def _utf8(text: str) -> bool:
