@@ -194,3 +194,10 @@ def test_async_form_and_schema(kb):
     assert schema["required"] == ["query"]
     assert "vertex_rag_store" in schema["properties"]
     assert "rag_retrieval_config" in schema["$defs"]["RagQuery"]["properties"]
+
+
+def test_query_text_length_is_capped(kb):
+    store, collection = kb
+    with pytest.raises(InvalidToolInputError, match="at most 50"):
+        ask(store, {"query": {"text": "refund " * 20}}, collection=collection, max_query_chars=50)
+    assert texts(ask(store, {"query": {"text": "refund policy"}}, collection=collection, max_query_chars=50))

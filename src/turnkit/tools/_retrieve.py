@@ -162,6 +162,7 @@ async def retrieve_contexts(
     models: ModelResolver | None = None,
     scorers: Mapping[str, RelevanceScorer] | None = None,
     rerank_options: RerankOptions | None = None,
+    max_query_chars: int = 2000,
 ) -> RetrieveContextsResponse:
     """Retrieve contexts for a Vertex-shaped request.
 
@@ -195,6 +196,8 @@ async def retrieve_contexts(
         scorers: Relevance scorers by name for ``rank_service``.
         rerank_options: Weights, pool size and error policy of the reranker
             (default `RerankOptions()`); its ``top_k`` is the request's.
+        max_query_chars: Longest ``query.text`` accepted; a longer one is an
+            `InvalidToolInputError` (it would be encoded, and paid for, whole).
 
     Returns:
         The contexts, best first; an empty list when nothing matched.
@@ -215,6 +218,11 @@ async def retrieve_contexts(
             f"score must be 'distance' or 'similarity', got {score!r}.", option="score"
         )
     req = parse_request(request)
+    if len(req.query.text) > max_query_chars:
+        raise InvalidToolInputError(
+            f"query.text has {len(req.query.text)} characters; at most {max_query_chars} are accepted.",
+            hint="Send a shorter query: a question or a few keywords.",
+        )
     config = req.query.rag_retrieval_config
     flt = config.filter if config is not None else None
     resource = (
@@ -327,6 +335,7 @@ def retrieve_contexts_sync(
     models: ModelResolver | None = None,
     scorers: Mapping[str, RelevanceScorer] | None = None,
     rerank_options: RerankOptions | None = None,
+    max_query_chars: int = 2000,
 ) -> RetrieveContextsResponse:
     """Sync form of `retrieve_contexts` (works inside a running event loop too)."""
     return run_sync(
@@ -342,5 +351,6 @@ def retrieve_contexts_sync(
             models=models,
             scorers=scorers,
             rerank_options=rerank_options,
+            max_query_chars=max_query_chars,
         )
     )
