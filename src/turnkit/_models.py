@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._aio import call_maybe_async
 from ._errors import InvalidModelConfigError, ModelError
+from ._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
 from ._messages import ChatMessage
 
 __all__ = ["ChatModel", "OpenAIChatModel", "ScriptedModel"]
@@ -97,15 +98,6 @@ class ScriptedModel:
         if not isinstance(text, str):
             raise ModelError(f"A ScriptedModel reply function returned {type(text).__name__}, not str.")
         return text
-
-
-_STATUS_HINTS = {
-    400: "The endpoint rejected the request; check the model name and message format.",
-    401: "Check the API key (OPENAI_API_KEY).",
-    403: "The key is not allowed to use this model or endpoint.",
-    404: "Check base_url (it usually ends in /v1) and the model name.",
-    429: "Rate limited or out of quota; retry later or lower the request rate.",
-}
 
 
 class OpenAIChatModel:
@@ -202,32 +194,19 @@ class OpenAIChatModel:
         return self._parse(raw)
 
     def _post(self, data: bytes) -> bytes:
-        import urllib.error
-        import urllib.request
-
         url = f"{self.base_url}/chat/completions"
-        headers = {"Content-Type": "application/json", "Accept": "application/json", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload: bytes = response.read()
-                return payload
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = _error_detail(exc.read())
-            finally:
-                exc.close()  # the error carries the open response; do not leak its socket
-            status = exc.code
-            hint = _STATUS_HINTS.get(status, "The server failed; retry later." if status >= 500 else "")
+            return post_json(url, data, headers=self._headers, api_key=self._api_key, timeout=self.timeout)
+        except HttpStatusError as exc:
             raise ModelError(
-                f"The model endpoint answered HTTP {status}: {detail}", hint=hint, status=status, url=url
+                f"The model endpoint answered HTTP {exc.status}: {exc.detail}",
+                hint=status_hint(exc.status),
+                status=exc.status,
+                url=url,
             ) from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except HttpUnreachableError as exc:
             raise ModelError(
-                f"Could not reach the model endpoint {url}: {reason}",
+                f"Could not reach the model endpoint {url}: {exc.reason}",
                 hint="Check base_url and that the server is running.",
                 status=None,
                 url=url,
@@ -259,14 +238,3 @@ class OpenAIChatModel:
 def _excerpt(raw: bytes, limit: int = 200) -> str:
     text = raw.decode("utf-8", "replace")
     return repr(text if len(text) <= limit else text[:limit] + "…")
-
-
-def _error_detail(raw: bytes) -> str:
-    # OpenAI-style errors carry {"error": {"message": ...}}; anything else is shown as an excerpt.
-    try:
-        message = json.loads(raw)["error"]["message"]
-        if isinstance(message, str):
-            return message
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        pass
-    return _excerpt(raw)

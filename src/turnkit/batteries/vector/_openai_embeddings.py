@@ -10,16 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from ..._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
 from ._encoders import EncodeKind, Vectors
 from ._errors import EncoderFailedError, InvalidVectorStoreConfigError
 
 __all__ = ["OpenAIEmbeddingEncoder"]
-
-_STATUS_HINTS = {
-    401: "Check the API key.",
-    404: "Check base_url (it usually ends in /v1) and the model name.",
-    429: "Rate limited; lower batch_size or retry later.",
-}
 
 
 class OpenAIEmbeddingEncoder:
@@ -93,32 +88,19 @@ class OpenAIEmbeddingEncoder:
         return np.concatenate(parts).astype(np.float32, copy=False)
 
     def _post(self, data: bytes) -> bytes:
-        import urllib.error
-        import urllib.request
-
         url = f"{self.base_url}/embeddings"
-        headers = {"Content-Type": "application/json", "Accept": "application/json", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload: bytes = response.read()
-                return payload
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-            finally:
-                exc.close()
+            return post_json(url, data, headers=self._headers, api_key=self._api_key, timeout=self.timeout)
+        except HttpStatusError as exc:
             raise EncoderFailedError(
-                f"The embeddings endpoint answered HTTP {exc.code}: {detail}",
-                hint=_STATUS_HINTS.get(exc.code, "The server failed; retry later."),
+                f"The embeddings endpoint answered HTTP {exc.status}: {exc.detail}",
+                hint=status_hint(exc.status),
                 encoder=self.name,
-                status=exc.code,
+                status=exc.status,
             ) from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        except HttpUnreachableError as exc:
             raise EncoderFailedError(
-                f"Could not reach the embeddings endpoint {url}: {getattr(exc, 'reason', exc)}",
+                f"Could not reach the embeddings endpoint {url}: {exc.reason}",
                 hint="Check base_url and that the server is running.",
                 encoder=self.name,
                 status=None,
