@@ -7,6 +7,7 @@ failures into their own error class (`ModelError`, `EncoderFailedError`).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 
 __all__ = ["HttpStatusError", "HttpUnreachableError", "error_detail", "post_json", "status_hint"]
@@ -16,6 +17,10 @@ _STATUS_HINTS = {
     401: "Check the API key (OPENAI_API_KEY).",
     403: "The key is not allowed to use this model or endpoint.",
     404: "Check base_url (it usually ends in /v1) and the model name.",
+    301: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
+    302: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
+    307: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
+    308: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
     429: "Rate limited or out of quota; retry later or send fewer requests.",
 }
 
@@ -56,8 +61,13 @@ def error_detail(raw: bytes, limit: int = 300) -> str:
 def post_json(
     url: str, data: bytes, *, headers: Mapping[str, str], api_key: str | None, timeout: float
 ) -> bytes:
-    """POST ``data`` (JSON) and return the response body; raises the two errors above."""
+    """POST ``data`` (JSON) and return the response body; raises the two errors above.
+
+    ``timeout`` bounds the whole exchange (connecting, each read, and the body as
+    a whole); redirects are refused.
+    """
     # Imported here: urllib.request costs ~30 ms and `import turnkit` stays light.
+    import http.client
     import urllib.error
     import urllib.request
 
@@ -66,14 +76,36 @@ def post_json(
         all_headers["Authorization"] = f"Bearer {api_key}"
     request = urllib.request.Request(url, data=data, headers=all_headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            payload: bytes = response.read()
-            return payload
+        # No redirects: urllib would replay the bearer key to another host and
+        # turn the POST into a GET whose answer would pass for the reply.
+        deadline = time.monotonic() + timeout
+        with urllib.request.build_opener(_no_redirect_handler()).open(request, timeout=timeout) as response:
+            # urllib's timeout bounds each socket read, not the response: a server
+            # dripping bytes would never time out. Read in pieces against a deadline.
+            parts: list[bytes] = []
+            while chunk := response.read1(65536):
+                parts.append(chunk)
+                if time.monotonic() > deadline:
+                    raise HttpUnreachableError(f"no complete response within {timeout:g} s", url)
+            if getattr(response, "length", None):  # bytes the Content-Length promised but never came
+                raise HttpUnreachableError("the response ended before its Content-Length", url)
+            return b"".join(parts)
     except urllib.error.HTTPError as exc:
         try:
             detail = error_detail(exc.read())
         finally:
             exc.close()  # the error carries the open response; do not leak its socket
         raise HttpStatusError(exc.code, detail, url) from exc
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        raise HttpUnreachableError(getattr(exc, "reason", exc), url) from exc
+    except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
+        # HTTPException: a truncated or malformed response (IncompleteRead, BadStatusLine…).
+        raise HttpUnreachableError(getattr(exc, "reason", None) or repr(exc), url) from exc
+
+
+def _no_redirect_handler() -> type:
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+            return None  # urllib then raises HTTPError with the 3xx status
+
+    return NoRedirect

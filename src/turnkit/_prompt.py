@@ -31,7 +31,9 @@ Two independent layers keep retrieved text from escaping its record:
 
 from __future__ import annotations
 
+import re
 import secrets
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,19 +82,31 @@ _TOKENS_PER_MESSAGE = 3
 _REPLY_PRIMING = 3
 
 
+# Invisible characters that change how text reads rather than what it says:
+# bidi embeddings/overrides/isolates (a `source` of "s\u202egnp.exe" shows as
+# "sexe.png") and Unicode tag characters (text a human cannot see but a model
+# reads). In record bodies they are shown as character references, never obeyed.
+_SNEAKY = re.compile("[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+
+
+def _reference(match: re.Match[str]) -> str:
+    return f"&#x{ord(match.group()):X};"
+
+
 def _escape_body(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SNEAKY.sub(_reference, text)
 
 
 def _escape_attr(text: str) -> str:
-    # Newlines are escaped too so one attribute never spans lines.
-    return (
-        _escape_body(text)
-        .replace('"', "&quot;")
-        .replace("\n", "&#10;")
-        .replace("\r", "&#13;")
-        .replace("\t", "&#9;")
-    )
+    # Beyond the body's escapes, every control, format and line/paragraph
+    # separator character (U+0085, U+2028, zero-width…) is a reference, so one
+    # attribute never spans lines or hides characters.
+    text = _escape_body(text).replace('"', "&quot;")
+    return "".join(f"&#x{ord(ch):X};" if unicodedata.category(ch) in _ATTR_ESCAPED else ch for ch in text)
+
+
+_ATTR_ESCAPED = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
 def _iso(value: datetime | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -55,6 +56,8 @@ __all__ = [
     "TurnRunnerConfig",
     "fetch_retrievables_stage",
 ]
+
+_log = logging.getLogger("turnkit.runner")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant. Answer using the retrieved records when they are relevant."
@@ -701,7 +704,12 @@ class _Turn:
         event = TurnEvent(name=name, turn_id=self.ctx.turn_id, duration=duration, data=MappingProxyType(data))
         self.events.append(event)
         if self.on_event is not None:
-            await call_maybe_async(self.on_event, event)
+            # An observer watches; it must not fail a turn whose model call is
+            # already paid for, nor replace the turn's real error.
+            try:
+                await call_maybe_async(self.on_event, event)
+            except Exception:
+                _log.exception("turnkit: on_event observer raised on %r; the turn goes on", name)
 
     def timed(self, name: StageName) -> _Timed:
         return _Timed(self, name)

@@ -94,7 +94,11 @@ _UNESCAPE = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "#10": "\n", "#13": 
 
 def unescape(text: str) -> str:
     # Single pass, so "&amp;lt;" decodes to "&lt;" and not to "<".
-    return re.sub(r"&(amp|lt|gt|quot|#10|#13|#9);", lambda m: _UNESCAPE[m.group(1)], text)
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return chr(int(name[2:], 16)) if name.startswith("#x") else _UNESCAPE[name]
+
+    return re.sub(r"&(amp|lt|gt|quot|#10|#13|#9|#x[0-9A-F]+);", one, text)
 
 
 ATTR = r'(?: [a-z_]+="[^"<>]*")'
@@ -306,3 +310,18 @@ def test_the_two_encodings_are_really_different() -> None:
     text = "Ünïcödé and emoji 🎉 tokenise differently " * 5
     assert get_encoding("o200k_base").encode(text) != get_encoding("cl100k_base").encode(text)
     assert len(get_encoding("cl100k_base").encode("hello world")) == 2
+
+
+def test_invisible_and_line_breaking_characters_are_shown_not_obeyed() -> None:
+    record = Retrievable(
+        id="a\u2028b\u0085c",
+        content="pay \u202eorp\u202c now \U000e0049\U000e0047\U000e004e hidden",
+        trust_tier="third-party",
+        source="s\u202egnp.exe",
+    )
+    prompt = render_prompt(system_prompt="sys", retrievables=[record], turn_messages=[])
+    text = "\n".join(m.content for m in prompt.messages)
+    for ch in ("\u2028", "\u0085", "\u202e", "\U000e0049"):
+        assert ch not in text
+    assert 'id="a&#x2028;b&#x85;c"' in text and 'source="s&#x202E;gnp.exe"' in text
+    assert "pay &#x202E;orp&#x202C; now &#xE0049;&#xE0047;&#xE004E; hidden" in text
