@@ -41,7 +41,7 @@ from types import MappingProxyType
 
 from ._errors import InvalidRetrievableError
 from ._messages import ChatMessage, Message
-from ._retrievable import TRUST_TIERS, Retrievable, as_retrievable, rank_order
+from ._retrievable import TRUST_TIERS, Retrievable, as_retrievable, rank_order, validate_trust_tier
 from ._tokens import DEFAULT_ENCODING, get_encoding
 
 __all__ = [
@@ -216,6 +216,9 @@ def render_prompt(
                 f"Two records share the id {r.id!r}; each record is rendered once.", field="id", id=r.id
             )
         seen.add(r.id)
+        # model_copy(update=...) skips validation; a tier the renderer has no
+        # section for would otherwise vanish from the prompt without a trace.
+        validate_trust_tier(r.trust_tier)
 
     by_tier = {tier: rank_order(r for r in records if r.trust_tier == tier) for tier in TRUST_TIERS}
     ordered = [r for tier in TRUST_TIERS for r in by_tier[tier]]
