@@ -55,12 +55,16 @@ def test_filter_applies_to_both_legs(q: QueryBuilder) -> None:
     assert set(ids(matches)) == {"b", "c", "d"}
 
 
-def test_min_score_applies_to_the_fused_score_and_paging_is_consistent(q: QueryBuilder) -> None:
+def test_min_score_applies_to_the_dense_similarity_and_paging_is_consistent(q: QueryBuilder) -> None:
     h = q.hybrid(0.5, text="quasar telescope")
     full = h.limit(4).search_sync()
     assert ids(h.limit(2).offset(2).search_sync()) == ids(full)[2:]
-    cut = full[1].score
-    assert ids(h.limit(4).min_score(cut).search_sync()) == [m.id for m in full if m.score >= cut]
+    dense = {m.id: m.score for m in q.limit(4).search_sync()}
+    cut = sorted(dense.values())[1]
+    # Not the fused score: "a" is first by full text but least similar to the query vector.
+    assert ids(h.limit(4).min_score(cut).search_sync()) == [m.id for m in full if dense[m.id] >= cut]
+    assert "a" not in ids(h.limit(4).min_score(cut).search_sync())
+    assert ids(q.hybrid(0.0, text="quasar telescope").limit(4).min_score(cut).search_sync()) == ["b"]
 
 
 def test_near_text_hybrid_uses_its_text_and_finds_rows_written_after_the_index(

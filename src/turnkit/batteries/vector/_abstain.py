@@ -77,7 +77,8 @@ def abstaining_fetch_stage(min_score: float, *, reply: str | None = None) -> Mid
 
     Args:
         min_score: The lowest score that counts as grounding, in [0, 1].
-        reply: Returned as the turn's reply when it abstains (not stored as a message).
+        reply: Returned as the turn's reply when it abstains (stored as the assistant message,
+            like any reply).
 
     Raises:
         InvalidRankingConfigError: ``min_score`` is not a number in [0, 1].

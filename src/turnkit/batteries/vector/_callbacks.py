@@ -43,7 +43,7 @@ from ._abstain import check_min_score, grounding_verdict
 from ._builder import MAX_LIMIT, QueryBuilder
 from ._errors import CollectionNotFoundError, InvalidQueryError, VectorStoreUsageError
 from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from ._hybrid import HybridOption, HybridSpec, apply_hybrid, coerce_hybrid
+from ._hybrid import HybridOption, HybridSpec, apply_hybrid, coerce_hybrid, dense_scores
 from ._rank_errors import InvalidRankingConfigError
 from ._records import VectorMatch, VectorRecord
 from ._rerank import RelevanceScorer, RerankOptions, local_scorer, rerank
@@ -95,7 +95,7 @@ class InvalidRetrievableGlueConfigError(VectorStoreUsageError):
 
 
 class ReservedMetadataKeyError(VectorStoreUsageError):
-    """A record's metadata holds a key the glue writes itself, with a different value."""
+    """A record's metadata holds a key the glue writes itself (trust_tier, source, kind, timestamps)."""
 
     code = "E_VECTOR_GLUE_RESERVED_METADATA_KEY"
     default_hint = (
@@ -354,10 +354,12 @@ class VectorRetrievableGlue:
         if r.kind is not None:
             glue_meta["kind"] = r.kind
         for key in GLUE_METADATA_KEYS:
-            if key in r.metadata and r.metadata[key] != glue_meta.get(key, _ABSENT):
+            # Even an equal value: fetch reads these keys into the record's own
+            # fields, so the metadata would not come back as it went in.
+            if key in r.metadata:
                 raise ReservedMetadataKeyError(
-                    f"Record {r.id!r}: metadata key {key!r} is written by the glue; "
-                    f"{r.metadata[key]!r} would not read back.",
+                    f"Record {r.id!r}: metadata key {key!r} is written by the glue from the record's "
+                    "own fields; it would not read back as metadata.",
                     record_id=r.id,
                     key=key,
                 )
@@ -400,7 +402,17 @@ class VectorRetrievableGlue:
             found = []
         # Cut here rather than in the query: results come best first, so this keeps the
         # same matches, and the verdict can still report the best score below the bar.
-        matches = found if self.min_score is None else [m for m in found if _at_least(m, self.min_score)]
+        # A fused hybrid score only ranks (an off-topic query still tops out near 1), so
+        # with hybrid the cut and the verdict read each match's dense similarity instead.
+        gauged = found
+        if self.min_score is not None and self.hybrid is not None and isinstance(query, str) and found:
+            similar = await dense_scores(self.store, self.collection, query, found)
+            gauged = [dc_replace(m, score=s) for m, s in zip(found, similar, strict=True)]
+        matches = (
+            found
+            if self.min_score is None
+            else [m for m, g in zip(found, gauged, strict=True) if _at_least(g, self.min_score)]
+        )
         if self.rerank is not None and matches:
             text = query if isinstance(query, str) else await self._question(ctx)
             if text:
@@ -417,7 +429,7 @@ class VectorRetrievableGlue:
                 out.append(record)
         if self.min_score is not None:
             ctx.stash[GROUNDING_STASH_KEY] = grounding_verdict(
-                found, out, self.min_score, reply=self.abstain_reply
+                gauged, out, self.min_score, reply=self.abstain_reply
             )
         return out
 
@@ -620,8 +632,9 @@ def create_vector_retrievable_callbacks(
             default is the last user message; ``None`` skips retrieval.
         to_retrievable: ``(match) -> RawRetrievable | mapping | None`` (sync
             or async); replaces the default mapping.
-        min_score: Matches scoring below it (similarity in [0, 1], or the
-            fused score with ``hybrid``) are not returned. When nothing is
+        min_score: Matches whose vector similarity (in [0, 1]) is below it
+            are not returned. With ``hybrid`` too it is compared with the
+            dense similarity, never the fused score, which only ranks. When nothing is
             left, fetch returns ``[]`` and marks the turn ungrounded: a
             `TurnRunner` with the default input stage stops before the model
             call with ``stop_reason == NO_GROUNDED_ANSWER``.

@@ -5,6 +5,13 @@ rank fusion (default) or a linear blend of normalized scores. ``alpha`` has
 Vertex's meaning: 0 is lexical only, 1 is dense only. Fusion is done here, not
 by LanceDB's hybrid builder, so the legs, the weights and the tie-breaking are
 ours to test.
+
+Fused scores rank; they do not measure relevance (RRF depends only on ranks,
+and linear fusion rescales each leg within its own results, so the best of an
+off-topic pool still scores high). A threshold therefore never reads them:
+``min_score`` with hybrid search is compared with each match's *dense*
+similarity, the score the same match would have in a plain vector search
+(`dense_scores`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "dense_scores",
     "DEFAULT_RRF_K",
     "Fusion",
     "HybridOption",
@@ -212,6 +220,94 @@ def linear_fuse(
 # -- the store side ------------------------------------------------------------------------------------
 
 
+async def _query_vector(
+    store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
+) -> np.ndarray[Any, Any] | None:
+    from ._spec import NearId, NearText, NearVector
+
+    if vector is not None:
+        return np.asarray(vector, dtype=np.float32)
+    near = spec.near
+    if isinstance(near, NearVector):
+        return np.asarray(near.vector, dtype=np.float32)
+    if isinstance(near, NearId):
+        return await store._vector_of(coll, near.id)
+    if isinstance(near, NearText):
+        return await store._encode_query(coll.name, near.text)
+    return None
+
+
+def _similarities(metric: str, query: np.ndarray[Any, Any], vectors: np.ndarray[Any, Any]) -> list[float]:
+    """What a vector search would score each row of ``vectors`` (the distances LanceDB computes)."""
+    from ._scores import score_from_distance
+
+    q = np.asarray(query, dtype=np.float64)
+    v = np.asarray(vectors, dtype=np.float64)
+    if metric == "l2":
+        distances = ((v - q) ** 2).sum(axis=1)
+    elif metric == "dot":
+        distances = 1.0 - v @ q
+    else:
+        norms = np.maximum(np.linalg.norm(v, axis=1) * np.linalg.norm(q), 1e-12)
+        distances = 1.0 - (v @ q) / norms
+    return [score_from_distance(metric, float(d)) for d in distances]  # type: ignore[arg-type]
+
+
+async def _dense_scores(coll: _Collection, matches: Sequence[VectorMatch], query: Any) -> list[float | None]:
+    """Each match's dense similarity: from its distance, else computed from its stored vector.
+
+    ``query`` is an async callable returning the query vector; it is only
+    awaited when a match lacks a distance (the full-text leg alone found it).
+    """
+    from ._filters import condition, to_sql
+    from ._lancedb import translate_errors
+    from ._scores import score_from_distance
+
+    out: list[float | None] = [
+        None if m.distance is None else score_from_distance(coll.metric, m.distance) for m in matches
+    ]
+    missing = list(dict.fromkeys(m.id for m, s in zip(matches, out, strict=True) if s is None))
+    if not missing:
+        return out
+    vector = await query()
+    if vector is None:
+        return out
+    sql = to_sql(condition("id", "in", missing))
+    with translate_errors("search", coll.name):
+        rows = await coll.table.query().where(sql).select(["id", "vector"]).limit(len(missing)).to_list()
+    found = {row["id"]: row["vector"] for row in rows if row.get("vector") is not None}
+    known = [doc for doc in missing if doc in found]
+    if known:
+        similar = _similarities(coll.metric, vector, np.asarray([found[d] for d in known]))
+        scores = dict(zip(known, similar, strict=True))
+        out = [scores.get(m.id) if s is None else s for m, s in zip(matches, out, strict=True)]
+    return out
+
+
+async def dense_scores(
+    store: VectorStore, collection: str, text: str, matches: Sequence[VectorMatch]
+) -> list[float | None]:
+    """The dense similarity of each match of a hybrid search for ``text``, in [0, 1].
+
+    It is the score the match would have in a plain vector search: computed
+    from its ``distance`` when the dense leg returned it, else from its stored
+    vector and the encoded ``text``. ``None`` for a match no longer stored.
+    This, not the fused score, is what ``min_score`` is compared with when
+    hybrid search is on.
+    """
+    from ..._aio import on_loop
+
+    async def run() -> list[float | None]:
+        coll = await store._collection(collection)
+
+        async def query() -> np.ndarray[Any, Any]:
+            return await store._encode_query(collection, text)
+
+        return await _dense_scores(coll, matches, query)
+
+    return await on_loop(run())
+
+
 async def ensure_fts_index(coll: _Collection) -> None:
     """Create the BM25 index on ``document`` once; rows written later are still searched (flat)."""
     if coll.fts_ready:
@@ -232,7 +328,11 @@ async def ensure_fts_index(coll: _Collection) -> None:
 async def hybrid_search(
     store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
 ) -> list[VectorMatch]:
-    """Run both legs of ``spec`` (which has ``spec.hybrid``), fuse them, apply ``min_score`` and paging."""
+    """Run both legs of ``spec`` (which has ``spec.hybrid``), fuse them, apply ``min_score`` and paging.
+
+    ``min_score`` is compared with each match's dense similarity (see
+    `dense_scores`), not with the fused score, which only ranks.
+    """
     from ._filters import to_sql
     from ._lancedb import translate_errors
     from ._records import match_from_row
@@ -272,6 +372,12 @@ async def hybrid_search(
     by_id = {m.id: m for m in lexical}
     by_id.update({m.id: m for m in dense})  # the dense copy carries the raw distance
     out = [replace(by_id[doc], score=score) for doc, score in fused]
-    if spec.min_score is not None:
-        out = [m for m in out if m.score is not None and m.score >= spec.min_score]
+    if spec.min_score is not None and out:
+        threshold = spec.min_score
+
+        async def query() -> np.ndarray[Any, Any] | None:
+            return await _query_vector(store, coll, spec, vector)
+
+        similar = await _dense_scores(coll, out, query)
+        out = [m for m, s in zip(out, similar, strict=True) if s is not None and s >= threshold]
     return out[spec.offset : spec.offset + spec.limit]
