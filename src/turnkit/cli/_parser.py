@@ -107,7 +107,8 @@ def _add(subs: Any, name: str, summary: str, description: str, parents: list[arg
     )
 
 
-def _filter_arguments(p: argparse.ArgumentParser) -> None:
+def add_filter_arguments(p: argparse.ArgumentParser) -> None:
+    """The guard and filter flags of ``turnkit serve``, shared with ``python -m turnkit.mcp``."""
     p.add_argument(
         "--guard",
         metavar="EXPR",
@@ -238,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="vector_query over-fetches and reranks with the offline scorer (weights 0.4/0.4/0.2)",
     )
-    _filter_arguments(p)
+    add_filter_arguments(p)
 
     p = _add(
         subs,

@@ -7,28 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from .._errors import TurnkitError
+
+# The flag set is the CLI's, so `turnkit serve` and this entry point cannot drift apart.
+from ..cli._parser import add_filter_arguments
 from ._serve import serve
-
-
-def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
-    """The guard and filter flags, shared with ``turnkit serve``."""
-    parser.add_argument(
-        "--guard",
-        metavar="EXPR",
-        help='a filter ANDed with every search and write, never shown to clients, e.g. tenant = "acme"',
-    )
-    parser.add_argument(
-        "--filter-fields",
-        default="auto",
-        metavar="KEYS",
-        help="keys vector_query may filter on: auto (default; read inside the guard), any, or key1,key2",
-    )
-    parser.add_argument(
-        "--enable-filter",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="let vector_query take a metadata filter (default on)",
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
