@@ -6,6 +6,7 @@ failures into their own error class (`ModelError`, `EncoderFailedError`).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -101,6 +102,7 @@ def post_json(
         raise HttpUnreachableError(getattr(exc, "reason", None) or repr(exc), url) from exc
 
 
+@functools.cache  # one class per process; urllib is imported on first use only
 def _no_redirect_handler() -> type:
     import urllib.request
 

@@ -517,9 +517,6 @@ class VectorRetrievableGlue:
         )
 
 
-_ABSENT = object()
-
-
 def _declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
     """The tier a record already carries: from the hook's result, else from the stored metadata."""
     if isinstance(raw, Retrievable):

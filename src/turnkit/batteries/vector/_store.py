@@ -561,7 +561,8 @@ class VectorStore:
                     index=index,
                     record_id=batch.ids[index],
                 )
-        coll = await self._collection(name, create_dimension=vectors.shape[1])
+        # Opened once above; only a collection that does not exist yet is created here.
+        coll = existing or await self._collection(name, create_dimension=vectors.shape[1])
         if coll.dimension != vectors.shape[1]:
             raise DimensionMismatchError(
                 f"Collection {name!r} has dimension {coll.dimension}, the records have {vectors.shape[1]}.",
