@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from turnkit.batteries.vector.filters._core import validate_field
+
 from ..batteries.vector import (
     And,
     Condition,
@@ -24,7 +26,6 @@ from ..batteries.vector import (
     VectorStore,
     parse_mongo,
 )
-from ..batteries.vector._filters import validate_field
 from ._errors import InvalidToolConfigError, InvalidToolInputError
 
 __all__ = [

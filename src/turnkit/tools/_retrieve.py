@@ -9,6 +9,8 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
+from turnkit.batteries.vector.query._builder import QueryBuilder
+
 from .._aio import run_sync
 from .._models import ChatModel
 from ..batteries.vector import (
@@ -22,7 +24,6 @@ from ..batteries.vector import (
     parse_filter_expression,
     rerank,
 )
-from ..batteries.vector._builder import QueryBuilder
 from ._config import ModelResolver, check_models, resolve_model
 from ._errors import (
     CollectionNotAllowedError,

@@ -15,6 +15,9 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
+from turnkit.batteries.vector.query._builder import QueryBuilder
+from turnkit.batteries.vector.store._hybrid import apply_hybrid
+
 from .._aio import run_sync
 from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
@@ -36,8 +39,6 @@ from ..batteries.vector import (
     local_scorer,
     rerank,
 )
-from ..batteries.vector._builder import QueryBuilder
-from ..batteries.vector._hybrid import apply_hybrid
 from ._config import DatabaseConfig, ModelResolver, RerankConfig, check_models, resolve_model
 from ._errors import (
     InvalidToolConfigError,

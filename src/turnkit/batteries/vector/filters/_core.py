@@ -39,13 +39,13 @@ from datetime import UTC, datetime
 from functools import lru_cache, partial
 from typing import Any, Final, TypeAlias
 
-from ._errors import (
+from turnkit.batteries.vector._errors import (
     InvalidFilterError,
     RawBindingMismatchError,
     UnknownFieldError,
     UnsupportedFilterOperatorError,
 )
-from ._filter_ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
+from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
 
 __all__ = [
     "MAX_IN_VALUES",
@@ -387,7 +387,9 @@ def _check_scalar(field: str, op: str, value: Any) -> Any:
 
 
 def _check_timestamp(field: str, op: str, value: Any) -> datetime:
-    from ._records import parse_timestamp  # the same rule as on upsert: aware datetimes only
+    from turnkit.batteries.vector.store._records import (
+        parse_timestamp,  # the same rule as on upsert: aware datetimes only
+    )
 
     if isinstance(value, str | datetime):
         try:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
-from ._errors import DimensionMismatchError, InvalidVectorRecordError
+from turnkit.batteries.vector._errors import DimensionMismatchError, InvalidVectorRecordError
 
 __all__ = [
     "PreparedBatch",

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from ._records import VectorMatch
-    from ._spec import QuerySpec
-    from ._store import VectorStore
+    from turnkit.batteries.vector.query._spec import QuerySpec
+    from turnkit.batteries.vector.store._records import VectorMatch
+    from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = ["DEFAULT_LAMBDA", "MmrSpec", "diversify", "mmr_select"]
 
@@ -41,7 +41,7 @@ class MmrSpec:
 
     def pool(self, limit: int, offset: int) -> int:
         """Candidates to fetch for a page of ``limit`` after ``offset``."""
-        from ._builder import MAX_LIMIT
+        from turnkit.batteries.vector.query._builder import MAX_LIMIT
 
         wanted = self.fetch_k if self.fetch_k is not None else max(_MIN_POOL, 4 * (limit + offset))
         return min(MAX_LIMIT, max(wanted, limit + offset))

@@ -9,23 +9,23 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..._aio import on_loop, run_sync
-from ._errors import (
+from turnkit._aio import on_loop, run_sync
+from turnkit.batteries.vector._errors import (
     InvalidQueryError,
     ProjectionRequiredError,
     QueryConflictError,
     UnknownFieldError,
 )
-from ._filter_ast import FilterNode
-from ._filters import validate_field
-from ._hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, HybridSpec
-from ._mmr import DEFAULT_LAMBDA, MmrSpec
-from ._records import VectorMatch
-from ._spec import NearId, NearText, NearVector, QuerySpec
-from ._where import Filterable
+from turnkit.batteries.vector.filters._ast import FilterNode
+from turnkit.batteries.vector.filters._core import validate_field
+from turnkit.batteries.vector.filters._where import Filterable
+from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
+from turnkit.batteries.vector.ranking._mmr import DEFAULT_LAMBDA, MmrSpec
+from turnkit.batteries.vector.store._hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, HybridSpec
+from turnkit.batteries.vector.store._records import VectorMatch
 
 if TYPE_CHECKING:
-    from ._store import CollectionInfo, UpsertResult, VectorStore
+    from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
 __all__ = ["MAX_LIMIT", "QueryBuilder"]
 

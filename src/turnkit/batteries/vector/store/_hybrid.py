@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import numpy as np
 
 if TYPE_CHECKING:
-    from ._builder import QueryBuilder
-    from ._records import VectorMatch
-    from ._spec import QuerySpec
-    from ._store import VectorStore, _Collection
+    from turnkit.batteries.vector.query._builder import QueryBuilder
+    from turnkit.batteries.vector.query._spec import QuerySpec
+    from turnkit.batteries.vector.store._records import VectorMatch
+    from turnkit.batteries.vector.store._store import VectorStore, _Collection
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -67,7 +67,7 @@ class HybridSpec:
 
     def pool(self, limit: int, offset: int) -> int:
         """Matches to fetch per leg for a page of ``limit`` after ``offset``."""
-        from ._builder import MAX_LIMIT
+        from turnkit.batteries.vector.query._builder import MAX_LIMIT
 
         wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
         return min(MAX_LIMIT, max(wanted, limit + offset))
@@ -87,8 +87,8 @@ def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec 
     Raises:
         InvalidRankingConfigError: an unknown key or a value out of range.
     """
-    from ._builder import MAX_LIMIT
-    from ._rank_errors import InvalidRankingConfigError
+    from turnkit.batteries.vector._errors import InvalidRankingConfigError
+    from turnkit.batteries.vector.query._builder import MAX_LIMIT
 
     def bad(detail: str) -> InvalidRankingConfigError:
         return InvalidRankingConfigError(f"{option}: {detail}", field=option)
@@ -223,7 +223,7 @@ def linear_fuse(
 async def _query_vector(
     store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
 ) -> np.ndarray[Any, Any] | None:
-    from ._spec import NearId, NearText, NearVector
+    from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector
 
     if vector is not None:
         return np.asarray(vector, dtype=np.float32)
@@ -239,7 +239,7 @@ async def _query_vector(
 
 def _similarities(metric: str, query: np.ndarray[Any, Any], vectors: np.ndarray[Any, Any]) -> list[float]:
     """What a vector search would score each row of ``vectors`` (the distances LanceDB computes)."""
-    from ._scores import score_from_distance
+    from turnkit.batteries.vector.store._scores import score_from_distance
 
     q = np.asarray(query, dtype=np.float64)
     v = np.asarray(vectors, dtype=np.float64)
@@ -259,9 +259,9 @@ async def _dense_scores(coll: _Collection, matches: Sequence[VectorMatch], query
     ``query`` is an async callable returning the query vector; it is only
     awaited when a match lacks a distance (the full-text leg alone found it).
     """
-    from ._filters import condition, to_sql
-    from ._lancedb import translate_errors
-    from ._scores import score_from_distance
+    from turnkit.batteries.vector.filters._core import condition, to_sql
+    from turnkit.batteries.vector.store._lancedb import translate_errors
+    from turnkit.batteries.vector.store._scores import score_from_distance
 
     out: list[float | None] = [
         None if m.distance is None else score_from_distance(coll.metric, m.distance) for m in matches
@@ -295,7 +295,7 @@ async def dense_scores(
     This, not the fused score, is what ``min_score`` is compared with when
     hybrid search is on.
     """
-    from ..._aio import on_loop
+    from turnkit._aio import on_loop
 
     async def run() -> list[float | None]:
         coll = await store._collection(collection)
@@ -314,7 +314,7 @@ async def ensure_fts_index(coll: _Collection) -> None:
         return
     from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
 
-    from ._lancedb import translate_errors
+    from turnkit.batteries.vector.store._lancedb import translate_errors
 
     async with coll.lock:
         with translate_errors("create_index", coll.name):
@@ -333,10 +333,10 @@ async def hybrid_search(
     ``min_score`` is compared with each match's dense similarity (see
     `dense_scores`), not with the fused score, which only ranks.
     """
-    from ._filters import to_sql
-    from ._lancedb import translate_errors
-    from ._records import match_from_row
-    from ._store import _columns, _contains_raw, _trim_metadata
+    from turnkit.batteries.vector.filters._core import to_sql
+    from turnkit.batteries.vector.store._lancedb import translate_errors
+    from turnkit.batteries.vector.store._records import match_from_row
+    from turnkit.batteries.vector.store._store import _columns, _contains_raw, _trim_metadata
 
     hybrid = spec.hybrid
     assert hybrid is not None
