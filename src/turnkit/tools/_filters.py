@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from turnkit.batteries.vector.filters._core import validate_field
-
 from ..batteries.vector import (
     And,
     Condition,
@@ -25,6 +23,7 @@ from ..batteries.vector import (
     UnknownFieldError,
     VectorStore,
     parse_mongo,
+    validate_field,
 )
 from ._errors import InvalidToolConfigError, InvalidToolInputError
 

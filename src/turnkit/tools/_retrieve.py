@@ -9,13 +9,12 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from turnkit.batteries.vector.query._builder import QueryBuilder
-
 from .._aio import run_sync
 from .._models import ChatModel
 from ..batteries.vector import (
     FilterNode,
     InvalidRankingConfigError,
+    QueryBuilder,
     RelevanceScorer,
     RerankOptions,
     VectorMatch,

@@ -15,9 +15,6 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
-from turnkit.batteries.vector.query._builder import QueryBuilder
-from turnkit.batteries.vector.store._hybrid import apply_hybrid
-
 from .._aio import run_sync
 from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
@@ -28,6 +25,7 @@ from ..batteries.vector import (
     HybridSpec,
     InvalidFilterError,
     InvalidRankingConfigError,
+    QueryBuilder,
     RelevanceScorer,
     RerankFailedError,
     UnknownFieldError,
@@ -607,7 +605,7 @@ class VectorQueryTool:
             query = query.near_vector(vector)
         else:
             query = query.near_text(request.query_text)
-        query = apply_hybrid(query, hybrid, request.query_text)
+        query = query.with_hybrid(hybrid, request.query_text)
         # The guard wraps the model's filter as a separate AND branch: the model's
         # $or / $not can only narrow inside its own branch, never widen the guard.
         if guard is not None:

@@ -50,6 +50,7 @@ from turnkit.batteries.vector._errors import (
     VectorStoreRuntimeError,
     VectorStoreUsageError,
 )
+from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
 from turnkit.batteries.vector.encoders._base import (
     EncodeKind,
     Encoder,
@@ -109,7 +110,6 @@ from turnkit.batteries.vector.store._hybrid import (
     linear_fuse,
     rrf_fuse,
 )
-from turnkit.batteries.vector.store._records import VectorMatch, VectorRecord
 from turnkit.batteries.vector.store._scores import Metric, score_from_distance
 from turnkit.batteries.vector.store._store import (
     AutoOptimize,

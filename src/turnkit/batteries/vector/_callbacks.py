@@ -45,6 +45,7 @@ from turnkit.batteries.vector._errors import (
     InvalidRankingConfigError,
     VectorStoreUsageError,
 )
+from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.query._builder import MAX_LIMIT, QueryBuilder
 from turnkit.batteries.vector.ranking._abstain import check_min_score, grounding_verdict
@@ -52,11 +53,9 @@ from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOpti
 from turnkit.batteries.vector.store._hybrid import (
     HybridOption,
     HybridSpec,
-    apply_hybrid,
     coerce_hybrid,
     dense_scores,
 )
-from turnkit.batteries.vector.store._records import VectorMatch, VectorRecord
 from turnkit.batteries.vector.store._store import VectorStore
 
 if TYPE_CHECKING:
@@ -403,7 +402,7 @@ class VectorRetrievableGlue:
             return []
         q = _apply_filter(self._near(self.store(self.collection), query), self.filter)
         if isinstance(query, str):
-            q = apply_hybrid(q, self.hybrid, query)  # a vector query has no words to match
+            q = q.with_hybrid(self.hybrid, query)  # a vector query has no words to match
         limit = self.rerank.pool() if self.rerank is not None else self.top_k
         q = q.select(*_SELECT).limit(limit)
         try:

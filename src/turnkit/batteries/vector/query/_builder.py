@@ -16,13 +16,18 @@ from turnkit.batteries.vector._errors import (
     QueryConflictError,
     UnknownFieldError,
 )
+from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import validate_field
 from turnkit.batteries.vector.filters._where import Filterable
+from turnkit.batteries.vector.query._ranking_specs import (
+    DEFAULT_ALPHA,
+    DEFAULT_LAMBDA,
+    DEFAULT_RRF_K,
+    HybridSpec,
+    MmrSpec,
+)
 from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
-from turnkit.batteries.vector.ranking._mmr import DEFAULT_LAMBDA, MmrSpec
-from turnkit.batteries.vector.store._hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, HybridSpec
-from turnkit.batteries.vector.store._records import VectorMatch
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
@@ -192,6 +197,23 @@ class QueryBuilder(Filterable):
         return self._with(prefilter=enabled)
 
     # -- ranking ------------------------------------------------------------------------
+    def with_hybrid(self, spec: HybridSpec | None, text: str) -> QueryBuilder:
+        """``hybrid(...)`` with ``spec``'s options and ``text`` as the full-text query.
+
+        Args:
+            spec: The hybrid options, as ``coerce_hybrid`` of a tool's or callback's option
+                gives them; ``None`` returns this builder unchanged.
+            text: The words the full-text leg matches.
+
+        Returns:
+            A new builder.
+        """
+        if spec is None:
+            return self
+        return self.hybrid(
+            spec.alpha, fusion=spec.fusion, rrf_k=spec.rrf_k, text=text, candidates=spec.candidates
+        )
+
     def hybrid(
         self,
         alpha: float = DEFAULT_ALPHA,

@@ -6,8 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from turnkit.batteries.vector.filters._ast import FilterNode
-from turnkit.batteries.vector.ranking._mmr import MmrSpec
-from turnkit.batteries.vector.store._hybrid import HybridSpec
+from turnkit.batteries.vector.query._ranking_specs import HybridSpec, MmrSpec
 
 __all__ = ["NearId", "NearText", "NearVector", "QuerySpec"]
 

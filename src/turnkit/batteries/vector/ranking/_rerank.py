@@ -28,7 +28,7 @@ import numpy as np
 from turnkit._aio import run_sync
 from turnkit._messages import ChatMessage
 from turnkit.batteries.vector._errors import InvalidRankingConfigError, RerankFailedError
-from turnkit.batteries.vector.store._records import VectorMatch
+from turnkit.batteries.vector._matches import VectorMatch
 
 if TYPE_CHECKING:
     from turnkit._models import ChatModel
