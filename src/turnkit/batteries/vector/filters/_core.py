@@ -1,7 +1,7 @@
 """Filters of the vector battery: build, validate, compile to LanceDB SQL, evaluate.
 
 Every filter form (builder calls, Mongo-style dicts, text expressions) ends up
-as a tree of `Condition`/`And`/`Or`/`Not`/`Raw` nodes (``_filter_ast.py``).
+as a tree of `Condition`/`And`/`Or`/`Not`/`Raw` nodes (``_ast.py``).
 This module owns the two consumers of that tree and keeps them in lock-step:
 
 - :func:`evaluate` is the pure-Python *reference semantics*;

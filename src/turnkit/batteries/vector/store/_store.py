@@ -679,7 +679,7 @@ class VectorStore:
 
     # -- reads ---------------------------------------------------------------------------
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
-        # Diversity and hybrid fusion wrap this same search (see _mmr.py, _hybrid.py).
+        # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
         if spec.mmr is not None:
             from turnkit.batteries.vector.ranking._mmr import mmr_search
 
