@@ -1,1 +1,4 @@
-"""Filters, pure: the AST, builders, Mongo-style dicts, the text grammar, the SQL compiler and the reference evaluator (imports only ``_errors``/``_matches``)."""
+"""Filters, pure: AST, builders, Mongo dicts, text grammar, SQL compiler, reference evaluator.
+
+Imports only ``_errors`` and ``_matches``.
+"""

@@ -1,1 +1,4 @@
-"""What a query is: the I/O-free spec, its ranking options and the immutable builder (imports ``filters`` and below)."""
+"""What a query is: the I/O-free spec, its ranking options and the immutable builder.
+
+Imports ``filters`` and below.
+"""

@@ -1,1 +1,4 @@
-"""The only code importing lancedb: collections, records, scores, execution of a spec (hybrid legs, MMR over-fetch), writes."""
+"""The only code importing lancedb: collections, records, scores, writes, spec execution.
+
+Execution includes the hybrid legs and the MMR over-fetch.
+"""
