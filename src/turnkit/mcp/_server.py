@@ -353,7 +353,10 @@ _DELETE_SCHEMA: Final[dict[str, Any]] = {
 
 
 def _open_store(
-    store: VectorStore | None, uri: str | None, encoder: Encoder | str | None
+    store: VectorStore | None,
+    uri: str | None,
+    encoder: Encoder | str | None,
+    connect: Mapping[str, Any] | None = None,
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
@@ -376,13 +379,14 @@ def _open_store(
             option="uri",
         )
     resolved = encoder_from_spec(encoder) if isinstance(encoder, str) else encoder
-    return create_vector_store(uri=uri, encoder=resolved), resolved is None
+    return create_vector_store(uri=uri, encoder=resolved, **dict(connect or {})), resolved is None
 
 
 def create_mcp_server(
     store: VectorStore | None = None,
     *,
     uri: str | None = None,
+    connect: Mapping[str, Any] | None = None,
     collections: str | Sequence[str] | None = None,
     encoder: Encoder | str | None = None,
     enable_writes: bool = False,
@@ -409,6 +413,8 @@ def create_mcp_server(
     Args:
         store: The store to serve (its encoder embeds queries). Or pass ``uri``.
         uri: Open the store at this URI instead.
+        connect: With ``uri``: more `create_vector_store` arguments
+            (``storage_options``, ``api_key``, ``region``).
         collections: The collection(s) to expose; default every collection in
             the store. With more than one, each tool takes a ``collection``.
         encoder: With ``uri``: an `Encoder` or a spec (``"hash:64"``,
@@ -443,7 +449,7 @@ def create_mcp_server(
     Raises:
         InvalidMCPServerConfigError: Conflicting or invalid options.
     """
-    served, read_encoder = _open_store(store, uri, encoder)
+    served, read_encoder = _open_store(store, uri, encoder, connect)
     if collections is None:
         names = served.list_collections_sync()
         if not names:
