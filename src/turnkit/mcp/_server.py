@@ -234,7 +234,8 @@ class _Tools:
             )
         except Exception as exc:
             return _error(exc)
-        return _result(response.model_dump(mode="json", exclude_none=True))
+        # The seed's REST spelling (sourceUri, pageSpan…), so clients written against Vertex read it.
+        return _result(response.model_dump(mode="json", exclude_none=True, by_alias=True))
 
     async def store_documents(self, arguments: dict[str, Any]) -> CallToolResult:
         try:
@@ -542,7 +543,7 @@ def create_mcp_server(
             schema=retrieve_contexts_input_schema(),
             annotations=READ_ONLY_ANNOTATIONS,
             handler=handlers.retrieve_contexts,
-            output_schema=RetrieveContextsResponse.model_json_schema(),
+            output_schema=RetrieveContextsResponse.model_json_schema(by_alias=True),
         ),
     ]
     if enable_writes:
