@@ -40,7 +40,14 @@ from ._errors import (
 )
 from ._messages import ChatMessage, InMemoryMessageStore, Message
 from ._models import ChatModel
-from ._prompt import SAFETY_DIRECTIVE, RenderedPrompt, TokenCounts, count_prompt_tokens, render_prompt
+from ._prompt import (
+    SAFETY_DIRECTIVE,
+    RenderedPrompt,
+    TokenCounts,
+    UntrustedPlacement,
+    count_prompt_tokens,
+    render_prompt,
+)
 from ._retrievable import Retrievable, rank_order
 from ._tokens import DEFAULT_ENCODING, EncodingName
 
@@ -230,7 +237,14 @@ class TurnRunnerConfig:
             ``"cl100k_base"``).
         max_history_messages: Keep at most this many earlier messages in the
             prompt (``None``: all of them).
-        safety_directive: The text placed before retrieved records.
+        safety_directive: The text placed before retrieved records (in the
+            system message).
+        untrusted_placement: Where records of every tier but first-party go.
+            ``"user"`` (default): a user-role context message just before the
+            user's turn, so third-party text never gets the system role's
+            authority; the directive and the nonce rule stay in the system
+            message. ``"system"``: after the first-party corpus in the system
+            message. The token budget counts both messages either way.
         on_event: Called with each `TurnEvent` (sync inline, or awaited);
             keep it quick.
 
@@ -253,6 +267,7 @@ class TurnRunnerConfig:
     encoding: EncodingName = DEFAULT_ENCODING
     max_history_messages: int | None = None
     safety_directive: str = SAFETY_DIRECTIVE
+    untrusted_placement: UntrustedPlacement = "user"
     on_event: Callable[[TurnEvent], object] | None = None
 
     def __post_init__(self) -> None:
@@ -312,6 +327,12 @@ class TurnRunnerConfig:
                 raise InvalidTurnRunnerConfigError(
                     f"TurnRunnerConfig.{name} must be a string, got {getattr(self, name)!r}.", field=name
                 )
+        if self.untrusted_placement not in ("user", "system"):
+            raise InvalidTurnRunnerConfigError(
+                f"TurnRunnerConfig.untrusted_placement must be 'user' or 'system', "
+                f"got {self.untrusted_placement!r}.",
+                field="untrusted_placement",
+            )
         _check_callable("on_event", self.on_event, 1, "a callable (event)")
 
 
@@ -620,6 +641,7 @@ class TurnRunner:
                 history=history[len(history) - keep_history :] if keep_history else [],
                 turn_messages=turn_messages,
                 safety_directive=cfg.safety_directive,
+                untrusted_placement=cfg.untrusted_placement,
             )
             tokens = count_prompt_tokens(rendered, encoding=cfg.encoding)
             return rendered, replace(tokens, budget=cfg.token_budget)

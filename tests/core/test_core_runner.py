@@ -113,7 +113,9 @@ async def test_a_turn_fetches_renders_calls_the_model_and_stores(store_cls: type
     # The model saw exactly the rendered prompt.
     assert model.calls == [result.prompt]
     assert result.prompt[0].role == "system" and result.prompt[0].content.startswith("Be brief.")
-    assert 'id="d"' in result.prompt[0].content and "<untrusted_content nonce=" in result.prompt[0].content
+    assert 'id="d"' in result.prompt[0].content and "<untrusted_content" not in result.prompt[0].content
+    # Third-party records come in their own user-role message, just before the question.
+    assert result.prompt[-2].role == "user" and '<untrusted_content nonce="' in result.prompt[-2].content
     assert result.prompt[-1] == ChatMessage("user", "What is it?")
     assert result.rendered is not None and set(result.rendered.nonces) == {"w"}
     # Both messages were stored, in order, under the conversation.

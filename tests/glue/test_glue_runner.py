@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from turnkit import (
+    CONTEXT_PREAMBLE,
     ChatMessage,
     PipelineError,
     Retrievable,
@@ -68,12 +69,14 @@ async def test_a_turn_retrieves_through_the_glue_and_renders_each_tier(vs, colle
     assert result.reply == "Refunds take 5 business days. Sources: handbook/refunds.md"
     system = result.prompt[0].content
     corpus = system[system.index("<retrieved_corpus>") : system.index("</retrieved_corpus>")]
-    assert HANDBOOK.content in corpus and "forum-1234" not in corpus
+    assert HANDBOOK.content in corpus and "forum-1234" not in system
+    context = result.prompt[-2]
+    assert context.role == "user" and context.content.startswith(CONTEXT_PREAMBLE)
     nonce = result.rendered.nonces["forum-1234"]  # type: ignore[union-attr]
     fence = re.search(
         rf'<untrusted_content nonce="{nonce}" tier="third-party" id="forum-1234"[^>]*>(.*?)'
         rf'</untrusted_content nonce="{nonce}">',
-        system,
+        context.content,
         re.S,
     )
     assert fence is not None
