@@ -36,6 +36,7 @@ from ._errors import (
     ModelError,
     PipelineError,
     TokenBudgetExceededError,
+    TurnkitError,
     UsageError,
 )
 from ._messages import ChatMessage, InMemoryMessageStore, Message
@@ -455,8 +456,14 @@ class TurnRunner:
 
         Raises:
             InvalidTurnContextError: the message or conversation id is invalid.
-            PipelineError: a middleware raised (``code`` tells input from
-                output; the original error is the ``__cause__``).
+            TurnkitError: a middleware or callback raised a turnkit error
+                (``EncoderRequiredError``, ``UnknownTrustTierError``…): it
+                arrives unchanged, with ``pipeline`` (``"input"`` or
+                ``"output"``), ``pipeline_stage`` and ``pipeline_index`` added
+                to its context and a note naming the stage.
+            PipelineError: a middleware raised any other exception (``code``
+                tells input from output; the original error is the
+                ``__cause__``; ``stage`` and ``index`` say where).
             ModelError: the model failed or returned something other than text.
             TokenBudgetExceededError: the prompt cannot fit the budget even
                 without retrievables and history.
@@ -479,7 +486,12 @@ class TurnRunner:
             return await self._run(ctx, turn, message)
         except BaseException as exc:
             if isinstance(exc, Exception):
-                await turn.emit("turn_error", error=type(exc).__name__, code=getattr(exc, "code", None))
+                await turn.emit(
+                    "turn_error",
+                    error=type(exc).__name__,
+                    code=getattr(exc, "code", None),
+                    stage=exc.context.get("pipeline_stage") if isinstance(exc, TurnkitError) else None,
+                )
             raise
         finally:
             # A context that outlives its turn must not schedule work on a loop
@@ -599,6 +611,15 @@ class TurnRunner:
                 await invoke(stage, ctx, _Next(call_next, loop), own_thread=True)
             except PipelineError:
                 raise  # already wrapped by the stage that failed
+            except TurnkitError as exc:
+                # turnkit's own errors travel as themselves, so `except
+                # EncoderRequiredError` around run() works; the innermost stage
+                # that let one through is recorded on it.
+                if "pipeline_stage" not in exc.context:
+                    failed = f"{name!r} raised {type(exc).__name__}"
+                    exc.add_context(pipeline=which, pipeline_stage=name, pipeline_index=index)
+                    exc.add_note(f"Raised in the {which} pipeline, middleware {name!r} (stage {index}).")
+                raise
             except Exception as exc:
                 # Remembered in case an outer stage catches the error and carries on.
                 failed = f"{name!r} raised {type(exc).__name__}"
@@ -610,6 +631,9 @@ class TurnRunner:
                     stage=name,
                     index=index,
                     cause_code=getattr(exc, "code", None),
+                    pipeline=which,
+                    pipeline_stage=name,
+                    pipeline_index=index,
                 ) from exc
             if not called and stopped_by is None:
                 stopped_by = name

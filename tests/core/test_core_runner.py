@@ -19,7 +19,6 @@ from turnkit import (
     InvalidTurnRunnerConfigError,
     Message,
     ModelError,
-    PipelineError,
     RawRetrievable,
     Retrievable,
     ScriptedModel,
@@ -244,9 +243,9 @@ async def test_sync_context_forms_refuse_to_deadlock_the_turn_loop() -> None:
         ctx.fetch_messages_sync()
 
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), input_pipeline=[bad]))
-    with pytest.raises(PipelineError) as info:
+    with pytest.raises(SyncInLoopThreadError) as info:
         await runner.run("q")
-    assert isinstance(info.value.__cause__, SyncInLoopThreadError)
+    assert info.value.context["pipeline"] == "input"
 
 
 async def test_missing_callbacks() -> None:
@@ -287,10 +286,9 @@ def test_new_context_sync_forms_work_outside_a_turn() -> None:
 )
 async def test_fetch_results_are_checked(returned: object, error: type[Exception]) -> None:
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), fetch_retrievables=lambda ctx: returned))
-    with pytest.raises(PipelineError) as info:
+    with pytest.raises(error) as info:
         await runner.run("q")
-    assert isinstance(info.value.__cause__, error)
-    assert info.value.code == "E_INPUT_PIPELINE_ERROR"
+    assert info.value.context["pipeline_stage"] == "fetch_retrievables_stage"
 
 
 # -- message callbacks ---------------------------------------------------------------------
