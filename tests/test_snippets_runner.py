@@ -6,7 +6,7 @@ import pytest
 
 from ._snippets import expected_output, python_blocks, run_snippet
 
-PAGE = '''
+PAGE = """
 Intro.
 
 ```python
@@ -23,7 +23,7 @@ print("hello")
 ```sh
 echo not python
 ```
-'''
+"""
 
 
 def test_blocks_are_found_and_dedented() -> None:
