@@ -19,6 +19,10 @@ CORE_MODULES = {
     "turnkit._messages",
     "turnkit._context",
     "turnkit._runner",
+    "turnkit._runner_config",
+    "turnkit._pipeline",
+    "turnkit._turn",
+    "turnkit._fit",
     "turnkit._prompt",
     "turnkit._models",
 }
