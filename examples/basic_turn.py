@@ -96,8 +96,11 @@ def main() -> None:
     assert result.tokens is not None
     print("prompt tokens:", result.tokens.prompt, "of", result.tokens.budget)
     print("stages:", " -> ".join(e.name for e in result.events))
-    print()
-    print(result.prompt[0].content)
+    # The system message (instructions, first-party corpus), then the context
+    # message carrying third-party records; the question itself comes last.
+    for message in result.prompt[:-1]:
+        print(f"\n[{message.role}]")
+        print(message.content)
 
 
 if __name__ == "__main__":

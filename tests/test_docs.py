@@ -7,38 +7,38 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+from ._snippets import ROOT, doc_pages, page_snippets, python_blocks, run_snippet
+
+PAGES = doc_pages()
 
 
-def _python_blocks(text: str) -> list[str]:
-    return [textwrap.dedent(b) for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)]
-
-
-def _snippets() -> list[Any]:
-    return [
-        pytest.param(block, id=f"{page.relative_to(ROOT)}#{i}")
-        for page in PAGES
-        for i, block in enumerate(_python_blocks(page.read_text()))
-    ]
-
-
-@pytest.mark.parametrize("code", _snippets())
-def test_snippet_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("name", "code"), [pytest.param(n, c, id=n) for n, c in page_snippets()])
+def test_snippet_runs_and_prints_what_it_says(
+    name: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Snippets that use the default location write under the current directory.
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "<snippet>", "exec"), {"__name__": "__snippet__"})
+    run_snippet(code, name=name)
 
 
 def test_there_are_snippets_on_the_main_pages() -> None:
-    for name in ["README.md", "docs/store.md", "docs/filters.md", "docs/trust-tiers.md"]:
-        assert _python_blocks((ROOT / name).read_text()), name
+    for name in [
+        "README.md",
+        "docs/store.md",
+        "docs/filters.md",
+        "docs/trust-tiers.md",
+        "docs/retrieval-callbacks.md",
+        "docs/vector-query-tool.md",
+        "docs/retrieve-contexts.md",
+        "docs/mcp.md",
+    ]:
+        assert python_blocks((ROOT / name).read_text()), name
+    assert len(python_blocks((ROOT / "docs" / "retrieval-callbacks.md").read_text())) >= 7
+    assert sum("#>" in code for _, code in page_snippets()) >= 15
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -30,7 +30,15 @@ from ._errors import (
 )
 from ._messages import MESSAGE_ROLES, ChatMessage, InMemoryMessageStore, Message, MessageRole
 from ._models import ChatModel, OpenAIChatModel, ScriptedModel
-from ._prompt import SAFETY_DIRECTIVE, RenderedPrompt, TokenCounts, count_prompt_tokens, render_prompt
+from ._prompt import (
+    CONTEXT_PREAMBLE,
+    SAFETY_DIRECTIVE,
+    RenderedPrompt,
+    TokenCounts,
+    UntrustedPlacement,
+    count_prompt_tokens,
+    render_prompt,
+)
 from ._retrievable import (
     TRUST_TIERS,
     RawRetrievable,
@@ -57,6 +65,7 @@ from ._tokens import count_tokens, get_encoding
 __version__ = "0.1.0"
 
 __all__ = [
+    "CONTEXT_PREAMBLE",
     "CallbackNotConfiguredError",
     "ChatMessage",
     "ChatModel",
@@ -105,6 +114,7 @@ __all__ = [
     "TurnRunnerConfig",
     "TurnkitError",
     "UnknownTrustTierError",
+    "UntrustedPlacement",
     "UsageError",
     "count_prompt_tokens",
     "count_tokens",

@@ -179,7 +179,12 @@ class SyncInLoopThreadError(UsageError):
 
 
 class PipelineError(RuntimeFailure):
-    """A middleware stage of a turn raised."""
+    """A middleware stage of a turn raised an exception that is not a turnkit error.
+
+    turnkit errors raised in a pipeline (by a middleware or a callback it
+    calls) reach the caller unchanged instead, with the stage recorded in their
+    context; the original exception is this error's ``__cause__``.
+    """
 
     code = "E_INPUT_PIPELINE_ERROR"
     default_hint = "A middleware in the input pipeline raised; its name and the cause are attached."

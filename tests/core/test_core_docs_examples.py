@@ -6,27 +6,26 @@ import inspect
 import re
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import turnkit
 
-ROOT = Path(__file__).resolve().parents[2]
+from .._snippets import ROOT, python_blocks, run_snippet
+
 CORE_MODULES = {
     "turnkit._retrievable",
     "turnkit._messages",
     "turnkit._context",
     "turnkit._runner",
+    "turnkit._runner_config",
+    "turnkit._pipeline",
+    "turnkit._turn",
+    "turnkit._fit",
     "turnkit._prompt",
     "turnkit._models",
 }
-
-
-def python_blocks(text: str) -> list[str]:
-    return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", text, re.S)]
 
 
 def core_public_objects() -> list[tuple[str, Any]]:
@@ -49,7 +48,7 @@ def docstring_examples() -> list[Any]:
 @pytest.mark.parametrize("code", docstring_examples())
 def test_docstring_examples_run(code: str) -> None:
     namespace = {name: getattr(turnkit, name) for name in turnkit.__all__}
-    exec(compile(code, "<docstring>", "exec"), namespace)
+    run_snippet(code, name="<docstring>", namespace=namespace)
 
 
 def test_there_are_docstring_examples() -> None:

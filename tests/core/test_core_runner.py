@@ -19,7 +19,6 @@ from turnkit import (
     InvalidTurnRunnerConfigError,
     Message,
     ModelError,
-    PipelineError,
     RawRetrievable,
     Retrievable,
     ScriptedModel,
@@ -113,7 +112,9 @@ async def test_a_turn_fetches_renders_calls_the_model_and_stores(store_cls: type
     # The model saw exactly the rendered prompt.
     assert model.calls == [result.prompt]
     assert result.prompt[0].role == "system" and result.prompt[0].content.startswith("Be brief.")
-    assert 'id="d"' in result.prompt[0].content and "<untrusted_content nonce=" in result.prompt[0].content
+    assert 'id="d"' in result.prompt[0].content and "<untrusted_content" not in result.prompt[0].content
+    # Third-party records come in their own user-role message, just before the question.
+    assert result.prompt[-2].role == "user" and '<untrusted_content nonce="' in result.prompt[-2].content
     assert result.prompt[-1] == ChatMessage("user", "What is it?")
     assert result.rendered is not None and set(result.rendered.nonces) == {"w"}
     # Both messages were stored, in order, under the conversation.
@@ -242,9 +243,9 @@ async def test_sync_context_forms_refuse_to_deadlock_the_turn_loop() -> None:
         ctx.fetch_messages_sync()
 
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), input_pipeline=[bad]))
-    with pytest.raises(PipelineError) as info:
+    with pytest.raises(SyncInLoopThreadError) as info:
         await runner.run("q")
-    assert isinstance(info.value.__cause__, SyncInLoopThreadError)
+    assert info.value.context["pipeline"] == "input"
 
 
 async def test_missing_callbacks() -> None:
@@ -285,10 +286,9 @@ def test_new_context_sync_forms_work_outside_a_turn() -> None:
 )
 async def test_fetch_results_are_checked(returned: object, error: type[Exception]) -> None:
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), fetch_retrievables=lambda ctx: returned))
-    with pytest.raises(PipelineError) as info:
+    with pytest.raises(error) as info:
         await runner.run("q")
-    assert isinstance(info.value.__cause__, error)
-    assert info.value.code == "E_INPUT_PIPELINE_ERROR"
+    assert info.value.context["pipeline_stage"] == "fetch_retrievables_stage"
 
 
 # -- message callbacks ---------------------------------------------------------------------

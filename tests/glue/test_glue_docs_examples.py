@@ -3,45 +3,23 @@
 from __future__ import annotations
 
 import importlib.util
-import re
+import inspect
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
 import turnkit.batteries.vector as vector
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "docs" / "retrieval-callbacks.md"
+from .._snippets import ROOT, python_blocks, run_snippet
 
-
-def python_blocks(text: str) -> list[str]:
-    return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", text, re.S)]
-
-
-def snippets() -> list[Any]:
-    return [
-        pytest.param(b, id=f"retrieval-callbacks#{i}") for i, b in enumerate(python_blocks(PAGE.read_text()))
-    ]
-
-
-def test_the_page_has_snippets() -> None:
-    assert len(snippets()) >= 7
-
-
-@pytest.mark.parametrize("code", snippets())
-def test_doc_snippets_run(code: str) -> None:
-    exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_snippet__"})
+# The page's own snippets run with every other page in tests/test_docs.py.
 
 
 def test_docstring_example_runs() -> None:
-    doc = vector.create_vector_retrievable_callbacks.__doc__ or ""
-    [block] = python_blocks(textwrap.dedent(doc.split("\n", 1)[1]))
-    exec(compile(block, "<docstring>", "exec"), {})
+    [block] = python_blocks(inspect.getdoc(vector.create_vector_retrievable_callbacks) or "")
+    run_snippet(block, name="<docstring>")
 
 
 def load(name: str) -> ModuleType:
