@@ -32,6 +32,7 @@ from ..tools import (
     describe_metadata_fields,
     retrieve_contexts,
 )
+from ..tools._filters import _fields as guard_fields
 from ..tools._vector_query import filter_description
 from ._errors import MCPUnknownPrincipalError
 
@@ -282,7 +283,10 @@ class Tools:
         except TurnkitError as exc:
             return _error(exc)
         result = await scope.query_tools[collection].execute(arguments)
-        return _result(result.to_dict(), is_error=result.status == "error")
+        payload = result.to_dict()
+        if scope.guard is not None:
+            _hide_guard_keys(payload, scope.guard)
+        return _result(payload, is_error=result.status == "error")
 
     async def retrieve_contexts(self, arguments: dict[str, Any]) -> CallToolResult:
         try:
@@ -355,6 +359,18 @@ class Tools:
         except Exception as exc:
             return _error(exc)
         return _result({"deleted": deleted})
+
+
+def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
+    """Drop the metadata keys the guard names from each source: a guard value never reaches the model."""
+    paths = [f.removeprefix("metadata.").split(".") for f in guard_fields(guard) if f.startswith("metadata.")]
+    for source in payload.get("sources") or []:
+        for path in paths:
+            node = source.get("metadata")
+            for key in path[:-1]:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(path[-1], None)
 
 
 def _write_records(arguments: dict[str, Any]) -> list[dict[str, Any]]:
