@@ -116,3 +116,18 @@ def test_http_limits_are_checked():
     ):
         with pytest.raises(InvalidMCPServerConfigError):
             HttpLimits(**bad)
+
+
+@pytest.mark.parametrize("cap", [1, 5, 70_000])
+async def test_bounded_lines_keeps_short_lines_and_drops_long_ones(cap):
+    import io
+
+    from turnkit.mcp._stdio import bounded_lines
+
+    lines = [b"a", b"", b"x" * 5, b"y" * 6, b"z" * 200_000, b"{}", "é".encode() * 3, b"tail"]
+    source = io.BytesIO(b"\n".join(lines))
+    got = [line async for line in bounded_lines(source, cap)]
+    expected = [(line.decode() + "\n") for line in lines[:-1] if len(line) <= cap]
+    if len(lines[-1]) <= cap:
+        expected.append(lines[-1].decode())
+    assert got == expected

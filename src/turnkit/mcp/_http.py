@@ -161,8 +161,8 @@ class SessionLimits:
 
     async def _existing(self, sid: str, scope: Scope, receive: Receive, send: Send) -> None:
         session = self._t.sessions.get(sid)
-        if session is None:
-            await self.app(scope, receive, send)  # the SDK answers 404
+        if session is None or session.key != _client_key(scope):
+            await self.app(scope, receive, send)  # the SDK answers 404 (another principal's id too)
             return
         session.requests += 1
         session.in_flight += 1
@@ -183,12 +183,7 @@ class SessionLimits:
                 self._t.sessions.pop(sid, None)
 
     async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("user")
-        if isinstance(user, AuthenticatedUser):
-            key = f"principal:{user.access_token.client_id}"
-        else:
-            client = scope.get("client")
-            key = f"address:{client[0] if client else '?'}"
+        key = _client_key(scope)
         victims, refusal = self._admit(key)
         for sid, victim in victims:
             await self._end(sid, victim)
@@ -270,6 +265,15 @@ class SessionLimits:
             await self.app(scope, receive, discard)
         except Exception:  # pragma: no cover - the session is forgotten either way
             log.exception("Ending session %s failed", sid[:8])
+
+
+def _client_key(scope: Scope) -> str:
+    """Whose session this is: the principal, or without authentication the client's address."""
+    user = scope.get("user")
+    if isinstance(user, AuthenticatedUser):
+        return f"principal:{user.access_token.client_id}"
+    client = scope.get("client")
+    return f"address:{client[0] if client else '?'}"
 
 
 async def _refuse(status: int, send: Send) -> None:
