@@ -219,6 +219,11 @@ async def test_each_token_sees_only_its_own_rows(disk_store, tmp_path):
         assert all("tenant" not in json.dumps(v) for v in (acme, globex))
         assert "'howto'" in acme[0] and "'howto'" not in globex[0]  # each listing shows its own values
         assert acme[3] == {"deleted": 1} and globex[3] == {"deleted": 1}
+        # A session belongs to the token that opened it.
+        _, headers, _ = _post(url, json.dumps(INIT).encode(), {"Authorization": f"Bearer {TOKEN_A}"})
+        listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+        other = {"Authorization": f"Bearer {TOKEN_B}", "Mcp-Session-Id": headers["mcp-session-id"]}
+        assert _post(url, listing, other)[0] == 404
     finally:
         _stop(proc)
 
