@@ -95,3 +95,22 @@ def test_serve_applies_a_guard_from_the_command_line(run: Run, corpus: Path, tmp
     listing, content = asyncio.run(asyncio.wait_for(session(), timeout=60))
     assert "no-such-file" not in listing and "Any metadata key" in listing
     assert content["status"] == "no_results"  # the guard excludes every ingested chunk
+
+
+def test_serve_refuses_a_network_bind_without_a_token(run: Run, corpus: Path, tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    assert run("ingest", str(corpus), "--uri", db, "-c", "kb", "--encoder", "hash").code == EXIT_OK
+    result = run("serve", "--uri", db, "--transport", "http", "--host", "0.0.0.0")
+    assert result.code == 2
+    assert "[E_MCP_INSECURE_BIND]" in result.err and "--insecure-no-auth" in result.err
+    result = run("serve", "--uri", db, "--transport", "http", "--host", "0.0.0.0", "--token", "short")
+    assert (
+        result.code == 2 and "[E_INVALID_MCP_SERVER_CONFIG]" in result.err and "16 characters" in result.err
+    )
+    result = run("serve", "--uri", db, "--transport", "http", "--tokens-file", str(tmp_path / "none.toml"))
+    assert result.code == 2 and "cannot be read" in result.err
+
+
+def test_serve_http_flags_are_validated(run: Run) -> None:
+    result = run("serve", "--transport", "http", "--max-sessions", "0")
+    assert result.code == 2 and "expected a positive integer" in result.err

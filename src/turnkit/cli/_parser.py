@@ -9,7 +9,7 @@ from ._config import DEFAULT_COLLECTION, DEFAULT_URI, DEMO_URI, ENV_COLLECTION, 
 from ._connect import ENV_API_KEY, ENV_REGION
 from ._errors import CliUsageError
 
-__all__ = ["build_parser"]
+__all__ = ["add_filter_arguments", "add_http_arguments", "build_parser", "serve_options"]
 
 # Every environment variable the command line reads; each subcommand's help lists only its own.
 _ENV_HELP = {
@@ -176,6 +176,74 @@ def add_filter_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_http_arguments(p: argparse.ArgumentParser) -> None:
+    """The network flags of ``turnkit serve --transport http``, shared with ``python -m turnkit.mcp``."""
+    g = p.add_argument_group("serving over a network (--transport http)")
+    g.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="bearer token clients must send [$TURNKIT_MCP_TOKEN; prefer the variable: arguments show in ps]",
+    )
+    g.add_argument(
+        "--tokens-file",
+        metavar="PATH",
+        help="JSON or TOML file of principals, each with a token (or its sha256) and a guard",
+    )
+    g.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host name clients use (repeatable); loopback names and --host are always allowed",
+    )
+    g.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve a non-loopback --host without a token (only behind your own authentication)",
+    )
+    g.add_argument(
+        "--max-body-size", type=_positive_int, metavar="BYTES", help="request body cap (default 4 MiB)"
+    )
+    g.add_argument(
+        "--max-sessions", type=_positive_int, metavar="N", help="open sessions in all (default 1000)"
+    )
+    g.add_argument(
+        "--max-sessions-per-client", type=_positive_int, metavar="N", help="per token or address (default 32)"
+    )
+    g.add_argument("--session-idle-timeout", type=_positive_int, metavar="SECONDS", help="default 1800")
+    g.add_argument(
+        "--max-message-size",
+        type=_positive_int,
+        metavar="BYTES",
+        help="stdio: longer messages are dropped (default 4 MiB)",
+    )
+
+
+def serve_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The `turnkit.mcp.serve` keywords of `add_http_arguments`' flags."""
+    from ..mcp import HttpLimits
+
+    given = {
+        "max_body_bytes": args.max_body_size,
+        "max_sessions": args.max_sessions,
+        "max_sessions_per_client": args.max_sessions_per_client,
+        "idle_timeout": args.session_idle_timeout,
+    }
+    limits = {k: v for k, v in given.items() if v is not None}
+    if "max_sessions" in limits and "max_sessions_per_client" not in limits:
+        limits["max_sessions_per_client"] = min(limits["max_sessions"], HttpLimits().max_sessions_per_client)
+    options: dict[str, Any] = {
+        "token": args.token,
+        "tokens_file": args.tokens_file,
+        "allow_hosts": args.allow_host,
+        "insecure_no_auth": args.insecure_no_auth,
+        "limits": HttpLimits(**limits),
+    }
+    if args.max_message_size is not None:
+        options["max_message_bytes"] = args.max_message_size
+    return options
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``turnkit`` parser; each subcommand sets ``command``."""
     from .. import __version__
@@ -293,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="vector_query over-fetches and reranks with the offline scorer (weights 0.4/0.4/0.2)",
     )
     add_filter_arguments(p)
+    add_http_arguments(p)
 
     p = _add(
         subs,

@@ -36,6 +36,8 @@ def run_serve(args: argparse.Namespace) -> int:
             hint="pip install 'turnkit[mcp]'",
             package="mcp",
         ) from exc
+    from ._parser import serve_options
+
     serve(
         uri=store_uri(conn.uri),
         connect=conn.connect_options(),
@@ -51,5 +53,6 @@ def run_serve(args: argparse.Namespace) -> int:
         guard=args.guard,
         filter_fields=args.filter_fields,
         enable_filter=args.enable_filter,
+        **serve_options(args),
     )
     return EXIT_OK

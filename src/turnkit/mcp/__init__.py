@@ -36,16 +36,24 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MCPUnavailableError("turnkit.mcp needs the `mcp` package.") from exc
 
+from ._auth import load_principals
 from ._encoders import encoder_from_spec
-from ._serve import serve
+from ._errors import MCPInsecureBindError, MCPUnknownPrincipalError
+from ._http import HttpLimits
+from ._serve import ENV_TOKEN, serve
 from ._server import READ_ONLY_ANNOTATIONS, WRITE_ANNOTATIONS, create_mcp_server
 
 __all__ = [
+    "ENV_TOKEN",
+    "HttpLimits",
     "InvalidMCPServerConfigError",
+    "MCPInsecureBindError",
     "MCPUnavailableError",
+    "MCPUnknownPrincipalError",
     "READ_ONLY_ANNOTATIONS",
     "WRITE_ANNOTATIONS",
     "create_mcp_server",
     "encoder_from_spec",
+    "load_principals",
     "serve",
 ]

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from .._errors import TurnkitError
 
 # The flag set is the CLI's, so `turnkit serve` and this entry point cannot drift apart.
-from ..cli._parser import add_filter_arguments
+from ..cli._connect import connection_of
+from ..cli._parser import add_connection_arguments, add_filter_arguments, add_http_arguments, serve_options
 from ._serve import serve
 
 
@@ -30,11 +31,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--enable-writes", action="store_true", help="add destructive store/delete tools")
     parser.add_argument("--hybrid", type=float, metavar="ALPHA", help="vector_query uses hybrid search")
     parser.add_argument("--rerank", action="store_true", help="vector_query reranks (offline scorer)")
+    add_connection_arguments(parser)
     add_filter_arguments(parser)
+    add_http_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        conn = connection_of(args)
+        conn.check()
         serve(
             args.uri,
+            connect=conn.connect_options(),
             collections=args.collection,
             transport=args.transport,
             host=args.host,
@@ -47,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             guard=args.guard,
             filter_fields=args.filter_fields,
             enable_filter=args.enable_filter,
+            **serve_options(args),
         )
     except TurnkitError as exc:
         print(f"turnkit: {exc}", file=sys.stderr)

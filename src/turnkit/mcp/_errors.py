@@ -3,7 +3,9 @@
 ```
 TurnkitError
 ├── UsageError
-│   └── InvalidMCPServerConfigError   E_INVALID_MCP_SERVER_CONFIG
+│   ├── InvalidMCPServerConfigError   E_INVALID_MCP_SERVER_CONFIG
+│   │   └── MCPInsecureBindError      E_MCP_INSECURE_BIND
+│   └── MCPUnknownPrincipalError      E_MCP_UNKNOWN_PRINCIPAL
 └── RuntimeFailure
     └── MCPUnavailableError           E_MCP_UNAVAILABLE
 ```
@@ -13,7 +15,12 @@ from __future__ import annotations
 
 from .._errors import RuntimeFailure, UsageError
 
-__all__ = ["InvalidMCPServerConfigError", "MCPUnavailableError"]
+__all__ = [
+    "InvalidMCPServerConfigError",
+    "MCPInsecureBindError",
+    "MCPUnavailableError",
+    "MCPUnknownPrincipalError",
+]
 
 
 class InvalidMCPServerConfigError(UsageError):
@@ -21,6 +28,23 @@ class InvalidMCPServerConfigError(UsageError):
 
     code = "E_INVALID_MCP_SERVER_CONFIG"
     option: str
+
+
+class MCPInsecureBindError(InvalidMCPServerConfigError):
+    """An HTTP server would listen beyond loopback with no authentication."""
+
+    code = "E_MCP_INSECURE_BIND"
+    default_hint = (
+        "Give a token (--token, the TURNKIT_MCP_TOKEN variable, or --tokens-file), bind 127.0.0.1, "
+        "or pass --insecure-no-auth when something in front of the server authenticates clients."
+    )
+
+
+class MCPUnknownPrincipalError(UsageError):
+    """A tool call on a server with per-principal guards came from no known principal."""
+
+    code = "E_MCP_UNKNOWN_PRINCIPAL"
+    default_hint = "Connect with a token the server's tokens file lists."
 
 
 class MCPUnavailableError(RuntimeFailure, ImportError):

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, parse_filter_expression
+from ._auth import TokenVerifier, load_principals
 from ._errors import InvalidMCPServerConfigError
+from ._http import HttpLimits, build_http_app, check_bind
 from ._server import create_mcp_server
+from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
 
-__all__ = ["parse_filter_fields", "parse_guard", "serve"]
+__all__ = ["ENV_TOKEN", "parse_filter_fields", "parse_guard", "serve"]
+
+ENV_TOKEN = "TURNKIT_MCP_TOKEN"
+"""The environment variable `serve` reads a bearer token from when none is given."""
 
 Transport = Literal["stdio", "http"]
 
@@ -70,6 +78,12 @@ def serve(
     filter_fields: str | Sequence[str] | Mapping[str, str] | None = "auto",
     enable_filter: bool = True,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
+    token: str | None = None,
+    tokens_file: str | Path | None = None,
+    allow_hosts: Sequence[str] = (),
+    insecure_no_auth: bool = False,
+    limits: HttpLimits | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     connect: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve a store's collections over MCP until interrupted (blocking).
@@ -80,8 +94,8 @@ def serve(
         collections: Same as ``collection``, for callers with a list.
         transport: ``"stdio"`` (a client launches this process) or ``"http"``
             (streamable HTTP at ``http://{host}:{port}{path}``).
-        host: HTTP interface; loopback by default. Binding anything else
-            exposes the store to the network: put authentication in front.
+        host: HTTP interface; loopback by default. Anything else (``0.0.0.0``,
+            a LAN address) needs a token, or ``insecure_no_auth``.
         port: HTTP port.
         path: HTTP endpoint path.
         enable_writes: Add the destructive ``store_documents`` and
@@ -99,11 +113,23 @@ def serve(
             guard), ``"any"``, comma-separated keys (``"kind,year"``), or a list.
         enable_filter: Let ``vector_query`` take a model ``filter``.
         log_level: Server log level; logs go to stderr, never stdout.
+        token: HTTP bearer token of the principal ``default``; default the
+            ``TURNKIT_MCP_TOKEN`` variable. Compared in constant time; a
+            request without it gets 401 with ``WWW-Authenticate: Bearer``.
+        tokens_file: A JSON or TOML file of principals, each with a token (or
+            its SHA-256) and an optional guard its calls run with (see `load_principals`).
+        allow_hosts: Host names clients use, beyond the loopback names and
+            ``host``: the ``Host`` and ``Origin`` headers are checked on every bind.
+        insecure_no_auth: Serve a non-loopback ``host`` with no token (something
+            in front authenticates); logs a warning.
+        limits: HTTP body and session limits (`HttpLimits`).
+        max_message_bytes: Over stdio, a longer message is dropped (and logged).
         connect: More `create_vector_store` arguments for ``uri``
             (``storage_options``, ``api_key``, ``region``).
 
     Raises:
         InvalidMCPServerConfigError: Bad options (checked before serving).
+        MCPInsecureBindError: A non-loopback ``host`` without a token or ``insecure_no_auth``.
     """
     if collection is not None and collections is not None:
         raise InvalidMCPServerConfigError("Pass collection= or collections=, not both.", option="collections")
@@ -115,6 +141,16 @@ def serve(
         raise InvalidMCPServerConfigError(f"port must be in [0, 65535], got {port!r}.", option="port")
     if not isinstance(path, str) or not path.startswith("/"):
         raise InvalidMCPServerConfigError(f"path must start with '/', got {path!r}.", option="path")
+    if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1:
+        raise InvalidMCPServerConfigError(
+            "max_message_bytes must be a positive integer.", option="max_message_bytes"
+        )
+    if token is None:
+        token = os.environ.get(ENV_TOKEN) or None
+    principals = load_principals(token, tokens_file) if transport == "http" else []
+    if transport == "http":
+        check_bind(host, authenticated=bool(principals), insecure_no_auth=insecure_no_auth)
+    guards = {p.name: parse_guard(p.guard) for p in principals} if tokens_file is not None else None
     server = create_mcp_server(
         uri=uri,
         connect=connect,
@@ -127,13 +163,21 @@ def serve(
         hybrid=hybrid,
         # The call's top_k decides how many results come back, not Mastra's default of 3.
         reranker={"top_k": 1000} if rerank else None,
+        principal_guards=guards,
         log_level=log_level,
     )
     if transport == "stdio":
-        anyio.run(server.run_stdio_async)
-    else:
+        anyio.run(run_stdio, server, max_message_bytes)
+        return
+    import uvicorn  # a dependency of the mcp SDK
 
-        async def run_http() -> None:
-            await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
-
-        anyio.run(run_http)
+    app, _ = build_http_app(
+        server,
+        path=path,
+        bind=host,
+        verifier=TokenVerifier(principals) if principals else None,
+        extra_hosts=tuple(allow_hosts),
+        limits=limits,
+    )
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower())
+    anyio.run(uvicorn.Server(config).serve)

@@ -1,0 +1,434 @@
+"""The MCP tools' handlers and schemas, and the per-principal scope each call runs in."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from .._errors import RuntimeFailure, TurnkitError
+from ..batteries.vector import (
+    CollectionNotFoundError,
+    FilterNode,
+    RelevanceScorer,
+    RerankOptions,
+    VectorStore,
+    and_,
+    evaluate,
+)
+from ..tools import (
+    InvalidToolInputError,
+    ModelResolver,
+    ToolErrorInfo,
+    ToolFailedError,
+    VectorQueryTool,
+    describe_metadata_fields,
+    retrieve_contexts,
+)
+from ..tools._filters import _fields as guard_fields
+from ..tools._vector_query import filter_description
+from ._errors import MCPUnknownPrincipalError
+
+__all__ = ["READ_ONLY_ANNOTATIONS", "WRITE_ANNOTATIONS"]
+
+log = logging.getLogger("turnkit.mcp")
+
+READ_ONLY_ANNOTATIONS: Final = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+"""The seed's annotations for retrieval tools: read-only, idempotent, not destructive, closed world."""
+
+WRITE_ANNOTATIONS: Final = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+"""Write tools replace or remove records: destructive (repeating a call changes nothing more)."""
+
+_MAX_WRITE_BATCH: Final = 100
+SCORE_TEXT: Final = {
+    "distance": "the raw vector distance (cosine: in [0, 2], 0 is the most relevant)",
+    "similarity": "a similarity in [0, 1], 1 is the most relevant",
+}
+Handler = Callable[[dict[str, Any]], Awaitable[CallToolResult]]
+
+
+class _HandlerTool(Tool):
+    """An SDK tool with a hand-written JSON schema; arguments go to ``handler`` as received.
+
+    turnkit validates arguments itself so a model gets turnkit's structured
+    errors, and so the SDK never re-parses string arguments as JSON.
+    """
+
+    handler: Handler = Field(exclude=True)
+    published_output_schema: dict[str, Any] | None = Field(default=None, exclude=True)
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.published_output_schema
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        return await self.handler(dict(arguments))
+
+
+async def _no_arguments() -> None:
+    """Placeholder signature; `_HandlerTool.run` never calls it."""
+
+
+def make_tool(
+    name: str,
+    *,
+    title: str,
+    description: str,
+    schema: dict[str, Any],
+    annotations: ToolAnnotations,
+    handler: Handler,
+    output_schema: dict[str, Any] | None = None,
+) -> _HandlerTool:
+    base = Tool.from_function(
+        _no_arguments, name=name, title=title, description=description, structured_output=False
+    )
+    fields = {key: getattr(base, key) for key in Tool.model_fields}
+    fields.update(
+        parameters=schema,
+        annotations=annotations.model_copy(update={"title": title}),
+    )
+    return _HandlerTool(**fields, handler=handler, published_output_schema=output_schema)
+
+
+def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=payload, is_error=is_error
+    )
+
+
+def _error(exc: BaseException) -> CallToolResult:
+    if isinstance(exc, TurnkitError):
+        kind: Literal["invalid_input", "failed"] = (
+            "failed" if isinstance(exc, RuntimeFailure) else "invalid_input"
+        )
+        if kind == "failed":
+            # Backend, encoder and judge messages can quote SQL (guard values included), keys or
+            # endpoints: log them, keep only the stable code.
+            log.warning("MCP tool failed: %s", exc, exc_info=exc)
+            info = ToolErrorInfo(
+                code=exc.code,
+                message="The knowledge-base operation failed; the details are in the server's log.",
+                hint=ToolFailedError.default_hint,
+                kind="failed",
+            )
+        else:
+            info = ToolErrorInfo.from_error(exc, kind)
+    else:
+        log.exception("MCP tool raised unexpectedly", exc_info=exc)
+        info = ToolErrorInfo.from_error(ToolFailedError("The tool failed unexpectedly."), "failed")
+    return _result({"error": info.model_dump()}, is_error=True)
+
+
+def ranking_text(models: Any, scorers: Mapping[str, Any] | None) -> str:
+    """What a model may put in ``ranking``, when the names are known up front."""
+    parts = []
+    if isinstance(models, Mapping) and models:
+        parts.append(f"ranking.llm_ranker.model_name: {', '.join(sorted(models))}")
+    if scorers:
+        parts.append(f"ranking.rank_service.model_name: {', '.join(sorted(scorers))}")
+    return f" Rankers: {'; '.join(parts)}." if parts else ""
+
+
+def with_collection(schema: dict[str, Any], collections: Sequence[str]) -> dict[str, Any]:
+    if len(collections) < 2:
+        return schema
+    out = dict(schema)
+    out["properties"] = {
+        "collection": {
+            "type": "string",
+            "enum": list(collections),
+            "description": "The collection to use.",
+        },
+        **schema["properties"],
+    }
+    out["required"] = ["collection", *schema.get("required", [])]
+    return out
+
+
+def _pick_collection(arguments: dict[str, Any], collections: Sequence[str]) -> str:
+    if len(collections) == 1:
+        if "collection" in arguments and arguments.pop("collection") != collections[0]:
+            raise InvalidToolInputError(
+                "Unknown collection.", hint=f"This server serves {collections[0]!r} only.", field="collection"
+            )
+        return collections[0]
+    name = arguments.pop("collection", None)
+    if name not in collections:
+        raise InvalidToolInputError(
+            f"`collection` must be one of {list(collections)}, got {name!r}.", field="collection"
+        )
+    return str(name)
+
+
+@dataclass
+class Scope:
+    """What one principal's calls run with: its guard and its query tools (one per collection)."""
+
+    guard: FilterNode | None
+    query_tools: dict[str, VectorQueryTool]
+    listed: dict[str, str] | None = field(default=None)
+
+
+ScopeFactory = Callable[[FilterNode | None], Scope]
+
+
+class Tools:
+    """The handlers, bound to one store; each call runs in the scope of its principal.
+
+    Without ``principal_guards`` every call runs in the one server scope. With
+    them, the principal is the authenticated access token's ``client_id`` (set
+    by the HTTP transport), each principal's scope is built on first use, and a
+    call from a principal not listed is refused.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: VectorStore,
+        collections: list[str],
+        make_scope: ScopeFactory,
+        guard: FilterNode | None,
+        principal_guards: Mapping[str, FilterNode | None] | None,
+        auto_listing: bool,
+        default_top_k: int,
+        max_top_k: int,
+        score: Literal["distance", "similarity"],
+        models: ModelResolver | None,
+        scorers: Mapping[str, RelevanceScorer] | None,
+        rerank_options: RerankOptions | None,
+    ) -> None:
+        self.models = models
+        self.scorers = scorers
+        self.rerank_options = rerank_options
+        self.store = store
+        self.collections = collections
+        self.default_top_k = default_top_k
+        self.max_top_k = max_top_k
+        self.score = score
+        self.auto_listing = auto_listing
+        self._make_scope = make_scope
+        self._principal_guards = principal_guards
+        self._scopes: dict[str | None, Scope] = {}
+        if principal_guards is None:
+            self._scopes[None] = make_scope(guard)
+        else:
+            self._combined = {
+                name: g if guard is None else (guard if g is None else and_(guard, g))
+                for name, g in principal_guards.items()
+            }
+
+    @property
+    def multi_principal(self) -> bool:
+        """Whether calls run with their principal's guard."""
+        return self._principal_guards is not None
+
+    def scope(self) -> Scope:
+        """The scope of the current request.
+
+        Raises:
+            MCPUnknownPrincipalError: Per-principal guards are configured and the
+                request has no principal, or one that is not listed.
+        """
+        if self._principal_guards is None:
+            return self._scopes[None]
+        token = get_access_token()
+        name = token.client_id if token is not None else None
+        if name is None or name not in self._combined:
+            raise MCPUnknownPrincipalError("This request is not authenticated as a known principal.")
+        found = self._scopes.get(name)
+        if found is None:
+            found = self._scopes[name] = self._make_scope(self._combined[name])
+        return found
+
+    async def listed_fields(self, scope: Scope) -> dict[str, str]:
+        """The metadata keys (and values seen) inside the scope's guard, read once."""
+        if scope.listed is None:
+            listed: dict[str, str] = {}
+            for n in self.collections:
+                fields = await describe_metadata_fields(self.store, n, guard=scope.guard)
+                for key, text in fields.items():
+                    listed.setdefault(key, text)
+            scope.listed = listed
+        return scope.listed
+
+    async def vector_query_schema(self) -> dict[str, Any] | None:
+        """The ``vector_query`` schema for the current request's principal (``None``: no principal)."""
+        try:
+            scope = self.scope()
+        except MCPUnknownPrincipalError:
+            return None
+        schema = await scope.query_tools[self.collections[0]].input_schema_for()
+        if self.auto_listing and "filter" in schema["properties"]:
+            schema["properties"]["filter"]["description"] = filter_description(
+                await self.listed_fields(scope)
+            )
+        return with_collection(schema, self.collections)
+
+    async def vector_query(self, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            scope = self.scope()
+            collection = _pick_collection(arguments, self.collections)
+        except TurnkitError as exc:
+            return _error(exc)
+        result = await scope.query_tools[collection].execute(arguments)
+        payload = result.to_dict()
+        if scope.guard is not None:
+            _hide_guard_keys(payload, scope.guard)
+        return _result(payload, is_error=result.status == "error")
+
+    async def retrieve_contexts(self, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            response = await retrieve_contexts(
+                arguments,
+                store=self.store,
+                collection=self.collections[0] if len(self.collections) == 1 else None,
+                allowed_collections=self.collections,
+                guard_filter=self.scope().guard,
+                default_top_k=self.default_top_k,
+                max_top_k=self.max_top_k,
+                score=self.score,
+                models=self.models,
+                scorers=self.scorers,
+                rerank_options=self.rerank_options,
+            )
+        except Exception as exc:
+            return _error(exc)
+        # The seed's REST spelling (sourceUri, pageSpan…), so clients written against Vertex read it.
+        return _result(response.model_dump(mode="json", exclude_none=True, by_alias=True))
+
+    async def store_documents(self, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            guard = self.scope().guard
+            collection = _pick_collection(arguments, self.collections)
+            records = _write_records(arguments)
+            if guard is not None:
+                await self._check_guard(guard, collection, records)
+            result = await self.store(collection).upsert(records)
+        except Exception as exc:
+            return _error(exc)
+        return _result({"inserted": result.inserted, "updated": result.updated})
+
+    async def _check_guard(self, guard: FilterNode, collection: str, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            if not evaluate(guard, record):
+                raise InvalidToolInputError(
+                    f"Record {record['id']!r} is outside what this server may write.",
+                    hint="Give it the metadata this server requires.",
+                    record_id=record["id"],
+                )
+        try:
+            # An id that already exists outside the guard must not be overwritten.
+            clash = await (
+                self.store(collection).where_in("id", [r["id"] for r in records]).where_not(guard).count()
+            )
+        except CollectionNotFoundError:
+            clash = 0
+        if clash:
+            raise InvalidToolInputError("Some of these ids are already used.", hint="Choose other ids.")
+
+    async def delete_documents(self, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            guard = self.scope().guard
+            collection = _pick_collection(arguments, self.collections)
+            if set(arguments) != {"ids"}:
+                raise InvalidToolInputError("The only argument besides `collection` is `ids`.")
+            ids = arguments["ids"]
+            if (
+                not isinstance(ids, list)
+                or not 1 <= len(ids) <= 1000
+                or not all(isinstance(i, str) and i for i in ids)
+            ):
+                raise InvalidToolInputError(
+                    "`ids` must be a list of 1 to 1000 non-empty strings.", field="ids"
+                )
+            query = self.store(collection).where_in("id", ids)
+            if guard is not None:
+                query = query.where(guard)
+            deleted = await query.delete()
+        except Exception as exc:
+            return _error(exc)
+        return _result({"deleted": deleted})
+
+
+def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
+    """Drop the metadata keys the guard names from each source: a guard value never reaches the model."""
+    paths = [f.removeprefix("metadata.").split(".") for f in guard_fields(guard) if f.startswith("metadata.")]
+    for source in payload.get("sources") or []:
+        for path in paths:
+            node = source.get("metadata")
+            for key in path[:-1]:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(path[-1], None)
+
+
+def _write_records(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    if set(arguments) != {"records"}:
+        raise InvalidToolInputError("The only argument besides `collection` is `records`.")
+    records = arguments["records"]
+    if not isinstance(records, list) or not 1 <= len(records) <= _MAX_WRITE_BATCH:
+        raise InvalidToolInputError(f"`records` must be a list of 1 to {_MAX_WRITE_BATCH} objects.")
+    out: list[dict[str, Any]] = []
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping) or not set(record) <= {"id", "text", "metadata"}:
+            raise InvalidToolInputError(
+                f"records[{i}] must be an object with id, text and optional metadata."
+            )
+        rid, text, metadata = record.get("id"), record.get("text"), record.get("metadata")
+        if not isinstance(rid, str) or not rid or not isinstance(text, str) or not text.strip():
+            raise InvalidToolInputError(f"records[{i}] needs a non-empty string id and text.")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidToolInputError(f"records[{i}].metadata must be an object.")
+        out.append({"id": rid, "document": text, "metadata": dict(metadata or {})})
+    return out
+
+
+STORE_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "records": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": _MAX_WRITE_BATCH,
+            "description": "Records to insert or replace by id; the text is embedded by the server.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1},
+                    "text": {"type": "string", "minLength": 1},
+                    "metadata": {"type": "object"},
+                },
+                "required": ["id", "text"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["records"],
+    "additionalProperties": False,
+}
+DELETE_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "ids": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1000,
+            "items": {"type": "string", "minLength": 1},
+            "description": "Ids of the records to delete.",
+        }
+    },
+    "required": ["ids"],
+    "additionalProperties": False,
+}
