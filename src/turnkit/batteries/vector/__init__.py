@@ -24,6 +24,7 @@ from ._callbacks import (
 )
 from ._encoders import EncodeKind, Encoder, FunctionEncoder, HashEncoder, WordLlamaEncoder, encode_texts
 from ._errors import (
+    CollectionCorruptError,
     CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
@@ -97,6 +98,7 @@ from ._where import FilterGroup
 __all__ = [
     "And",
     "AutoOptimize",
+    "CollectionCorruptError",
     "CollectionExistsError",
     "CollectionInfo",
     "CollectionNotFoundError",

@@ -29,7 +29,8 @@ TurnkitError
         ├── SearchFailedError               E_VECTOR_STORE_SEARCH_FAILED
         ├── UpsertFailedError               E_VECTOR_STORE_UPSERT_FAILED
         ├── DeleteFailedError               E_VECTOR_STORE_DELETE_FAILED
-        └── StoreOperationFailedError       E_VECTOR_STORE_OPERATION_FAILED
+        ├── StoreOperationFailedError       E_VECTOR_STORE_OPERATION_FAILED
+        └── CollectionCorruptError          E_VECTOR_STORE_COLLECTION_CORRUPT
 ```
 """
 
@@ -38,6 +39,7 @@ from __future__ import annotations
 from ..._errors import RuntimeFailure, UsageError
 
 __all__ = [
+    "CollectionCorruptError",
     "CollectionExistsError",
     "CollectionNotFoundError",
     "ConnectionFailedError",
@@ -255,3 +257,14 @@ class StoreOperationFailedError(VectorStoreRuntimeError):
 
     code = "E_VECTOR_STORE_OPERATION_FAILED"
     default_hint = "LanceDB refused the operation; the cause is chained to this error."
+
+
+class CollectionCorruptError(VectorStoreRuntimeError):
+    """A collection's directory exists but LanceDB cannot open it; nothing is written over it."""
+
+    code = "E_VECTOR_STORE_COLLECTION_CORRUPT"
+    default_hint = (
+        "The collection's files are damaged or incomplete (for example its _versions directory is "
+        "missing). Restore it from a backup or move the directory aside; turnkit will not create a "
+        "new collection over it."
+    )

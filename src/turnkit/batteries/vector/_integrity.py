@@ -1,0 +1,169 @@
+"""Keeping one row per id: read-side dedupe, duplicate repair, safe create and open.
+
+Writers on object storage (and writers that bypass turnkit) can leave two rows
+with one id: LanceDB's ``merge_insert`` inserts a new key like an append, so
+concurrent inserts of it never conflict. Reads hide such copies (the newest
+``updated_at`` wins) and `remove_duplicates` deletes the older ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._errors import CollectionCorruptError
+from ._lancedb import translate_errors
+
+__all__ = [
+    "claim_maintenance",
+    "corrupt_error",
+    "create_or_open",
+    "dedupe_matches",
+    "remove_duplicates",
+    "retry_conflicts",
+]
+
+log = logging.getLogger("turnkit.vector")
+
+T = TypeVar("T")
+M = TypeVar("M")
+
+# Row ids per delete commit: one IN list LanceDB plans quickly.
+_DELETE_CHUNK = 4096
+_CONFLICT = re.compile(r"conflict|retryable|concurrent|Commit", re.IGNORECASE)
+
+
+def _newer(a: datetime | None, b: datetime | None) -> bool:
+    return a is not None and (b is None or a > b)
+
+
+def dedupe_matches(matches: Sequence[M]) -> list[M]:
+    """One match per id, in the order given, keeping the copy with the newest ``updated_at``.
+
+    A copy without ``updated_at`` (not selected) loses to one with it; among
+    equals the first (the closest, for a search) wins.
+    """
+    ids = [m.id for m in matches]  # type: ignore[attr-defined]
+    if len(set(ids)) == len(ids):
+        return list(matches)
+    best: dict[str, int] = {}
+    for index, match in enumerate(matches):
+        seen = best.get(ids[index])
+        if seen is None or _newer(
+            getattr(match, "updated_at", None), getattr(matches[seen], "updated_at", None)
+        ):
+            best[ids[index]] = index
+    return [matches[i] for i in sorted(best.values())]
+
+
+def _older_copies(rows: pa.Table) -> list[int]:
+    """Row ids of every copy of an id but the one with the newest ``updated_at`` (then highest row id)."""
+    counts = rows.group_by("id").aggregate([("id", "count")])
+    repeated = counts.filter(pc.greater(counts["id_count"], 1))["id"]
+    if len(repeated) == 0:
+        return []
+    dup = rows.filter(pc.is_in(rows["id"], value_set=repeated))
+    dup = dup.sort_by([("id", "ascending"), ("updated_at", "descending"), ("_rowid", "descending")])
+    ids = dup["id"].to_pylist()
+    rowids = dup["_rowid"].to_pylist()
+    return [rowids[i] for i in range(1, len(ids)) if ids[i] == ids[i - 1]]
+
+
+async def remove_duplicates(table: Any, name: str) -> int:
+    """Delete the older copies of every id held more than once; returns how many rows went.
+
+    Reads ``id``, ``updated_at`` and the row id of every row (maintenance,
+    not the query path), then deletes by row id.
+    """
+    with translate_errors("repair", name):
+        rows = await table.query().with_row_id().select(["id", "updated_at"]).to_arrow()
+    doomed = _older_copies(rows)
+    for start in range(0, len(doomed), _DELETE_CHUNK):
+        chunk = doomed[start : start + _DELETE_CHUNK]
+        with translate_errors("repair", name):
+            await table.delete(f"_rowid IN ({', '.join(str(int(r)) for r in chunk)})")
+    if doomed:
+        log.warning("turnkit: removed %d duplicate rows from collection %r", len(doomed), name)
+    return len(doomed)
+
+
+def corrupt_error(name: str, cause: BaseException | None = None) -> CollectionCorruptError:
+    """The error for a collection that is listed but cannot be opened."""
+    error = CollectionCorruptError(
+        f"Collection {name!r} exists but LanceDB cannot open it"
+        + (f": {str(cause).splitlines()[0][:300]}" if cause is not None and str(cause) else "."),
+        collection=name,
+    )
+    if cause is not None:
+        error.__cause__ = cause
+    return error
+
+
+async def create_or_open(conn: Any, name: str, schema: pa.Schema) -> Any:
+    """Create table ``name``, or open it when another writer created it first.
+
+    Two first writes race: the loser's ``create_table`` fails (the table
+    exists, or its schema metadata differs); the table it lost to is opened.
+    """
+    try:
+        with translate_errors("create_collection", name):
+            return await conn.create_table(name, schema=schema, exist_ok=True)
+    except Exception as first:
+        try:
+            with translate_errors("open", name):
+                return await conn.open_table(name)
+        except Exception:
+            raise first from None
+
+
+async def retry_conflicts(
+    action: Callable[[], Awaitable[T]],
+    refresh: Callable[[], Awaitable[object]],
+    *,
+    attempts: int = 4,
+    what: str = "optimize",
+) -> T:
+    """Run ``action``; on a commit conflict, ``refresh`` the handle and try again (with backoff)."""
+    for attempt in range(attempts):
+        try:
+            return await action()
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            if attempt == attempts - 1 or not _CONFLICT.search(str(cause)):
+                raise
+            log.debug("turnkit: %s hit a commit conflict; retrying (%s)", what, cause)
+            await asyncio.sleep(0.05 * 2**attempt)
+            await refresh()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_MAINTENANCE: dict[Hashable, asyncio.Task[None]] = {}
+
+
+def claim_maintenance(key: Hashable, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """Start ``work`` unless maintenance of ``key`` is already running in this process.
+
+    Several stores on one database each see their own writes; without one
+    owner per collection their compactions conflict and leave garbage.
+    Returns the task that owns the collection's maintenance.
+    """
+    running = _MAINTENANCE.get(key)
+    if running is not None and not running.done():
+        work.close()
+        return running
+    task = asyncio.get_running_loop().create_task(work)
+    _MAINTENANCE[key] = task
+
+    def _release(done: asyncio.Task[None]) -> None:
+        if _MAINTENANCE.get(key) is done:
+            del _MAINTENANCE[key]
+
+    task.add_done_callback(_release)
+    return task
