@@ -27,6 +27,7 @@ __all__ = [
     "create_or_open",
     "dedupe_matches",
     "remove_duplicates",
+    "reopen_or_corrupt",
     "retry_conflicts",
 ]
 
@@ -106,15 +107,37 @@ def corrupt_error(name: str, cause: BaseException | None = None) -> CollectionCo
     return error
 
 
-async def create_or_open(conn: Any, name: str, schema: pa.Schema) -> Any:
-    """Create table ``name``, or open it when another writer created it first.
+async def reopen_or_corrupt(conn: Any, name: str, cause: BaseException) -> Any:
+    """Open a table that is listed but did not open, or raise `CollectionCorruptError`.
 
-    Two first writes race: the loser's ``create_table`` fails (the table
-    exists, or its schema metadata differs); the table it lost to is opened.
+    A table another writer is creating is listed a moment before it can be
+    opened, so a few tries over about two seconds come first.
+    """
+    for attempt in range(8):
+        await asyncio.sleep(0.02 * 2 ** min(attempt, 5))
+        try:
+            with translate_errors("open", name):
+                return await conn.open_table(name)
+        except Exception as exc:
+            cause = exc
+    raise corrupt_error(name, getattr(cause, "__cause__", None) or cause)
+
+
+async def create_or_open(conn: Any, name: str, schema: pa.Schema) -> Any:
+    """Open table ``name``, or create it; when another writer creates it first, open theirs.
+
+    Call it holding the collection's write locks. ``mode="create"`` never
+    replaces an existing table (``exist_ok=True`` compares schemas, and each
+    creator's metadata differs).
     """
     try:
+        with translate_errors("open", name):
+            return await conn.open_table(name)
+    except Exception:
+        pass
+    try:
         with translate_errors("create_collection", name):
-            return await conn.create_table(name, schema=schema, exist_ok=True)
+            return await conn.create_table(name, schema=schema, mode="create")
     except Exception as first:
         try:
             with translate_errors("open", name):

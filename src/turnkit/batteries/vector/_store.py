@@ -45,10 +45,10 @@ from ._filters import MAX_IN_VALUES, condition, to_sql
 from ._guarded import check_inside_guard, drop_outside_guard
 from ._integrity import (
     claim_maintenance,
-    corrupt_error,
     create_or_open,
     dedupe_matches,
     remove_duplicates,
+    reopen_or_corrupt,
     retry_conflicts,
 )
 from ._lancedb import import_lancedb, translate_errors
@@ -270,12 +270,15 @@ class VectorStore:
                 with translate_errors("open", name):
                     table = await conn.open_table(name)
             except CollectionNotFoundError as missing:
-                # integrity: listed but not openable is damage, never "create a new one".
                 if name in await self._list():
-                    raise corrupt_error(name, missing.__cause__) from None
-                if create_dimension is None:
+                    # integrity: listed but not openable is damage (or a create in flight), never "new".
+                    table = await reopen_or_corrupt(conn, name, missing)
+                elif create_dimension is None:
                     raise
-                table = await self._create_table(conn, name, create_dimension, self.metric)
+                else:
+                    # integrity: one creator per collection, in this process and on this disk.
+                    async with self._tracker(name).lock, collection_lock(self.uri, name):
+                        table = await self._create_table(conn, name, create_dimension, self.metric)
             coll = await self._wrap(name, table)
             self._collections[name] = coll
             return coll
