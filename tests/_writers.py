@@ -7,6 +7,7 @@ returns how many of its calls failed.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,9 @@ def turnkit_writer(
     for round_ in range(rounds):
         try:
             store(collection).upsert_sync(_records(round_ids(worker, round_, shared), worker))
-        except Exception:
+        except Exception as exc:
+            if not errors:
+                print(f"writer {worker}: {exc!r}"[:400], file=sys.stderr)
             errors += 1
     return errors
 
@@ -60,7 +63,13 @@ def raw_writer(
 
     db = lancedb.connect(uri, storage_options=options)
     schema = collection_schema(DIM, {})
-    table = db.create_table(collection, schema=schema, exist_ok=True)
+    try:
+        table = db.open_table(collection)
+    except ValueError:
+        try:
+            table = db.create_table(collection, schema=schema)
+        except ValueError:  # another writer created it first
+            table = db.open_table(collection)
     errors = 0
     for round_ in range(rounds):
         ids = round_ids(worker, round_, shared)

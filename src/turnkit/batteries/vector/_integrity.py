@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._errors import CollectionCorruptError
+from ._filter_ast import And, FilterNode, Or
+from ._filters import MAX_IN_VALUES, condition, to_sql
 from ._lancedb import translate_errors
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "corrupt_error",
     "create_or_open",
     "dedupe_matches",
+    "heal_after_write",
     "remove_duplicates",
     "reopen_or_corrupt",
     "retry_conflicts",
@@ -36,8 +39,8 @@ log = logging.getLogger("turnkit.vector")
 T = TypeVar("T")
 M = TypeVar("M")
 
-# Row ids per delete commit: one IN list LanceDB plans quickly.
-_DELETE_CHUNK = 4096
+# Conditions per delete commit: a predicate LanceDB plans quickly.
+_DELETE_CHUNK = 512
 _CONFLICT = re.compile(r"conflict|retryable|concurrent|Commit", re.IGNORECASE)
 
 
@@ -64,35 +67,70 @@ def dedupe_matches(matches: Sequence[M]) -> list[M]:
     return [matches[i] for i in sorted(best.values())]
 
 
-def _older_copies(rows: pa.Table) -> list[int]:
-    """Row ids of every copy of an id but the one with the newest ``updated_at`` (then highest row id)."""
+def _older_copies(rows: pa.Table) -> tuple[list[FilterNode], list[int]]:
+    """What to delete so each repeated id keeps its newest copy.
+
+    Copies older than their id's newest ``updated_at`` go by value (``id`` and
+    ``updated_at``), which stays right whatever else commits meanwhile; exact
+    ties fall back to row ids (the highest is kept), which a concurrent
+    compaction could move, so they are the rare exception.
+    """
     counts = rows.group_by("id").aggregate([("id", "count")])
     repeated = counts.filter(pc.greater(counts["id_count"], 1))["id"]
     if len(repeated) == 0:
-        return []
+        return [], []
     dup = rows.filter(pc.is_in(rows["id"], value_set=repeated))
     dup = dup.sort_by([("id", "ascending"), ("updated_at", "descending"), ("_rowid", "descending")])
-    ids = dup["id"].to_pylist()
-    rowids = dup["_rowid"].to_pylist()
-    return [rowids[i] for i in range(1, len(ids)) if ids[i] == ids[i - 1]]
+    older: list[FilterNode] = []
+    ties: list[int] = []
+    newest: Any = None
+    previous = None
+    for rid, stamp, rowid in zip(
+        dup["id"].to_pylist(), dup["updated_at"].to_pylist(), dup["_rowid"].to_pylist(), strict=True
+    ):
+        if rid != previous:
+            previous, newest = rid, stamp
+            if newest is not None:
+                older.append(And((condition("id", "eq", rid), condition("updated_at", "lt", newest))))
+            continue
+        if stamp == newest or newest is None:
+            ties.append(int(rowid))
+    return older, ties
 
 
-async def remove_duplicates(table: Any, name: str) -> int:
+async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = None) -> int:
     """Delete the older copies of every id held more than once; returns how many rows went.
 
-    Reads ``id``, ``updated_at`` and the row id of every row (maintenance,
-    not the query path), then deletes by row id.
+    With ``ids``, only those ids are checked (the heal after a write on object
+    storage); without, every row's ``id`` and ``updated_at`` are read
+    (maintenance, not the query path).
     """
-    with translate_errors("repair", name):
-        rows = await table.query().with_row_id().select(["id", "updated_at"]).to_arrow()
-    doomed = _older_copies(rows)
-    for start in range(0, len(doomed), _DELETE_CHUNK):
-        chunk = doomed[start : start + _DELETE_CHUNK]
+    if ids is None:
         with translate_errors("repair", name):
-            await table.delete(f"_rowid IN ({', '.join(str(int(r)) for r in chunk)})")
-    if doomed:
-        log.warning("turnkit: removed %d duplicate rows from collection %r", len(doomed), name)
-    return len(doomed)
+            rows = await table.query().with_row_id().select(["id", "updated_at"]).to_arrow()
+    else:
+        parts = []
+        for start in range(0, len(ids), MAX_IN_VALUES):
+            where = to_sql(condition("id", "in", list(ids[start : start + MAX_IN_VALUES])))
+            with translate_errors("repair", name):
+                parts.append(
+                    await table.query().where(where).with_row_id().select(["id", "updated_at"]).to_arrow()
+                )
+        rows = pa.concat_tables(parts)
+    older, ties = _older_copies(rows)
+    removed = 0
+    for start in range(0, len(older), _DELETE_CHUNK):
+        with translate_errors("repair", name):
+            result = await table.delete(to_sql(Or(tuple(older[start : start + _DELETE_CHUNK]))))
+        removed += int(getattr(result, "num_deleted_rows", 0) or 0)
+    for start in range(0, len(ties), _DELETE_CHUNK):
+        chunk = ties[start : start + _DELETE_CHUNK]
+        with translate_errors("repair", name):
+            result = await table.delete(f"_rowid IN ({', '.join(str(r) for r in chunk)})")
+        removed += int(getattr(result, "num_deleted_rows", 0) or 0)
+    if removed:
+        log.info("turnkit: removed %d duplicate rows from collection %r", removed, name)
+    return removed
 
 
 def corrupt_error(name: str, cause: BaseException | None = None) -> CollectionCorruptError:
@@ -190,3 +228,16 @@ def claim_maintenance(key: Hashable, work: Coroutine[Any, Any, None]) -> asyncio
 
     task.add_done_callback(_release)
     return task
+
+
+async def heal_after_write(table: Any, name: str, ids: Sequence[str]) -> None:
+    """Remove copies of ``ids`` a racing writer inserted; never fails the write that already committed.
+
+    Of two writers inserting one new id, the later commit sees both rows and
+    deletes the older. If this cleanup fails, reads still show one row per
+    id and `repair` finishes the job.
+    """
+    try:
+        await retry_conflicts(lambda: remove_duplicates(table, name, ids), table.checkout_latest, what="heal")
+    except Exception:
+        log.warning("turnkit: could not remove duplicate ids from %r after a write; run repair()", name)

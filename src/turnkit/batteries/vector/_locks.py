@@ -19,7 +19,7 @@ from typing import IO
 
 from ._errors import StoreOperationFailedError
 
-__all__ = ["LOCK_DIR", "collection_lock", "local_root"]
+__all__ = ["LOCK_DIR", "collection_lock", "heals_after_write", "local_root"]
 
 # Not a `.lance` directory, so LanceDB never lists it as a table.
 LOCK_DIR = ".turnkit-locks"
@@ -39,6 +39,15 @@ def local_root(uri: str) -> str | None:
     if "://" in uri:
         return None
     return uri
+
+
+def heals_after_write(uri: str) -> bool:
+    """Whether writers here can race unlocked, so each write checks its ids for copies afterwards.
+
+    True for object storage; local disks take the lock, ``memory://`` is one
+    process, and LanceDB Cloud serializes writes itself.
+    """
+    return local_root(uri) is None and not uri.startswith(("memory://", "db://"))
 
 
 def _try_lock(handle: IO[bytes]) -> bool:

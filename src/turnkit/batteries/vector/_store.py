@@ -47,12 +47,13 @@ from ._integrity import (
     claim_maintenance,
     create_or_open,
     dedupe_matches,
+    heal_after_write,
     remove_duplicates,
     reopen_or_corrupt,
     retry_conflicts,
 )
 from ._lancedb import import_lancedb, translate_errors
-from ._locks import collection_lock
+from ._locks import collection_lock, heals_after_write
 from ._records import collection_schema, match_from_row, prepare_records
 from ._scores import Metric, distance_bound, normalize_metric, score_from_distance
 from ._spec import NearId, NearVector, QuerySpec
@@ -622,6 +623,9 @@ class VectorStore:
                 merge = merge.when_not_matched_by_source_delete(replace_where)
             with translate_errors("upsert", name, raw_filter=replace_where is not None):
                 result = await merge.execute(data) if data.num_rows else None
+            if result is not None and not across and heals_after_write(self.uri):
+                # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
+                await heal_after_write(coll.table, name, data["id"].to_pylist())
         if result is None:
             return UpsertResult(hidden, 0)
         self._after_write(coll)
