@@ -16,7 +16,6 @@ from pydantic import Field
 from .._aio import run_sync
 from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
-    CollectionNotFoundError,
     Encoder,
     FilterNode,
     HybridOption,
@@ -241,13 +240,15 @@ class _Tools:
             collection = _pick_collection(arguments, self.collections)
             records = _write_records(arguments)
             if self.guard is not None:
-                await self._check_guard(collection, records)
-            result = await self.store(collection).upsert(records)
+                self._check_guard(records)
+            # Behind a guard only rows it matches are updated; an id held outside it is
+            # left alone and answered like any insert, so no tenant learns another's ids.
+            result = await self.store(collection).upsert(records, guard=self.guard)
         except Exception as exc:
             return _error(exc)
         return _result({"inserted": result.inserted, "updated": result.updated})
 
-    async def _check_guard(self, collection: str, records: list[dict[str, Any]]) -> None:
+    def _check_guard(self, records: list[dict[str, Any]]) -> None:
         assert self.guard is not None
         for record in records:
             if not evaluate(self.guard, record):
@@ -256,18 +257,6 @@ class _Tools:
                     hint="Give it the metadata this server requires.",
                     record_id=record["id"],
                 )
-        try:
-            # An id that already exists outside the guard must not be overwritten.
-            clash = await (
-                self.store(collection)
-                .where_in("id", [r["id"] for r in records])
-                .where_not(self.guard)
-                .count()
-            )
-        except CollectionNotFoundError:
-            clash = 0
-        if clash:
-            raise InvalidToolInputError("Some of these ids are already used.", hint="Choose other ids.")
 
     async def delete_documents(self, arguments: dict[str, Any]) -> CallToolResult:
         try:
