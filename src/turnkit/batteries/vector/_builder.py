@@ -391,7 +391,10 @@ class QueryBuilder(Filterable):
         return run_sync(self.get(ids))
 
     async def optimize(self) -> None:
-        """Compact small fragments and fold new rows into the indexes (run it off the request path)."""
+        """Remove duplicate ids, compact small fragments and fold new rows into the indexes.
+
+        Reads every row's id, so run it off the request path.
+        """
         await on_loop(self._store._optimize(self._spec.collection))
 
     def optimize_sync(self) -> None:
