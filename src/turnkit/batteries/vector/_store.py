@@ -688,12 +688,17 @@ class VectorStore:
             log.exception("turnkit: background optimize of collection %r failed", coll.name)
 
     async def _run_optimize(self, coll: _Collection, *, repair: bool = False) -> int:
-        async with coll.lock, collection_lock(self.uri, coll.name):
-            # integrity: compact the latest version, and retry if another process commits meanwhile.
+        async with coll.lock:
+            removed = 0
+            if repair:  # integrity: row ids stay put only while no other process commits
+                async with collection_lock(self.uri, coll.name):
+                    with translate_errors("optimize", coll.name):
+                        await coll.table.checkout_latest()
+                    removed = await remove_duplicates(coll.table, coll.name)
+            # integrity: compact the latest version; a commit from another process meanwhile
+            # is a conflict to retry, not a failure (compaction can take minutes: no file lock).
             with translate_errors("optimize", coll.name):
                 await coll.table.checkout_latest()
-            removed = await remove_duplicates(coll.table, coll.name) if repair else 0
-            with translate_errors("optimize", coll.name):
                 await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
             coll.wrote()
             coll.writes = 0
