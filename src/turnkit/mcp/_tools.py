@@ -15,7 +15,6 @@ from pydantic import Field
 
 from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
-    CollectionNotFoundError,
     FilterNode,
     RelevanceScorer,
     RerankOptions,
@@ -314,29 +313,13 @@ class Tools:
             collection = _pick_collection(arguments, self.collections)
             records = _write_records(arguments)
             if guard is not None:
-                await self._check_guard(guard, collection, records)
-            result = await self.store(collection).upsert(records)
+                _check_guard(guard, records)
+            # Behind a guard only rows it matches are updated, in the same commit; an id held
+            # outside it is left alone and answered like any insert, so no tenant learns another's ids.
+            result = await self.store(collection).upsert(records, guard=guard)
         except Exception as exc:
             return _error(exc)
         return _result({"inserted": result.inserted, "updated": result.updated})
-
-    async def _check_guard(self, guard: FilterNode, collection: str, records: list[dict[str, Any]]) -> None:
-        for record in records:
-            if not evaluate(guard, record):
-                raise InvalidToolInputError(
-                    f"Record {record['id']!r} is outside what this server may write.",
-                    hint="Give it the metadata this server requires.",
-                    record_id=record["id"],
-                )
-        try:
-            # An id that already exists outside the guard must not be overwritten.
-            clash = await (
-                self.store(collection).where_in("id", [r["id"] for r in records]).where_not(guard).count()
-            )
-        except CollectionNotFoundError:
-            clash = 0
-        if clash:
-            raise InvalidToolInputError("Some of these ids are already used.", hint="Choose other ids.")
 
     async def delete_documents(self, arguments: dict[str, Any]) -> CallToolResult:
         try:
@@ -432,3 +415,13 @@ DELETE_SCHEMA: Final[dict[str, Any]] = {
     "required": ["ids"],
     "additionalProperties": False,
 }
+
+
+def _check_guard(guard: FilterNode, records: list[dict[str, Any]]) -> None:
+    for record in records:
+        if not evaluate(guard, record):
+            raise InvalidToolInputError(
+                f"Record {record['id']!r} is outside what this server may write.",
+                hint="Give it the metadata this server requires.",
+                record_id=record["id"],
+            )

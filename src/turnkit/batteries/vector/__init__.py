@@ -21,6 +21,7 @@ from turnkit.batteries.vector._callbacks import (
     create_vector_retrievable_callbacks,
 )
 from turnkit.batteries.vector._errors import (
+    CollectionCorruptError,
     CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
@@ -122,6 +123,7 @@ from turnkit.batteries.vector.store._store import (
 __all__ = [
     "And",
     "AutoOptimize",
+    "CollectionCorruptError",
     "CollectionExistsError",
     "CollectionInfo",
     "CollectionNotFoundError",

@@ -31,7 +31,8 @@ TurnkitError
         ├── UpsertFailedError               E_VECTOR_STORE_UPSERT_FAILED
         ├── DeleteFailedError               E_VECTOR_STORE_DELETE_FAILED
         ├── StoreOperationFailedError       E_VECTOR_STORE_OPERATION_FAILED
-        └── RerankFailedError               E_VECTOR_RERANK_FAILED
+        ├── RerankFailedError               E_VECTOR_RERANK_FAILED
+        └── CollectionCorruptError          E_VECTOR_STORE_COLLECTION_CORRUPT
 ```
 """
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 from turnkit._errors import RuntimeFailure, UsageError
 
 __all__ = [
+    "CollectionCorruptError",
     "InvalidRankingConfigError",
     "RerankFailedError",
     "CollectionExistsError",
@@ -278,4 +280,15 @@ class RerankFailedError(VectorStoreRuntimeError):
     default_hint = (
         "The scorer or model failed; the cause is chained to this error. Retry, or rerank with "
         "on_error='fallback' to keep the retrieval order when the scorer is down."
+    )
+
+
+class CollectionCorruptError(VectorStoreRuntimeError):
+    """A collection's directory exists but LanceDB cannot open it; nothing is written over it."""
+
+    code = "E_VECTOR_STORE_COLLECTION_CORRUPT"
+    default_hint = (
+        "The collection's files are damaged or incomplete (for example its _versions directory is "
+        "missing). Restore it from a backup or move the directory aside; turnkit will not create a "
+        "new collection over it."
     )

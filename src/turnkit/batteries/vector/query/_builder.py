@@ -319,18 +319,29 @@ class QueryBuilder(Filterable):
         """Sync form of `search`."""
         return run_sync(self.search())
 
-    async def upsert(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
+    async def upsert(
+        self, records: Iterable[Mapping[str, Any]], *, guard: FilterNode | None = None
+    ) -> UpsertResult:
         """Insert or replace whole records by id, in one commit.
 
         Records without a ``vector`` have their ``document`` encoded by the
         store's encoder, in batches. Every record is validated first; on any
         error nothing is written.
-        """
-        return await self._store._upsert(self._spec.collection, records)
 
-    def upsert_sync(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
+        Args:
+            records: The records.
+            guard: A tenant's write guard. Every record must match it, only
+                rows it matches are updated, and a record whose id a row
+                outside it holds is left out but counted as inserted, so the
+                writer cannot learn that the id is taken.
+        """
+        return await self._store._upsert(self._spec.collection, records, guard=guard)
+
+    def upsert_sync(
+        self, records: Iterable[Mapping[str, Any]], *, guard: FilterNode | None = None
+    ) -> UpsertResult:
         """Sync form of `upsert`."""
-        return run_sync(self.upsert(records))
+        return run_sync(self.upsert(records, guard=guard))
 
     async def replace(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
         """Make the records matching the filter exactly ``records``, in one commit.
@@ -402,7 +413,10 @@ class QueryBuilder(Filterable):
         return run_sync(self.get(ids))
 
     async def optimize(self) -> None:
-        """Compact small fragments and fold new rows into the indexes (run it off the request path)."""
+        """Remove duplicate ids, compact small fragments and fold new rows into the indexes.
+
+        Reads every row's id, so run it off the request path.
+        """
         await on_loop(self._store._optimize(self._spec.collection))
 
     def optimize_sync(self) -> None:

@@ -43,7 +43,18 @@ from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, No
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
+from turnkit.batteries.vector.store._guarded import check_inside_guard, drop_outside_guard
+from turnkit.batteries.vector.store._integrity import (
+    claim_maintenance,
+    create_or_open,
+    dedupe_matches,
+    heal_after_write,
+    remove_duplicates,
+    reopen_or_corrupt,
+    retry_conflicts,
+)
 from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
+from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._records import collection_schema, match_from_row, prepare_records
 from turnkit.batteries.vector.store._scores import (
     Metric,
@@ -264,10 +275,16 @@ class VectorStore:
             try:
                 with translate_errors("open", name):
                     table = await conn.open_table(name)
-            except CollectionNotFoundError:
-                if create_dimension is None:
+            except CollectionNotFoundError as missing:
+                if name in await self._list():
+                    # integrity: listed but not openable is damage (or a create in flight), never "new".
+                    table = await reopen_or_corrupt(conn, name, missing)
+                elif create_dimension is None:
                     raise
-                table = await self._create_table(conn, name, create_dimension, self.metric)
+                else:
+                    # integrity: one creator per collection, in this process and on this disk.
+                    async with self._tracker(name).lock, collection_lock(self.uri, name):
+                        table = await self._create_table(conn, name, create_dimension, self.metric)
             coll = await self._wrap(name, table)
             self._collections[name] = coll
             return coll
@@ -295,9 +312,8 @@ class VectorStore:
             "encoder": self._encoder_name_for(dimension),
             "created_at": datetime.now(UTC).isoformat(),
         }
-        with translate_errors("create_collection", name):
-            # exist_ok: another process may have created it since we looked.
-            return await conn.create_table(name, schema=collection_schema(dimension, meta), exist_ok=True)
+        # integrity: another process may have created it since we looked.
+        return await create_or_open(conn, name, collection_schema(dimension, meta))
 
     async def _wrap(self, name: str, table: Any) -> _Collection:
         with translate_errors("open", name):
@@ -380,8 +396,13 @@ class VectorStore:
                 "encoder": self._encoder_name_for(dim),
                 "created_at": datetime.now(UTC).isoformat(),
             }
-            with translate_errors("create_collection", name):
-                table = await conn.create_table(name, schema=collection_schema(dim, meta))
+            try:
+                with translate_errors("create_collection", name):
+                    table = await conn.create_table(name, schema=collection_schema(dim, meta))
+            except CollectionExistsError:  # integrity: created by another writer meanwhile
+                if not exist_ok:
+                    raise
+                return
             self._collections[name] = await self._wrap(name, table)
 
     async def create_collection(
@@ -514,9 +535,16 @@ class VectorStore:
 
     # -- writes --------------------------------------------------------------------------
     async def _upsert(
-        self, name: str, records: Iterable[Mapping[str, Any]], *, replace: QuerySpec | None = None
+        self,
+        name: str,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        replace: QuerySpec | None = None,
+        guard: FilterNode | None = None,
     ) -> UpsertResult:
         batch = prepare_records(records)
+        if guard is not None:  # guard: every record must be inside it
+            check_inside_guard(batch, guard)
         if replace is not None:
             self._check_consent("replace", replace, all_records=False)
         if not len(batch):
@@ -536,10 +564,17 @@ class VectorStore:
         else:
             array = batch.vector_array(None, source="the first record's")
         where = None if replace is None or replace.filter is None else to_sql(replace.filter)
-        return await on_loop(self._write(name, batch, array, replace_where=where))
+        guard_where = None if guard is None else to_sql(guard)
+        return await on_loop(self._write(name, batch, array, replace_where=where, guard_where=guard_where))
 
     async def _write(
-        self, name: str, batch: Any, vectors: np.ndarray[Any, Any], *, replace_where: str | None = None
+        self,
+        name: str,
+        batch: Any,
+        vectors: np.ndarray[Any, Any],
+        *,
+        replace_where: str | None = None,
+        guard_where: str | None = None,
     ) -> UpsertResult:
         # The table's own schema reads the JSON column back as large_binary;
         # writing with it stores bytes that JSON filters then reject. Built
@@ -574,21 +609,33 @@ class VectorStore:
                 collection=name,
                 expected=coll.dimension,
             )
-        async with coll.lock:
+        hidden = 0
+        async with coll.lock, collection_lock(self.uri, name) as across:
             # LanceDB's merge_insert of the same *new* key from two writers at
             # once inserts it twice (lancedb#2463); one writer per collection
-            # in this process avoids that. The match runs against the handle's
-            # snapshot, so it must include every earlier commit from this process.
+            # in this process (and, on a local disk, across processes) avoids
+            # that. The match runs against the handle's snapshot, so it must
+            # include every earlier commit.
             await self._fresh(coll)
+            if across:  # integrity: other processes' commits too
+                with translate_errors("upsert", name):
+                    await coll.table.checkout_latest()
+            if guard_where is not None:  # guard: rows outside it are never touched
+                data, hidden = await drop_outside_guard(coll.table, name, data, guard_where)
             merge = coll.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
             if replace_where is not None:
                 # Same commit: the filter's records that this batch does not hold go.
                 merge = merge.when_not_matched_by_source_delete(replace_where)
             with translate_errors("upsert", name, raw_filter=replace_where is not None):
-                result = await merge.execute(data)
+                result = await merge.execute(data) if data.num_rows else None
+            if result is not None and not across and heals_after_write(self.uri):
+                # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
+                await heal_after_write(coll.table, name, data["id"].to_pylist())
+        if result is None:
+            return UpsertResult(hidden, 0)
         self._after_write(coll)
         return UpsertResult(
-            int(result.num_inserted_rows),
+            int(result.num_inserted_rows) + hidden,
             int(result.num_updated_rows),
             int(getattr(result, "num_deleted_rows", 0) or 0),
         )
@@ -605,7 +652,7 @@ class VectorStore:
         self._check_consent("delete", spec, all_records=all_records)
         coll = await self._collection(spec.collection)
         sql = "true" if spec.filter is None else to_sql(spec.filter)
-        async with coll.lock:
+        async with coll.lock, collection_lock(self.uri, coll.name):
             await self._fresh(coll)
             with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
                 result = await coll.table.delete(sql)
@@ -620,11 +667,13 @@ class VectorStore:
         if policy is None or (coll.maintenance is not None and not coll.maintenance.done()):
             return
         if coll.writes >= policy.every_writes:
-            coll.maintenance = asyncio.get_running_loop().create_task(self._background_optimize(coll))
+            task = self._background_optimize(coll)
         elif policy.unindexed_rows is not None and coll.index_type is not None:
-            coll.maintenance = asyncio.get_running_loop().create_task(
-                self._optimize_if_unindexed(coll, policy.unindexed_rows)
-            )
+            task = self._optimize_if_unindexed(coll, policy.unindexed_rows)
+        else:
+            return
+        # integrity: one maintenance task per collection per process, whichever store wrote.
+        coll.maintenance = claim_maintenance((self._db_key, coll.name), task)
 
     async def _optimize_if_unindexed(self, coll: _Collection, threshold: int) -> None:
         try:
@@ -643,16 +692,46 @@ class VectorStore:
         except Exception:
             log.exception("turnkit: background optimize of collection %r failed", coll.name)
 
-    async def _run_optimize(self, coll: _Collection) -> None:
+    async def _run_optimize(self, coll: _Collection, *, repair: bool = False) -> int:
         async with coll.lock:
+            removed = 0
+            if repair:  # integrity: row ids stay put only while no other process commits
+                async with collection_lock(self.uri, coll.name):
+                    with translate_errors("optimize", coll.name):
+                        await coll.table.checkout_latest()
+                    removed = await remove_duplicates(coll.table, coll.name)
+            # integrity: compact the latest version; a commit from another process meanwhile
+            # is a conflict to retry, not a failure (compaction can take minutes: no file lock).
             with translate_errors("optimize", coll.name):
-                await coll.table.optimize()
+                await coll.table.checkout_latest()
+                await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
             coll.wrote()
             coll.writes = 0
             coll.index_type = _vector_index_type(await coll.table.list_indices())
+        return removed
 
     async def _optimize(self, name: str) -> None:
-        await self._run_optimize(await self._collection(name))
+        await self._run_optimize(await self._collection(name), repair=True)
+
+    async def _repair(self, name: str) -> int:
+        return await self._run_optimize(await self._collection(name), repair=True)
+
+    async def repair(self, name: str) -> int:
+        """Remove duplicate ids from a collection (keeping each id's newest ``updated_at``) and compact it.
+
+        Writers on object storage can leave an id twice (see docs/store.md,
+        "Deploying with many processes and tenants"); reads already hide the
+        older copies. `optimize` does the same.
+
+        Returns:
+            How many older copies were deleted.
+        """
+        _check_name(name)
+        return await on_loop(self._repair(name))
+
+    def repair_sync(self, name: str) -> int:
+        """Sync form of `repair`."""
+        return run_sync(self.repair(name))
 
     async def _create_index(self, name: str, index_type: str, params: Mapping[str, Any]) -> str:
         from lancedb.index import HnswSq, IvfFlat, IvfPq  # noqa: TID251 - inside the battery, lazily
@@ -743,7 +822,7 @@ class VectorStore:
         def score(distance: float) -> float:
             return score_from_distance(metric, distance)
 
-        matches = [match_from_row(row, score) for row in rows]
+        matches = dedupe_matches([match_from_row(row, score) for row in rows])  # integrity
         if spec.min_score is not None:
             matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
         if spec.max_distance is not None:
@@ -799,11 +878,12 @@ class VectorStore:
             node: FilterNode = condition("id", "in", chunk)
             if spec.filter is not None:
                 node = And((node, spec.filter))
-            query = coll.table.query().where(to_sql(node)).select(_columns(select)).limit(len(chunk))
+            # integrity: no limit, so an id held twice cannot crowd another out.
+            query = coll.table.query().where(to_sql(node)).select(_columns(select))
             with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
                 rows = await query.to_list()
-            for row in rows:
-                by_id.setdefault(row["id"], match_from_row(row, None))
+            for match in dedupe_matches([match_from_row(row, None) for row in rows]):
+                by_id[match.id] = match
         found = [by_id[i] for i in unique if i in by_id]
         return _trim_metadata(found, select)
 

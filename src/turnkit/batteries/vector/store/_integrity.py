@@ -1,0 +1,243 @@
+"""Keeping one row per id: read-side dedupe, duplicate repair, safe create and open.
+
+Writers on object storage (and writers that bypass turnkit) can leave two rows
+with one id: LanceDB's ``merge_insert`` inserts a new key like an append, so
+concurrent inserts of it never conflict. Reads hide such copies (the newest
+``updated_at`` wins) and `remove_duplicates` deletes the older ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from turnkit.batteries.vector._errors import CollectionCorruptError
+from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
+from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
+from turnkit.batteries.vector.store._lancedb import translate_errors
+
+__all__ = [
+    "claim_maintenance",
+    "corrupt_error",
+    "create_or_open",
+    "dedupe_matches",
+    "heal_after_write",
+    "remove_duplicates",
+    "reopen_or_corrupt",
+    "retry_conflicts",
+]
+
+log = logging.getLogger("turnkit.vector")
+
+T = TypeVar("T")
+M = TypeVar("M")
+
+# Conditions per delete commit: a predicate LanceDB plans quickly.
+_DELETE_CHUNK = 512
+_CONFLICT = re.compile(r"conflict|retryable|concurrent|Commit", re.IGNORECASE)
+
+
+def _newer(a: datetime | None, b: datetime | None) -> bool:
+    return a is not None and (b is None or a > b)
+
+
+def dedupe_matches(matches: Sequence[M]) -> list[M]:
+    """One match per id, in the order given, keeping the copy with the newest ``updated_at``.
+
+    A copy without ``updated_at`` (not selected) loses to one with it; among
+    equals the first (the closest, for a search) wins.
+    """
+    ids = [m.id for m in matches]  # type: ignore[attr-defined]
+    if len(set(ids)) == len(ids):
+        return list(matches)
+    best: dict[str, int] = {}
+    for index, match in enumerate(matches):
+        seen = best.get(ids[index])
+        if seen is None or _newer(
+            getattr(match, "updated_at", None), getattr(matches[seen], "updated_at", None)
+        ):
+            best[ids[index]] = index
+    return [matches[i] for i in sorted(best.values())]
+
+
+def _older_copies(rows: pa.Table) -> tuple[list[FilterNode], list[int]]:
+    """What to delete so each repeated id keeps its newest copy.
+
+    Copies older than their id's newest ``updated_at`` go by value (``id`` and
+    ``updated_at``), which stays right whatever else commits meanwhile; exact
+    ties fall back to row ids (the highest is kept), which a concurrent
+    compaction could move, so they are the rare exception.
+    """
+    counts = rows.group_by("id").aggregate([("id", "count")])
+    repeated = counts.filter(pc.greater(counts["id_count"], 1))["id"]
+    if len(repeated) == 0:
+        return [], []
+    dup = rows.filter(pc.is_in(rows["id"], value_set=repeated))
+    dup = dup.sort_by([("id", "ascending"), ("updated_at", "descending"), ("_rowid", "descending")])
+    older: list[FilterNode] = []
+    ties: list[int] = []
+    newest: Any = None
+    previous = None
+    for rid, stamp, rowid in zip(
+        dup["id"].to_pylist(), dup["updated_at"].to_pylist(), dup["_rowid"].to_pylist(), strict=True
+    ):
+        if rid != previous:
+            previous, newest = rid, stamp
+            if newest is not None:
+                older.append(And((condition("id", "eq", rid), condition("updated_at", "lt", newest))))
+            continue
+        if stamp == newest or newest is None:
+            ties.append(int(rowid))
+    return older, ties
+
+
+async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = None) -> int:
+    """Delete the older copies of every id held more than once; returns how many rows went.
+
+    With ``ids``, only those ids are checked (the heal after a write on object
+    storage); without, every row's ``id`` and ``updated_at`` are read
+    (maintenance, not the query path).
+    """
+    if ids is None:
+        with translate_errors("repair", name):
+            rows = await table.query().with_row_id().select(["id", "updated_at"]).to_arrow()
+    else:
+        parts = []
+        for start in range(0, len(ids), MAX_IN_VALUES):
+            where = to_sql(condition("id", "in", list(ids[start : start + MAX_IN_VALUES])))
+            with translate_errors("repair", name):
+                parts.append(
+                    await table.query().where(where).with_row_id().select(["id", "updated_at"]).to_arrow()
+                )
+        rows = pa.concat_tables(parts)
+    older, ties = _older_copies(rows)
+    removed = 0
+    for start in range(0, len(older), _DELETE_CHUNK):
+        with translate_errors("repair", name):
+            result = await table.delete(to_sql(Or(tuple(older[start : start + _DELETE_CHUNK]))))
+        removed += int(getattr(result, "num_deleted_rows", 0) or 0)
+    for start in range(0, len(ties), _DELETE_CHUNK):
+        chunk = ties[start : start + _DELETE_CHUNK]
+        with translate_errors("repair", name):
+            result = await table.delete(f"_rowid IN ({', '.join(str(r) for r in chunk)})")
+        removed += int(getattr(result, "num_deleted_rows", 0) or 0)
+    if removed:
+        log.info("turnkit: removed %d duplicate rows from collection %r", removed, name)
+    return removed
+
+
+def corrupt_error(name: str, cause: BaseException | None = None) -> CollectionCorruptError:
+    """The error for a collection that is listed but cannot be opened."""
+    error = CollectionCorruptError(
+        f"Collection {name!r} exists but LanceDB cannot open it"
+        + (f": {str(cause).splitlines()[0][:300]}" if cause is not None and str(cause) else "."),
+        collection=name,
+    )
+    if cause is not None:
+        error.__cause__ = cause
+    return error
+
+
+async def reopen_or_corrupt(conn: Any, name: str, cause: BaseException) -> Any:
+    """Open a table that is listed but did not open, or raise `CollectionCorruptError`.
+
+    A table another writer is creating is listed a moment before it can be
+    opened, so a few tries over about two seconds come first.
+    """
+    for attempt in range(8):
+        await asyncio.sleep(0.02 * 2 ** min(attempt, 5))
+        try:
+            with translate_errors("open", name):
+                return await conn.open_table(name)
+        except Exception as exc:
+            cause = exc
+    raise corrupt_error(name, getattr(cause, "__cause__", None) or cause)
+
+
+async def create_or_open(conn: Any, name: str, schema: pa.Schema) -> Any:
+    """Open table ``name``, or create it; when another writer creates it first, open theirs.
+
+    Call it holding the collection's write locks. ``mode="create"`` never
+    replaces an existing table (``exist_ok=True`` compares schemas, and each
+    creator's metadata differs).
+    """
+    try:
+        with translate_errors("open", name):
+            return await conn.open_table(name)
+    except Exception:
+        pass
+    try:
+        with translate_errors("create_collection", name):
+            return await conn.create_table(name, schema=schema, mode="create")
+    except Exception as first:
+        try:
+            with translate_errors("open", name):
+                return await conn.open_table(name)
+        except Exception:
+            raise first from None
+
+
+async def retry_conflicts(
+    action: Callable[[], Awaitable[T]],
+    refresh: Callable[[], Awaitable[object]],
+    *,
+    attempts: int = 4,
+    what: str = "optimize",
+) -> T:
+    """Run ``action``; on a commit conflict, ``refresh`` the handle and try again (with backoff)."""
+    for attempt in range(attempts):
+        try:
+            return await action()
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            if attempt == attempts - 1 or not _CONFLICT.search(str(cause)):
+                raise
+            log.debug("turnkit: %s hit a commit conflict; retrying (%s)", what, cause)
+            await asyncio.sleep(0.05 * 2**attempt)
+            await refresh()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_MAINTENANCE: dict[Hashable, asyncio.Task[None]] = {}
+
+
+def claim_maintenance(key: Hashable, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """Start ``work`` unless maintenance of ``key`` is already running in this process.
+
+    Several stores on one database each see their own writes; without one
+    owner per collection their compactions conflict and leave garbage.
+    Returns the task that owns the collection's maintenance.
+    """
+    running = _MAINTENANCE.get(key)
+    if running is not None and not running.done():
+        work.close()
+        return running
+    task = asyncio.get_running_loop().create_task(work)
+    _MAINTENANCE[key] = task
+
+    def _release(done: asyncio.Task[None]) -> None:
+        if _MAINTENANCE.get(key) is done:
+            del _MAINTENANCE[key]
+
+    task.add_done_callback(_release)
+    return task
+
+
+async def heal_after_write(table: Any, name: str, ids: Sequence[str]) -> None:
+    """Remove copies of ``ids`` a racing writer inserted; never fails the write that already committed.
+
+    Of two writers inserting one new id, the later commit sees both rows and
+    deletes the older. If this cleanup fails, reads still show one row per
+    id and `repair` finishes the job.
+    """
+    try:
+        await retry_conflicts(lambda: remove_duplicates(table, name, ids), table.checkout_latest, what="heal")
+    except Exception:
+        log.warning("turnkit: could not remove duplicate ids from %r after a write; run repair()", name)
