@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -260,3 +261,20 @@ def test_optimize_text_output_and_unknown_collection(run: Run, corpus: Path, tmp
     assert "no vector index" in result.out
     missing = run("optimize", "--uri", db, "-c", "nope")
     assert missing.code == EXIT_USAGE and "[E_VECTOR_STORE_COLLECTION_NOT_FOUND]" in missing.err
+
+
+def test_ingest_skips_special_big_and_outside_files_with_codes(run: Run, tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nhello\n")
+    (root / "big.txt").write_text("word " * 1000)
+    os.mkfifo(root / "pipe.md")
+    (root / "zero.txt").symlink_to("/dev/zero")
+    db = str(tmp_path / "db")
+    result = run("ingest", str(root), "--uri", db, "--encoder", "hash", "--max-file-size", "2KB")
+    assert result.code == EXIT_OK, result.err
+    assert "big.txt: larger than the 2,000-byte limit" in result.out
+    assert "pipe.md: a named pipe (FIFO), not a regular file [E_INGEST_SPECIAL_FILE]" in result.out
+    assert "zero.txt" in result.out and "[E_INGEST_EXTERNAL_SYMLINK]" in result.out
+    bad = run("ingest", str(root), "--uri", db, "--max-file-size", "lots")
+    assert bad.code != EXIT_OK and "expected a size" in bad.err

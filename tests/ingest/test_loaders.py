@@ -272,6 +272,10 @@ def test_error_codes_are_registered_and_stable():
         "InvalidChunkingError": "E_INGEST_INVALID_CHUNKING",
         "InvalidIngestOptionError": "E_INGEST_INVALID_OPTION",
         "UnsupportedDocumentError": "E_INGEST_UNSUPPORTED_FILE",
+        "ExternalSymlinkError": "E_INGEST_EXTERNAL_SYMLINK",
+        "FileSkippedError": "E_INGEST_FILE_SKIPPED",
+        "FileTooLargeError": "E_INGEST_FILE_TOO_LARGE",
+        "SpecialFileError": "E_INGEST_SPECIAL_FILE",
     }
     for name, code in codes.items():
         assert ERROR_CODES[code] is getattr(_errors, name)

@@ -215,9 +215,9 @@ def test_repair_deletes_only_the_stale_rows(store, collection, corpus):
 
 @pytest.mark.parametrize("lookup_files", [2, 64], ids=["whole-collection-scan", "per-group-lookup"])
 def test_paging_past_the_search_limit(store, collection, tmp_path, monkeypatch, lookup_files):
-    from turnkit.ingest import _pipeline
+    from turnkit.ingest import _pipeline, _store_io
 
-    monkeypatch.setattr(_pipeline, "_SCAN_LIMIT", 4)  # page through id ranges with tiny pages
+    monkeypatch.setattr(_store_io, "_SCAN_LIMIT", 4)  # page through id ranges with tiny pages
     monkeypatch.setattr(_pipeline, "_LOOKUP_FILES", lookup_files)  # more files than that: one full scan
     folder = tmp_path / "many"
     folder.mkdir()

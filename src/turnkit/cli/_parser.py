@@ -65,6 +65,27 @@ def _alpha(text: str) -> float:
     return value
 
 
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+
+
+def _file_size(text: str) -> int | None:
+    """``10MB``, ``512KiB``, ``2000`` (bytes) or ``none`` (no limit)."""
+    clean = text.strip().upper().replace(" ", "")
+    if clean == "NONE":
+        return None
+    digits = clean.rstrip("KMGIB")
+    unit = clean[len(digits) :]
+    try:
+        value = float(digits) * _SIZE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 10MB, 512KiB or none, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+    return int(value)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -278,6 +299,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=_positive_int, default=512, metavar="N", help="chunks per upsert")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--max-file-size",
+        type=_file_size,
+        default=50 * 1024 * 1024,
+        metavar="SIZE",
+        help="skip larger files (default 50MiB; e.g. 10MB, 512KiB, none)",
+    )
+    p.add_argument(
+        "--follow-external-symlinks",
+        action="store_true",
+        help="also read symlinked files whose targets are outside the given paths",
+    )
 
     p = _add(
         subs,

@@ -91,6 +91,8 @@ def run_ingest(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         prune=args.prune,
         progress=progress,
+        max_file_size=args.max_file_size,
+        follow_external_symlinks=args.follow_external_symlinks,
     )
     # Let a compaction the writes triggered finish rather than die with the process.
     store.wait_for_maintenance_sync()

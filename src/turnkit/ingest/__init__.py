@@ -33,13 +33,17 @@ from ._errors import (
     DocumentLoadError,
     DocumentParseError,
     DocumentReadError,
+    ExternalSymlinkError,
+    FileSkippedError,
+    FileTooLargeError,
     IngestDependencyMissingError,
     IngestUsageError,
     InvalidChunkingError,
     InvalidIngestOptionError,
+    SpecialFileError,
     UnsupportedDocumentError,
 )
-from ._loaders import DEFAULT_EXTENSIONS, ExtensionMap, load_document, source_uri_for
+from ._loaders import DEFAULT_EXTENSIONS, DEFAULT_MAX_FILE_SIZE, ExtensionMap, load_document, source_uri_for
 from ._model import DocumentKind, LoadedDocument, Section
 from ._pipeline import DEFAULT_BATCH_SIZE, PathInput, ingest, ingest_sync
 from ._report import FileIssue, IngestReport
@@ -51,13 +55,17 @@ __all__ = [
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_EXTENSIONS",
+    "DEFAULT_MAX_FILE_SIZE",
     "DocumentDecodeError",
     "DocumentKind",
     "DocumentLoadError",
     "DocumentParseError",
     "DocumentReadError",
     "ExtensionMap",
+    "ExternalSymlinkError",
     "FileIssue",
+    "FileSkippedError",
+    "FileTooLargeError",
     "IngestDependencyMissingError",
     "IngestReport",
     "IngestUsageError",
@@ -67,6 +75,7 @@ __all__ = [
     "PageSpan",
     "PathInput",
     "Section",
+    "SpecialFileError",
     "UnsupportedDocumentError",
     "chunk_document",
     "ingest",

@@ -7,7 +7,11 @@ TurnkitError
 │       ├── InvalidChunkingError         E_INGEST_INVALID_CHUNKING
 │       ├── InvalidIngestOptionError     E_INGEST_INVALID_OPTION
 │       ├── UnsupportedDocumentError     E_INGEST_UNSUPPORTED_FILE
-│       └── IngestDependencyMissingError E_INGEST_DEPENDENCY_MISSING
+│       ├── IngestDependencyMissingError E_INGEST_DEPENDENCY_MISSING
+│       └── FileSkippedError             E_INGEST_FILE_SKIPPED
+│           ├── SpecialFileError         E_INGEST_SPECIAL_FILE
+│           ├── FileTooLargeError        E_INGEST_FILE_TOO_LARGE
+│           └── ExternalSymlinkError     E_INGEST_EXTERNAL_SYMLINK
 └── RuntimeFailure
     └── DocumentLoadError                E_INGEST_LOAD_FAILED
         ├── DocumentReadError            E_INGEST_READ_FAILED
@@ -16,9 +20,9 @@ TurnkitError
 ```
 
 During :func:`turnkit.ingest.ingest` the per-file errors (every
-:class:`DocumentLoadError` and :class:`UnsupportedDocumentError`) are not
-raised: they are recorded in the report with the file's path and the run goes
-on. Called directly, :func:`turnkit.ingest.load_document` raises them.
+:class:`DocumentLoadError`, :class:`UnsupportedDocumentError` and
+:class:`FileSkippedError`) are not raised: they are recorded in the report with
+the file's path and the run goes on. Called directly, :func:`turnkit.ingest.load_document` raises them.
 """
 
 from __future__ import annotations
@@ -30,10 +34,14 @@ __all__ = [
     "DocumentLoadError",
     "DocumentParseError",
     "DocumentReadError",
+    "ExternalSymlinkError",
+    "FileSkippedError",
+    "FileTooLargeError",
     "IngestDependencyMissingError",
     "IngestUsageError",
     "InvalidChunkingError",
     "InvalidIngestOptionError",
+    "SpecialFileError",
     "UnsupportedDocumentError",
 ]
 
@@ -71,6 +79,42 @@ class IngestDependencyMissingError(IngestUsageError):
 
     code = "E_INGEST_DEPENDENCY_MISSING"
     default_hint = "Install the ingest extra: pip install 'turnkit[ingest]'."
+
+
+class FileSkippedError(IngestUsageError):
+    """A file turnkit does not read on purpose (listed in ``report.skipped``).
+
+    Attributes:
+        path: The file that was skipped.
+        reason: A one-line reason, without the path.
+    """
+
+    code = "E_INGEST_FILE_SKIPPED"
+    default_hint = "The reason names why; see docs/ingesting.md for what ingest reads."
+
+
+class SpecialFileError(FileSkippedError):
+    """Not a regular file: a FIFO, socket or device (which could block or never end)."""
+
+    code = "E_INGEST_SPECIAL_FILE"
+    default_hint = "Only regular files are read; copy the content into a regular file to ingest it."
+
+
+class FileTooLargeError(FileSkippedError):
+    """The file is larger than the ``max_file_size`` limit."""
+
+    code = "E_INGEST_FILE_TOO_LARGE"
+    default_hint = "Raise the limit (max_file_size=, or --max-file-size 200MB), or split the file."
+
+
+class ExternalSymlinkError(FileSkippedError):
+    """A symlink whose target lies outside every folder being ingested."""
+
+    code = "E_INGEST_EXTERNAL_SYMLINK"
+    default_hint = (
+        "Ingest the target's folder too, or allow it: "
+        "follow_external_symlinks=True (--follow-external-symlinks)."
+    )
 
 
 class DocumentLoadError(RuntimeFailure):

@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -27,8 +28,10 @@ from ._errors import (
     DocumentLoadError,
     DocumentParseError,
     DocumentReadError,
+    FileTooLargeError,
     IngestDependencyMissingError,
     InvalidIngestOptionError,
+    SpecialFileError,
     UnsupportedDocumentError,
 )
 from ._html import split_html
@@ -37,7 +40,9 @@ from ._model import DocumentKind, LoadedDocument, Section
 
 __all__ = [
     "DEFAULT_EXTENSIONS",
+    "DEFAULT_MAX_FILE_SIZE",
     "ExtensionMap",
+    "check_regular",
     "detect_kind",
     "load_document",
     "parse_document",
@@ -121,17 +126,104 @@ class RawFile:
     content_hash: str
 
 
-def read_file(path: str | os.PathLike[str]) -> RawFile:
-    """Read ``path`` once: its bytes, size, modification time and sha256."""
+DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
+"""Files larger than this many bytes (50 MiB) are skipped unless ``max_file_size`` says otherwise."""
+
+_READ_BLOCK = 1 << 20
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _special(mode: int) -> str | None:
+    """What a non-regular file is ("a socket"…), or ``None`` for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def _read_error(path: str, exc: OSError) -> DocumentReadError:
+    reason = exc.strerror or type(exc).__name__
+    return DocumentReadError(f"Cannot read {path!r}: {reason}.", path=path, reason=reason)
+
+
+def _too_large(path: str, size: int | None, limit: int) -> FileTooLargeError:
+    what = f"{size:,} bytes" if size is not None else "it grew while being read"
+    reason = f"larger than the {limit:,}-byte limit ({what})"
+    return FileTooLargeError(f"Skipped {path!r}: {reason}.", path=path, reason=reason)
+
+
+def check_regular(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> None:
+    """Raise unless ``path`` (its symlinks followed) is a regular file within the size limit.
+
+    Raises:
+        SpecialFileError: a FIFO, socket, device or directory.
+        FileTooLargeError: more than ``max_size`` bytes.
+        DocumentReadError: it cannot be stat'ed.
+    """
+    where = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            data = fh.read()
+        st = os.stat(where)
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise DocumentReadError(
-            f"Cannot read {os.fspath(path)!r}: {reason}.", path=os.fspath(path), reason=reason
-        ) from exc
+        raise _read_error(where, exc) from exc
+    _check_stat(where, st, max_size)
+
+
+def _check_stat(path: str, st: os.stat_result, max_size: int | None) -> None:
+    kind = _special(st.st_mode)
+    if kind is not None:
+        reason = f"{kind}, not a regular file"
+        raise SpecialFileError(f"Skipped {path!r}: {reason}.", path=path, reason=reason)
+    if max_size is not None and st.st_size > max_size:
+        raise _too_large(path, st.st_size, max_size)
+
+
+def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> RawFile:
+    """Read ``path`` once: its bytes, size, modification time and sha256.
+
+    Only a regular file is read, and at most ``max_size`` bytes of it
+    (``None``: no limit): the path is checked before it is opened (a FIFO
+    would block), opened non-blocking, and the opened descriptor checked again
+    (the path may have been swapped in between). The read itself is bounded,
+    so a file that grows while it is read cannot exhaust memory either.
+
+    Raises:
+        SpecialFileError: a FIFO, socket, device or directory.
+        FileTooLargeError: more than ``max_size`` bytes.
+        DocumentReadError: the file cannot be opened or read.
+    """
+    where = os.fspath(path)
+    check_regular(where, max_size=max_size)
+    try:
+        fd = os.open(where, _OPEN_FLAGS)
+    except OSError as exc:
+        raise _read_error(where, exc) from exc
+    try:
+        st = os.fstat(fd)
+        _check_stat(where, st, max_size)
+        budget = max_size + 1 if max_size is not None else None  # one byte over tells "too large"
+        parts: list[bytes] = []
+        total = 0
+        while budget is None or total < budget:
+            block = os.read(fd, _READ_BLOCK if budget is None else min(_READ_BLOCK, budget - total))
+            if not block:
+                break
+            parts.append(block)
+            total += len(block)
+    except OSError as exc:
+        raise _read_error(where, exc) from exc
+    finally:
+        os.close(fd)
+    if max_size is not None and total > max_size:
+        raise _too_large(where, None, max_size)
+    data = b"".join(parts)
     return RawFile(
         data=data,
         mtime=datetime.fromtimestamp(st.st_mtime, tz=UTC),
@@ -291,6 +383,7 @@ def load_document(
     kind: DocumentKind | None = None,
     display_name: str | None = None,
     extensions: ExtensionMap | None = None,
+    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
 ) -> LoadedDocument:
     """Read one file into a :class:`LoadedDocument`.
 
@@ -299,8 +392,11 @@ def load_document(
         kind: The loader to use; by default chosen from the extension.
         display_name: The name shown to people and agents; defaults to the file name.
         extensions: Extra extension → kind mappings (see :data:`DEFAULT_EXTENSIONS`).
+        max_file_size: Largest file read, in bytes (``None``: no limit).
 
     Raises:
+        SpecialFileError: a FIFO, socket, device or directory.
+        FileTooLargeError: the file is larger than ``max_file_size``.
         UnsupportedDocumentError: no loader for the file's extension.
         DocumentReadError: the file cannot be read.
         DocumentDecodeError: the text is not in a supported encoding.
@@ -313,7 +409,7 @@ def load_document(
         raise InvalidIngestOptionError(
             f"Unknown document kind {kind!r}.", hint=f"Use one of {sorted(_KINDS)}."
         )
-    raw = read_file(path)
+    raw = read_file(path, max_size=max_file_size)
     return LoadedDocument(
         source_uri=source_uri_for(path),
         display_name=display_name if display_name is not None else Path(path).name,

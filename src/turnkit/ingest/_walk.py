@@ -1,0 +1,121 @@
+"""Finding the files of an ingest run: walking folders, the skip rules, symlink policy."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._errors import ExternalSymlinkError, IngestDependencyMissingError, UnsupportedDocumentError
+from ._loaders import detect_kind, source_uri_for
+from ._model import DocumentKind
+from ._report import FileIssue
+
+__all__ = ["Candidate", "Found", "PathInput", "issue_of", "walk"]
+
+PathInput = str | os.PathLike[str]
+"""A file or directory path."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    path: str
+    uri: str
+    display_name: str
+    kind: DocumentKind
+
+
+def issue_of(path: str, exc: Exception) -> FileIssue:
+    reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or str(exc)
+    hint = getattr(exc, "hint", "")
+    if isinstance(exc, IngestDependencyMissingError) and hint:
+        reason = f"{reason} ({hint})"
+    return FileIssue(path=path, reason=str(reason), code=getattr(exc, "code", "E_INGEST_LOAD_FAILED"))
+
+
+@dataclass(slots=True)
+class Found:
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: list[FileIssue] = field(default_factory=list)
+    errors: list[FileIssue] = field(default_factory=list)
+    prune_prefixes: list[str] = field(default_factory=list)
+    missing_uris: list[str] = field(default_factory=list)
+
+
+def walk(
+    paths: Sequence[PathInput], extensions: dict[str, DocumentKind], *, follow_external_symlinks: bool = False
+) -> Found:
+    """Every file to consider, in a deterministic order, deduplicated by resolved URI."""
+    found = Found()
+    seen: set[str] = set()
+    roots: list[Path] = []
+    for given in paths:
+        try:
+            roots.append(Path(given).expanduser().resolve())
+        except (OSError, RuntimeError):
+            continue
+
+    def outside(path: Path) -> bool:
+        """Whether a symlink's target lies outside every given path."""
+        target = path.resolve()
+        return not any(target == root or target.is_relative_to(root) for root in roots)
+
+    def consider(path: Path, display_name: str) -> None:
+        try:
+            uri = source_uri_for(path)
+            external = path.is_symlink() and not follow_external_symlinks and outside(path)
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            found.errors.append(
+                FileIssue(path=str(path), reason=f"cannot resolve: {exc}", code="E_INGEST_READ_FAILED")
+            )
+            return
+        if external:
+            reason = "a symlink to a target outside the ingested paths"
+            found.skipped.append(
+                issue_of(str(path), ExternalSymlinkError(reason, path=str(path), reason=reason))
+            )
+            return
+        if uri in seen:
+            return
+        seen.add(uri)
+        try:
+            kind = detect_kind(path, extensions)
+        except UnsupportedDocumentError as exc:
+            found.skipped.append(issue_of(str(path), exc))
+            return
+        # A name that is not valid UTF-8 arrives with lone surrogates, which the store refuses.
+        readable = os.fsencode(display_name).decode("utf-8", "replace")
+        found.candidates.append(Candidate(str(path), uri, readable, kind))
+
+    for given in paths:
+        path = Path(given).expanduser()
+        if path.is_dir():
+            root_uri = source_uri_for(path)
+            found.prune_prefixes.append(root_uri if root_uri.endswith("/") else root_uri + "/")
+
+            def on_error(exc: OSError) -> None:
+                found.errors.append(
+                    FileIssue(
+                        path=str(exc.filename),
+                        reason=f"cannot list directory: {exc.strerror or exc}",
+                        code="E_INGEST_READ_FAILED",
+                    )
+                )
+
+            for dirpath, dirnames, filenames in os.walk(path, onerror=on_error):
+                # Hidden entries (.git, .venv, .DS_Store…) are never documents.
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for name in sorted(filenames):
+                    if not name.startswith("."):
+                        file = Path(dirpath, name)
+                        consider(file, file.relative_to(path).as_posix())
+        elif path.exists() or path.is_symlink():
+            consider(path, path.name)
+        else:
+            uri = source_uri_for(path)
+            found.missing_uris.append(uri)
+            found.errors.append(
+                FileIssue(path=str(path), reason="no such file or directory", code="E_INGEST_READ_FAILED")
+            )
+    return found
