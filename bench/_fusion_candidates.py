@@ -58,7 +58,9 @@ def _zu(leg: Leg, union: Sequence[str], floor: float) -> tuple[dict[str, float],
     return dict(zip(union, z.tolist(), strict=True)), float((floor - values.mean()) / std)
 
 
-def _zlegs(dense: Leg, lexical: Leg, pool: int) -> tuple[tuple[dict[str, float], float], tuple[dict[str, float], float]]:
+def _zlegs(
+    dense: Leg, lexical: Leg, pool: int
+) -> tuple[tuple[dict[str, float], float], tuple[dict[str, float], float]]:
     """Both legs' union z-scores: a dense miss sits at the leg's lowest similarity; a lexical miss
     at BM25 0 when the leg came back short of ``pool`` (it returned every document with a term),
     else at its lowest score."""
@@ -130,7 +132,14 @@ def shaped(query: str) -> bool:
 
 
 def uzconf(
-    query: str, dense: Leg, lexical: Leg, *, pool: int = 30, scale: float = 1.0, shape: bool = False, long: int = 0
+    query: str,
+    dense: Leg,
+    lexical: Leg,
+    *,
+    pool: int = 30,
+    scale: float = 1.0,
+    shape: bool = False,
+    long: int = 0,
 ) -> Fused:
     """Union z with per-query weights: each leg weighted by how far its top hit stands out.
 
@@ -165,13 +174,17 @@ def uzagree(query: str, dense: Leg, lexical: Leg, *, pool: int = 30) -> Fused:
     return _combine(dense, lexical, [(wd, zd, fd), (1 - wd, zl, fl)])
 
 
-def uzshape(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5, long: int = 0) -> Fused:
+def uzshape(
+    query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5, long: int = 0
+) -> Fused:
     """Union z at ``alpha``, 0.25 for lookup-shaped queries; 0.5 for queries over ``long`` words."""
     a = 0.5 if long and len(query.split()) > long else (0.25 if shaped(query) else alpha)
     return uz(query, dense, lexical, pool=pool, alpha=a)
 
 
-def uzlen(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.2, long: int = 40) -> Fused:
+def uzlen(
+    query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.2, long: int = 40
+) -> Fused:
     """Union z at ``alpha`` for a short query, 0.5 for a passage (more than ``long`` words)."""
     return uz(query, dense, lexical, pool=pool, alpha=0.5 if len(query.split()) > long else alpha)
 
@@ -182,7 +195,9 @@ def _with(f: Fuser, **kw: object) -> Fuser:
 
 CANDIDATES: dict[str, Fuser] = {
     "rrf a=0.5 (old default)": rrf,
+    "rrf a=0.2": _with(rrf, alpha=0.2),
     "min-max linear a=0.5": minmax,
+    "min-max linear a=0.2": _with(minmax, alpha=0.2),
     "z (own hits) a=0.5": zscore,
     "DBSF a=0.5": dbsf,
     "union z a=0.5": uz,

@@ -43,12 +43,12 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 _STOP = frozenset(
-    """a an the and or but if then else of to in on at by for with from as is are was were be been being it its
-    this that these those there here which who whom whose what when where why how not no nor so than too very can
-    will just do does did has have had having you your he she they them their his her we our i me my us also into
-    over under again further once all any both each few more most other some such only own same about against
-    between through during before after above below up down out off may might must shall should would could one
-    two new used use using see",""".split()
+    """a an the and or but if then else of to in on at by for with from as is are was were be been
+    being it its this that these those there here which who whom whose what when where why how not
+    no nor so than too very can will just do does did has have had having you your he she they them
+    their his her we our i me my us also into over under again further once all any both each few
+    more most other some such only own same about against between through during before after above
+    below up down out off may might must shall should would could one two new used use using""".split()
 )
 
 
@@ -148,7 +148,10 @@ def known_item_set(name: str, *, per_style: int = 60, seed: int = 7) -> KnownIte
     """Chunks of corpus ``name`` and up to ``per_style`` queries of each style (seeded)."""
     docs = CORPORA[name]()
     chunks = tuple(
-        (f"{d.id}#{i}", d.id, piece) for d in docs for i, piece in enumerate(split_text(d.text)) if piece.strip()
+        (f"{d.id}#{i}", d.id, piece)
+        for d in docs
+        for i, piece in enumerate(split_text(d.text))
+        if piece.strip()
     )
     df = _doc_freq(docs)
     docs_with: Counter[str] = Counter()

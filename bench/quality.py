@@ -1,8 +1,8 @@
 """Retrieval quality: known-item sets from offline text, Lee's human judgements, abstention, rerank cost.
 
     pip install -e '.[wordllama,minilm,eval]'
-    python bench/quality.py            # every set, both encoders, rerank and abstention
-    python bench/quality.py --quick    # WordLlama only, 20 queries per style: a couple of minutes
+    python bench/quality.py            # every set, both encoders, rerank and abstention: ~20 min
+    python bench/quality.py --quick    # WordLlama only, 20 queries per style: under a minute
 
 Known-item sets (bench/_sets.py): pydoc topics, installed packages' READMEs and
 Lee's 300 background news stories, chunked as ``turnkit ingest`` chunks, with
@@ -22,20 +22,21 @@ each, as a 10-result hybrid search fetches). "old default" is turnkit's
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lancedb
-import pyarrow as pa
-from lancedb.index import FTS
+import lancedb  # noqa: TID251 - the bench reads LanceDB's raw BM25 scores
 import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS  # noqa: TID251
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, table
@@ -69,7 +70,7 @@ class Bench:
     stores: dict[str, VectorStore] = field(default_factory=dict)
 
 
-# -- lexical baselines (gensim) ------------------------------------------------------------------------------
+# -- lexical baselines (gensim) --------------------------------------------------------------------
 
 
 def lexical_baselines(chunks: Sequence[tuple[str, str]]) -> dict[str, Callable[[str], list[str]]]:
@@ -84,7 +85,11 @@ def lexical_baselines(chunks: Sequence[tuple[str, str]]) -> dict[str, Callable[[
     bows = [vocab.doc2bow(t) for t in tokens]
     bm25 = OkapiBM25Model(dictionary=vocab)
     bm25_index = SparseMatrixSimilarity(
-        bm25[bows], num_docs=len(ids), num_terms=len(vocab), normalize_queries=False, normalize_documents=False
+        bm25[bows],
+        num_docs=len(ids),
+        num_terms=len(vocab),
+        normalize_queries=False,
+        normalize_documents=False,
     )
     tfidf = TfidfModel(dictionary=vocab)
     tfidf_index = SparseMatrixSimilarity(tfidf[bows], num_docs=len(ids), num_terms=len(vocab))
@@ -100,7 +105,7 @@ def lexical_baselines(chunks: Sequence[tuple[str, str]]) -> dict[str, Callable[[
     return {"BM25 (gensim)": bm25_rank, "TF-IDF (gensim)": tfidf_rank}
 
 
-# -- turnkit legs -----------------------------------------------------------------------------------------------
+# -- turnkit legs ----------------------------------------------------------------------------------
 
 
 def legs(
@@ -133,7 +138,7 @@ def old_default(vs: VectorStore, coll: str, query: str, exclude: str | None, lim
     return [m.id for m in q.hybrid().limit(limit).search_sync()]
 
 
-# -- metrics ----------------------------------------------------------------------------------------------------
+# -- metrics ---------------------------------------------------------------------------------------
 
 
 def doc_order(chunk_ids: Sequence[str], chunk_doc: dict[str, str]) -> list[str]:
@@ -154,19 +159,30 @@ def ndcg10(ranked: list[int], i: int, human: np.ndarray) -> float:
 def lee_ratings() -> np.ndarray:
     from _sets import _gensim_data
 
-    rows = [[float(x) for x in line.split()] for line in (_gensim_data() / "similarities0-1.txt").read_text().splitlines()]
+    rows = [
+        [float(x) for x in line.split()]
+        for line in (_gensim_data() / "similarities0-1.txt").read_text().splitlines()
+    ]
     upper = np.triu(np.array(rows), 1)
     return upper + upper.T
 
 
-# -- building -----------------------------------------------------------------------------------------------------
+# -- building --------------------------------------------------------------------------------------
 
 
-def build(sets: list[KnownItemSet], encoders: dict[str, object], lee: list[str]) -> tuple[list[Bench], dict[str, float]]:
+def build(
+    sets: list[KnownItemSet], encoders: dict[str, object], lee: list[str]
+) -> tuple[list[Bench], dict[str, float]]:
     benches = [
-        Bench(s.name, {c: d for c, d, _ in s.chunks}, {c: t for c, _, t in s.chunks}, list(s.queries)) for s in sets
+        Bench(s.name, {c: d for c, d, _ in s.chunks}, {c: t for c, _, t in s.chunks}, list(s.queries))
+        for s in sets
     ]
-    lee_bench = Bench("lee", {f"lee-{i}": f"lee-{i}" for i in range(len(lee))}, {f"lee-{i}": d for i, d in enumerate(lee)}, [])
+    lee_bench = Bench(
+        "lee",
+        {f"lee-{i}": f"lee-{i}" for i in range(len(lee))},
+        {f"lee-{i}": d for i, d in enumerate(lee)},
+        [],
+    )
     ingest_s: dict[str, float] = {}
     for name, enc in encoders.items():
         uri = tempfile.mkdtemp(prefix=f"quality-{name}-")
@@ -180,7 +196,9 @@ def build(sets: list[KnownItemSet], encoders: dict[str, object], lee: list[str])
         ingest_s[name] = time.perf_counter() - started
         db = lancedb.connect(uri)
         for b in [*benches, lee_bench]:
-            old_default(vs, b.name, "index", None, 1)  # builds the full-text index, as the first hybrid query does
+            old_default(
+                vs, b.name, "index", None, 1
+            )  # builds the full-text index, as the first hybrid query does
             _tables[(id(vs), b.name, "stem")] = db.open_table(b.name)
             plain = db.create_table(
                 f"{b.name}_plain", pa.table({"id": list(b.texts), "document": list(b.texts.values())})
@@ -191,7 +209,7 @@ def build(sets: list[KnownItemSet], encoders: dict[str, object], lee: list[str])
     return [*benches, lee_bench], ingest_s
 
 
-# -- second-opinion vectors (rerank prototype) --------------------------------------------------------------------
+# -- second-opinion vectors (rerank prototype) -----------------------------------------------------
 
 
 class WindowScorer:
@@ -218,19 +236,22 @@ class WindowScorer:
     def score(self, query: str, passages: Sequence[str], /) -> list[float | None]:
         q = np.asarray(self.encoder.encode([query], kind="query"), dtype=np.float32)[0]
         return [
-            None if p not in self.windows else float(min(1.0, max(0.0, (1 + float((self.windows[p] @ q).max())) / 2)))
+            None
+            if p not in self.windows
+            else float(min(1.0, max(0.0, (1 + float((self.windows[p] @ q).max())) / 2)))
             for p in passages
         ]
 
 
-# -- main ---------------------------------------------------------------------------------------------------------
+# -- main ------------------------------------------------------------------------------------------
 
 
-def main() -> None:  # noqa: C901 - a script: one table per section
+def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="WordLlama only, 20 queries per style")
     parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rows")
     args = parser.parse_args()
+    logging.getLogger("gensim").setLevel(logging.WARNING)
     started = time.perf_counter()
     per_style = 20 if args.quick else 60
     sets = [known_item_set(n, per_style=per_style) for n in ("pydoc", "pkgdocs", "news")]
@@ -272,7 +293,9 @@ def main() -> None:  # noqa: C901 - a script: one table per section
                     scores.append(ndcg10(got, i, human))
                 lee_lex[label] = float(np.mean(scores))
             else:
-                lex_per.setdefault(label, {})[b.name] = [(q, doc_order(rank(q.text), b.chunk_doc)) for q in b.queries]
+                lex_per.setdefault(label, {})[b.name] = [
+                    (q, doc_order(rank(q.text), b.chunk_doc)) for q in b.queries
+                ]
     for label in lex_per:
         record(label, lex_per[label], lee_lex[label])
 
@@ -282,7 +305,9 @@ def main() -> None:  # noqa: C901 - a script: one table per section
         lee_scores: dict[str, list[float]] = {}
         timings: list[float] = []
         for b in benches:
-            queries = b.queries if b.name != "lee" else [Query(d, f"lee-{i}", "lee") for i, d in enumerate(lee)]
+            queries = (
+                b.queries if b.name != "lee" else [Query(d, f"lee-{i}", "lee") for i, d in enumerate(lee)]
+            )
             for q in queries:
                 exclude = q.target if b.name == "lee" else None
                 pool = len(lee) - 1 if b.name == "lee" else POOL
@@ -294,10 +319,15 @@ def main() -> None:  # noqa: C901 - a script: one table per section
                     f"vector only ({enc})": [d for d, _ in dense],
                     "full-text only (turnkit index: stemmed, no stop words)": [d for d, _ in stemmed],
                     "full-text only (plain index: no stemming, stop words kept)": [d for d, _ in lexical],
-                    f"{DEFAULT_CANDIDATE} on the stemmed index ({enc})": [
-                        d for d, _ in CANDIDATES[DEFAULT_CANDIDATE](q.text, dense, stemmed, pool=pool)
-                    ],
-                    f"old default .hybrid() ({enc})": old_default(b.stores[enc], b.name, q.text, exclude, 10 if b.name != "lee" else pool),
+                    **{
+                        f"{label} on the stemmed index ({enc})": [
+                            d for d, _ in CANDIDATES[label](q.text, dense, stemmed, pool=pool)
+                        ]
+                        for label in (DEFAULT_CANDIDATE, "min-max linear a=0.2")
+                    },
+                    f"old default .hybrid() ({enc})": old_default(
+                        b.stores[enc], b.name, q.text, exclude, 10 if b.name != "lee" else pool
+                    ),
                 }
                 for label, fuse in CANDIDATES.items():
                     fused = fuse(q.text, dense, lexical, pool=pool)
@@ -307,11 +337,15 @@ def main() -> None:  # noqa: C901 - a script: one table per section
                 if b.name == "lee":
                     i = int(q.target.split("-")[1])
                     for label, ids in ranked.items():
-                        lee_scores.setdefault(label, []).append(ndcg10([int(x.split("-")[1]) for x in ids], i, human))
+                        lee_scores.setdefault(label, []).append(
+                            ndcg10([int(x.split("-")[1]) for x in ids], i, human)
+                        )
                 else:
                     top_dense.setdefault((enc, b.name), []).append(dense[0][1] if dense else 0.0)
                     for label, ids in ranked.items():
-                        systems.setdefault(label, {}).setdefault(b.name, []).append((q, doc_order(ids, b.chunk_doc)))
+                        systems.setdefault(label, {}).setdefault(b.name, []).append(
+                            (q, doc_order(ids, b.chunk_doc))
+                        )
             if b.name != "lee":  # the other sets' queries against this set: answers that are not there
                 for other in benches[:-1]:
                     if other.name != b.name:
@@ -326,14 +360,31 @@ def main() -> None:  # noqa: C901 - a script: one table per section
 
     keys = [*cols]
     header_sets = [b.name for b in benches[:-1]]
-    header = ("system", *[c.replace(":", " ") for c in keys], *[f"{n} R@1" for n in header_sets], *[f"{n} R@5" for n in header_sets], "Lee nDCG@10")
+    header = (
+        "system",
+        *[c.replace(":", " ") for c in keys],
+        *[f"{n} R@1" for n in header_sets],
+        *[f"{n} R@5" for n in header_sets],
+        "Lee nDCG@10",
+    )
     rows = [
-        (label, *[r[c] for c in keys], *[r[f"{n} R@1"] for n in header_sets], *[r[f"{n} R@5"] for n in header_sets], r["Lee nDCG@10"])
+        (
+            label,
+            *[r[c] for c in keys],
+            *[r[f"{n} R@1"] for n in header_sets],
+            *[r[f"{n} R@5"] for n in header_sets],
+            r["Lee nDCG@10"],
+        )
         for label, r in results.items()
     ]
     print("## Known-item R@1 per style, R@1/R@5 per set (all styles), Lee nDCG@10\n")
     print(table(rows, header))
-    print("\nqueries per set:", {b.name: len(b.queries) for b in benches[:-1]}, "; index time:", {k: f"{v:.1f} s" for k, v in ingest_s.items()})
+    print(
+        "\nqueries per set:",
+        {b.name: len(b.queries) for b in benches[:-1]},
+        "; index time:",
+        {k: f"{v:.1f} s" for k, v in ingest_s.items()},
+    )
 
     # abstention: the best dense similarity per query, against answers that exist and answers that do not
     print("\n## Abstention: false abstention (answer exists) / true abstention (query from another corpus)\n")
@@ -341,9 +392,7 @@ def main() -> None:  # noqa: C901 - a script: one table per section
     arows = []
     for (enc, name), tops in sorted(top_dense.items()):
         cross = cross_dense[(enc, name)]
-        cells = [
-            f"{np.mean(np.array(tops) < t):.2f}/{np.mean(np.array(cross) < t):.2f}" for t in thresholds
-        ]
+        cells = [f"{np.mean(np.array(tops) < t):.2f}/{np.mean(np.array(cross) < t):.2f}" for t in thresholds]
         arows.append((enc, name, *cells))
     print(table(arows, ("encoder", "set", *[f"min_score {t}" for t in thresholds])))
 
@@ -356,9 +405,12 @@ DEFAULT_CANDIDATE = "union z a=0.2, long=passage"
 
 
 def rerank_section(
-    benches: list[Bench], encoders: dict[str, object], pools: dict[tuple[str, str], list[tuple[Query, Fused]]], human: np.ndarray
+    benches: list[Bench],
+    encoders: dict[str, object],
+    pools: dict[tuple[str, str], list[tuple[Query, Fused]]],
+    human: np.ndarray,
 ) -> None:
-    """Rerank the new default's top 40 on pydoc and Lee (MiniLM encodes every window: the sets are kept small)."""
+    """Rerank the new default's top 40 on pydoc and Lee (MiniLM encodes every window: kept small)."""
     minilm = encoders["minilm"]
     assert isinstance(minilm, MiniLMEncoder)
     print("\n## Rerank of the new default's top 40 (WordLlama store), MiniLM second opinion, default blend\n")
@@ -369,7 +421,11 @@ def rerank_section(
         best = WindowScorer(minilm, b.texts)
         write_s = time.perf_counter() - t0
         first = WindowScorer(minilm, b.texts, first_only=True)
-        runs: dict[str, list[tuple[Query, list[str]]]] = {"none": [], "first 256 tokens": [], "best window": []}
+        runs: dict[str, list[tuple[Query, list[str]]]] = {
+            "none": [],
+            "first 256 tokens": [],
+            "best window": [],
+        }
         for q, fused in pools[("wordllama", b.name)]:
             matches = [VectorMatch(id=d, score=s, document=b.texts[d]) for d, s in fused[:40]]
             runs["none"].append((q, [m.id for m in matches]))
@@ -381,7 +437,10 @@ def rerank_section(
                 runs[label].append((q, [r.match.id for r in out]))
         for label, rr in runs.items():
             if b.name == "lee":
-                quality = [ndcg10([int(x.split("-")[1]) for x in ids], int(q.target.split("-")[1]), human) for q, ids in rr]
+                quality = [
+                    ndcg10([int(x.split("-")[1]) for x in ids], int(q.target.split("-")[1]), human)
+                    for q, ids in rr
+                ]
                 cells = ("-", "-", f"{np.mean(quality):.3f}")
             else:
                 docs = [(q, doc_order(ids, b.chunk_doc)) for q, ids in rr]
@@ -399,7 +458,8 @@ def rerank_section(
         rerank_sync(q.text, matches, RerankOptions(top_k=10), scorer=scorer)
         lat_live.append(time.perf_counter() - t0)
     print(
-        f"\nper-query rerank latency, 40 candidates: live MiniLM scorer {median_ms(lat_live):.0f} ms median (5 queries), "
+        "\nper-query rerank latency, 40 candidates: "
+        f"live MiniLM scorer {median_ms(lat_live):.0f} ms median (5 queries), "
         f"stored window vectors {median_ms(lat_best):.1f} ms median ({len(lat_best)} queries); "
         f"ratio {median_ms(lat_live) / max(median_ms(lat_best), 1e-9):.0f}x"
     )
