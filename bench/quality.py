@@ -40,7 +40,7 @@ from lancedb.index import FTS  # noqa: TID251
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, table
-from _fusion_candidates import CANDIDATES, Fused, Leg
+from _fusion_candidates import CANDIDATES, Fused, Leg, _zlegs
 from _sets import STYLES, KnownItemSet, Query, known_item_set, lee_docs
 
 from turnkit.batteries.vector import (
@@ -267,6 +267,8 @@ def main() -> None:
     results: dict[str, dict[str, str]] = {}
     top_dense: dict[tuple[str, str], list[float]] = {}  # (encoder, set) -> top-1 dense score per query
     cross_dense: dict[tuple[str, str], list[float]] = {}  # same, for the other sets' queries
+    leg_wins: dict[tuple[str, str, str], list[int]] = {}  # (enc, set, style) -> [dense only, lexical only, n]
+    top_z: dict[tuple[str, str], list[list[float]]] = {}  # (enc, set) -> best hit's union z, per leg
 
     def record(label: str, per_set: dict[str, list[tuple[Query, list[str]]]], lee_ndcg: float | None) -> None:
         row: dict[str, str] = {}
@@ -342,10 +344,21 @@ def main() -> None:
                         )
                 else:
                     top_dense.setdefault((enc, b.name), []).append(dense[0][1] if dense else 0.0)
+                    first = [
+                        doc_order([d for d, _ in g], b.chunk_doc)[:1] == [q.target] for g in (dense, lexical)
+                    ]
+                    wins = leg_wins.setdefault((enc, b.name, q.style), [0, 0, 0])
+                    wins[0] += first[0] and not first[1]
+                    wins[1] += first[1] and not first[0]
+                    wins[2] += 1
                     for label, ids in ranked.items():
                         systems.setdefault(label, {}).setdefault(b.name, []).append(
                             (q, doc_order(ids, b.chunk_doc))
                         )
+                (zd, _), (zl, _) = _zlegs(dense, lexical, pool)
+                tops = top_z.setdefault((enc, b.name), [[], []])
+                tops[0].append(max(zd.values(), default=0.0))
+                tops[1].append(max(zl.values(), default=0.0))
             if b.name != "lee":  # the other sets' queries against this set: answers that are not there
                 for other in benches[:-1]:
                     if other.name != b.name:
@@ -385,6 +398,16 @@ def main() -> None:
         "; index time:",
         {k: f"{v:.1f} s" for k, v in ingest_s.items()},
     )
+
+    print(
+        "\n## The legs: first hit right in one leg only (dense only / full-text only, of n), best hit's z\n"
+    )
+    lrows = []
+    for (enc, name), (zd, zl) in sorted(top_z.items()):
+        wins = [leg_wins.get((enc, name, s)) for s in STYLES]
+        cells = [f"{w[0]}/{w[1]} of {w[2]}" if w else "-" for w in wins]
+        lrows.append((enc, name, *cells, f"{np.mean(zd):.2f}", f"{np.mean(zl):.2f}"))
+    print(table(lrows, ("encoder", "set", *STYLES, "dense top z", "full-text top z")))
 
     # abstention: the best dense similarity per query, against answers that exist and answers that do not
     print("\n## Abstention: false abstention (answer exists) / true abstention (query from another corpus)\n")
