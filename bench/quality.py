@@ -13,18 +13,22 @@ the other 49; graded nDCG@10 with the averaged human rating as gain.
 
 Every system ranks the same chunks. BM25 and TF-IDF are gensim's
 (``OkapiBM25Model``, ``TfidfModel``) on lowercased word tokens. turnkit's legs
-are its vector search and its full-text search (``.hybrid(alpha=0)``); each
-candidate fusion in bench/_fusion_candidates.py fuses those two legs (30 hits
-each, as a 10-result hybrid search fetches). "old default" is turnkit's
-``.hybrid()`` itself.
+are its vector search and the LanceDB full-text query ``.hybrid(alpha=0)`` runs,
+read with raw BM25 scores, on turnkit's index (stemmed, stop words removed) and
+on a plain one (neither). Each candidate fusion in bench/_fusion_candidates.py
+fuses those two legs (30 hits each, as a 10-result hybrid search fetches).
+"old default" is turnkit's ``.hybrid()`` itself. The stores live in temporary
+directories, removed at exit.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import math
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -186,6 +190,7 @@ def build(
     ingest_s: dict[str, float] = {}
     for name, enc in encoders.items():
         uri = tempfile.mkdtemp(prefix=f"quality-{name}-")
+        atexit.register(shutil.rmtree, uri, ignore_errors=True)
         vs = create_vector_store(uri=uri, encoder=enc, auto_optimize=None)  # type: ignore[arg-type]
         started = time.perf_counter()
         for b in [*benches, lee_bench]:
