@@ -1,41 +1,55 @@
-"""Retrieval quality: human judgements (Lee corpus) and a synthetic known-item set, one table.
+"""Retrieval quality: known-item sets from offline text, Lee's human judgements, abstention, rerank cost.
 
     pip install -e '.[wordllama,minilm,eval]'
-    python bench/quality.py            # about 10 minutes on two cores (MiniLM rows are most of it)
+    python bench/quality.py            # every set, both encoders, rerank and abstention: ~20 min
+    python bench/quality.py --quick    # WordLlama only, 20 queries per style: under a minute
 
-Lee (Lee, Pincombe & Welsh 2005, shipped inside gensim's wheel): 50 news
-documents and averaged human similarity ratings of all 1,225 pairs. Each
-document is the query against the other 49; we report graded nDCG@10 (gain =
-human rating) and Pearson r between the system's score and the rating over
-every pair (a pair the system did not score counts as 0).
+Known-item sets (bench/_sets.py): pydoc topics, installed packages' READMEs and
+Lee's 300 background news stories, chunked as ``turnkit ingest`` chunks, with
+queries in four styles (masked lead, keywords, a rare token, paraphrase-like).
+R@k: share of queries whose document has a chunk among the first k distinct
+documents. Lee (Lee, Pincombe & Welsh 2005): each of 50 news documents queries
+the other 49; graded nDCG@10 with the averaged human rating as gain.
 
-Known-item: 320 synthetic records (four templates, invented names, generated
-here with a fixed seed) and one question per record whose answer is that
-record. recall@k is the share of questions whose record is in the top k,
-without a filter and with a metadata filter on the record's category.
+Every system ranks the same chunks. BM25 and TF-IDF are gensim's
+(``OkapiBM25Model``, ``TfidfModel``) on lowercased word tokens. turnkit's legs
+are its vector search and the LanceDB full-text query ``.hybrid(alpha=0)`` runs,
+read with raw BM25 scores, on turnkit's index (stemmed, stop words removed) and
+on a plain one (neither). Each candidate fusion in bench/_fusion_candidates.py
+fuses those two legs (30 hits each, as a 10-result hybrid search fetches).
+"old default" is turnkit's ``.hybrid()`` itself. The stores live in temporary
+directories, removed at exit.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import atexit
+import logging
 import math
-import random
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import lancedb  # noqa: TID251 - the bench reads LanceDB's raw BM25 scores
 import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS  # noqa: TID251
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import table
+from _common import median_ms, table
+from _fusion_candidates import CANDIDATES, Fused, Leg, _zlegs
+from _sets import STYLES, KnownItemSet, Query, known_item_set, lee_docs
 
 from turnkit.batteries.vector import (
     EncoderScorer,
     MiniLMEncoder,
-    QueryBuilder,
     RerankOptions,
     VectorMatch,
     VectorStore,
@@ -43,264 +57,440 @@ from turnkit.batteries.vector import (
     create_vector_store,
     rerank_sync,
 )
+from turnkit.ingest import split_text
 
-Ranker = Callable[[str, str, dict[str, object] | None, int], list[VectorMatch]]
+POOL = 30
+_TOKEN = re.compile(r"[a-z0-9_]+")
 
-# -- data ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Bench:
+    """One indexed set: its chunks, queries and, per encoder, a store."""
+
+    name: str
+    chunk_doc: dict[str, str]
+    texts: dict[str, str]
+    queries: list[Query]
+    stores: dict[str, VectorStore] = field(default_factory=dict)
 
 
-def lee() -> tuple[list[str], np.ndarray]:
-    spec = importlib.util.find_spec("gensim")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("bench/quality.py needs gensim for the Lee corpus: pip install -e '.[eval]'")
-    data = Path(spec.submodule_search_locations[0]) / "test" / "test_data"
-    docs = [
-        line.strip() for line in (data / "lee.cor").read_text(encoding="latin-1").splitlines() if line.strip()
-    ]
+# -- lexical baselines (gensim) --------------------------------------------------------------------
+
+
+def lexical_baselines(chunks: Sequence[tuple[str, str]]) -> dict[str, Callable[[str], list[str]]]:
+    from gensim.corpora import Dictionary
+    from gensim.models import TfidfModel
+    from gensim.models.bm25model import OkapiBM25Model
+    from gensim.similarities import SparseMatrixSimilarity
+
+    ids = [c for c, _ in chunks]
+    tokens = [_TOKEN.findall(t.lower()) for _, t in chunks]
+    vocab = Dictionary(tokens)
+    bows = [vocab.doc2bow(t) for t in tokens]
+    bm25 = OkapiBM25Model(dictionary=vocab)
+    bm25_index = SparseMatrixSimilarity(
+        bm25[bows],
+        num_docs=len(ids),
+        num_terms=len(vocab),
+        normalize_queries=False,
+        normalize_documents=False,
+    )
+    tfidf = TfidfModel(dictionary=vocab)
+    tfidf_index = SparseMatrixSimilarity(tfidf[bows], num_docs=len(ids), num_terms=len(vocab))
+
+    def bm25_rank(query: str) -> list[str]:
+        bow = [(term, 1) for term, _ in vocab.doc2bow(_TOKEN.findall(query.lower()))]
+        return [ids[i] for i in np.argsort(-bm25_index[bow], kind="stable")[:POOL]]
+
+    def tfidf_rank(query: str) -> list[str]:
+        bow = tfidf[vocab.doc2bow(_TOKEN.findall(query.lower()))]
+        return [ids[i] for i in np.argsort(-tfidf_index[bow], kind="stable")[:POOL]]
+
+    return {"BM25 (gensim)": bm25_rank, "TF-IDF (gensim)": tfidf_rank}
+
+
+# -- turnkit legs ----------------------------------------------------------------------------------
+
+
+def legs(
+    vs: VectorStore, coll: str, query: str, exclude: str | None, pool: int, fts: str = "plain"
+) -> tuple[Leg, Leg]:
+    """turnkit's two legs with raw scores: vector similarity, and BM25 from the same LanceDB full-text index.
+
+    The lexical leg is the query ``.hybrid(alpha=0)`` runs, read with its raw
+    ``_score`` (turnkit returns it rescaled): ``fts="stem"`` reads the index
+    turnkit builds (LanceDB's defaults: English stemming, stop words removed),
+    ``fts="plain"`` a copy of the text indexed without either.
+    """
+    q = vs(coll).near_text(query).select("id")
+    q = q.where("id", "!=", exclude) if exclude else q
+    dense = [(m.id, m.score or 0.0) for m in q.limit(pool).search_sync()]
+    table = _tables[(id(vs), coll, fts)]
+    search = table.search(query, query_type="fts", fts_columns="document").select(["id"]).limit(pool)
+    if exclude:
+        search = search.where(f"id != '{exclude}'")
+    lexical = [(row["id"], float(row["_score"])) for row in search.to_list()]
+    return dense, lexical
+
+
+_tables: dict[tuple[int, str, str], Any] = {}
+
+
+def old_default(vs: VectorStore, coll: str, query: str, exclude: str | None, limit: int) -> list[str]:
+    q = vs(coll).near_text(query).select("id")
+    q = q.where("id", "!=", exclude) if exclude else q
+    return [m.id for m in q.hybrid().limit(limit).search_sync()]
+
+
+# -- metrics ---------------------------------------------------------------------------------------
+
+
+def doc_order(chunk_ids: Sequence[str], chunk_doc: dict[str, str]) -> list[str]:
+    return list(dict.fromkeys(chunk_doc[c] for c in chunk_ids))
+
+
+def recall_at(runs: list[tuple[Query, list[str]]], k: int) -> float:
+    return sum(q.target in docs[:k] for q, docs in runs) / max(1, len(runs))
+
+
+def ndcg10(ranked: list[int], i: int, human: np.ndarray) -> float:
+    gains = [human[i, j] for j in ranked[:10]]
+    ideal = sorted((human[i, j] for j in range(len(human)) if j != i), reverse=True)[:10]
+    dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains))
+    return float(dcg / sum(g / math.log2(r + 2) for r, g in enumerate(ideal)))
+
+
+def lee_ratings() -> np.ndarray:
+    from _sets import _gensim_data
+
     rows = [
-        [float(x) for x in line.split()] for line in (data / "similarities0-1.txt").read_text().splitlines()
+        [float(x) for x in line.split()]
+        for line in (_gensim_data() / "similarities0-1.txt").read_text().splitlines()
     ]
-    upper = np.array(rows)
-    sims = np.triu(upper, 1) + np.triu(upper, 1).T
-    assert len(docs) == 50 and sims.shape == (50, 50)
-    return docs, sims
+    upper = np.triu(np.array(rows), 1)
+    return upper + upper.T
 
 
-_SYLLABLES = [
-    "va",
-    "ro",
-    "ke",
-    "lin",
-    "dor",
-    "mi",
-    "zu",
-    "tal",
-    "qua",
-    "ber",
-    "sen",
-    "ox",
-    "fi",
-    "nur",
-    "pel",
-]
+# -- building --------------------------------------------------------------------------------------
 
 
-def known_items(seed: int = 7, per_template: int = 80) -> list[tuple[dict[str, object], str]]:
-    """Records and one question each; names are invented so they carry no prior meaning."""
-    rnd = random.Random(seed)
-    used: set[str] = set()
-
-    def name() -> str:
-        while True:
-            word = "".join(rnd.choice(_SYLLABLES) for _ in range(rnd.randint(2, 3))).capitalize()
-            if word not in used:
-                used.add(word)
-                return word
-
-    makers = ["Halden", "Orvik", "Sundra", "Telmar", "Kessel", "Brova"]
-    kinds = ["drone", "kettle", "bicycle", "speaker", "tablet", "lantern"]
-    regions = ["northern", "southern", "eastern", "western", "central"]
-    industries = ["fishing", "textiles", "tourism", "mining", "shipbuilding", "wine making"]
-    jobs = ["painter", "chemist", "architect", "violinist", "surgeon", "novelist"]
-    feats = ["a bridge design", "a vaccine trial", "a symphony cycle", "a glass museum", "a rowing record"]
-    dishes = ["bread", "pie", "stew", "cake", "dumplings"]
-    items = ["fennel", "plums", "lentils", "walnuts", "barley", "honey", "leeks", "ginger"]
-    out: list[tuple[dict[str, object], str]] = []
-    for i in range(per_template):
-        n = name()
-        kind, maker = rnd.choice(kinds), rnd.choice(makers)
-        grams, year = rnd.randint(200, 4000), rnd.randint(1995, 2024)
-        out.append(
-            (
-                {
-                    "id": f"product-{i}",
-                    "document": f"The {n} {kind} was released in {year} by {maker}. "
-                    f"It weighs {grams} grams and comes in {rnd.choice(['red', 'grey', 'green'])}.",
-                    "metadata": {"category": "product"},
-                },
-                f"How heavy is the {n} {kind}?",
+def build(
+    sets: list[KnownItemSet], encoders: dict[str, object], lee: list[str]
+) -> tuple[list[Bench], dict[str, float]]:
+    benches = [
+        Bench(s.name, {c: d for c, d, _ in s.chunks}, {c: t for c, _, t in s.chunks}, list(s.queries))
+        for s in sets
+    ]
+    lee_bench = Bench(
+        "lee",
+        {f"lee-{i}": f"lee-{i}" for i in range(len(lee))},
+        {f"lee-{i}": d for i, d in enumerate(lee)},
+        [],
+    )
+    ingest_s: dict[str, float] = {}
+    for name, enc in encoders.items():
+        uri = tempfile.mkdtemp(prefix=f"quality-{name}-")
+        atexit.register(shutil.rmtree, uri, ignore_errors=True)
+        vs = create_vector_store(uri=uri, encoder=enc, auto_optimize=None)  # type: ignore[arg-type]
+        started = time.perf_counter()
+        for b in [*benches, lee_bench]:
+            vs(b.name).upsert_sync(
+                [{"id": c, "document": t, "metadata": {"doc": b.chunk_doc[c]}} for c, t in b.texts.items()]
             )
-        )
-        n = name()
-        out.append(
-            (
-                {
-                    "id": f"town-{i}",
-                    "document": f"{n} is a coastal town in the {rnd.choice(regions)} region with about "
-                    f"{rnd.randint(2, 90)} thousand inhabitants. "
-                    f"Its main industry is {rnd.choice(industries)}.",
-                    "metadata": {"category": "town"},
-                },
-                f"What do people in {n} mostly work in?",
+            b.stores[name] = vs
+        ingest_s[name] = time.perf_counter() - started
+        db = lancedb.connect(uri)
+        for b in [*benches, lee_bench]:
+            old_default(
+                vs, b.name, "index", None, 1
+            )  # builds the full-text index, as the first hybrid query does
+            _tables[(id(vs), b.name, "stem")] = db.open_table(b.name)
+            plain = db.create_table(
+                f"{b.name}_plain", pa.table({"id": list(b.texts), "document": list(b.texts.values())})
             )
-        )
-        first, last = name(), name()
-        out.append(
-            (
-                {
-                    "id": f"person-{i}",
-                    "document": f"{first} {last} is a {rnd.choice(jobs)} born in {rnd.randint(1930, 2000)}, "
-                    f"best known for {rnd.choice(feats)}.",
-                    "metadata": {"category": "person"},
-                },
-                f"What is {first} {last} famous for?",
-            )
-        )
-        n = name()
-        a, b, c = rnd.sample(items, 3)
-        out.append(
-            (
-                {
-                    "id": f"recipe-{i}",
-                    "document": f"To make {n} {rnd.choice(dishes)}, combine {a}, {b} and {c}, "
-                    f"then bake for {rnd.randint(15, 90)} minutes.",
-                    "metadata": {"category": "recipe"},
-                },
-                f"How long does {n} need in the oven?",
-            )
-        )
-    return out
+            plain.create_index("document", config=FTS(stem=False, remove_stop_words=False))
+            _tables[(id(vs), b.name, "plain")] = plain
+        print(f"  indexed with {name} in {ingest_s[name]:.1f} s", file=sys.stderr)
+    return [*benches, lee_bench], ingest_s
 
 
-# -- systems -----------------------------------------------------------------------------------------------
+# -- second-opinion vectors (rerank prototype) -----------------------------------------------------
 
 
-def tfidf_scores(docs: Sequence[str]) -> np.ndarray:
-    """Plain numpy TF-IDF cosine between every pair (the baseline)."""
-    tokens = [re.findall(r"[a-z0-9]+", d.lower()) for d in docs]
-    vocab = {w: i for i, w in enumerate(sorted({w for t in tokens for w in t}))}
-    tf = np.zeros((len(docs), len(vocab)))
-    for row, words in enumerate(tokens):
-        for w in words:
-            tf[row, vocab[w]] += 1
-    idf = np.log(len(docs) / (1 + (tf > 0).sum(axis=0))) + 1
-    x = tf * idf
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x @ x.T
+class WindowScorer:
+    """Relevance from MiniLM vectors computed once per chunk at write time: the best window's cosine.
+
+    ``first_only`` keeps only each chunk's first window, which is what today's
+    scorer sees after truncating a chunk to 256 tokens.
+    """
+
+    def __init__(self, encoder: MiniLMEncoder, texts: dict[str, str], *, first_only: bool = False) -> None:
+        self.encoder = encoder
+        self.windows: dict[str, np.ndarray] = {}
+        flat: list[str] = []
+        spans: list[tuple[str, int, int]] = []
+        for text in dict.fromkeys(texts.values()):
+            pieces = split_text(text, chunk_size=180, chunk_overlap=40) or [text]
+            pieces = pieces[:1] if first_only else pieces
+            spans.append((text, len(flat), len(flat) + len(pieces)))
+            flat.extend(pieces)
+        vectors = np.asarray(encoder.encode(flat, kind="document"), dtype=np.float32)
+        self.windows = {text: vectors[a:b] for text, a, b in spans}
+        self.count = len(flat)
+
+    def score(self, query: str, passages: Sequence[str], /) -> list[float | None]:
+        q = np.asarray(self.encoder.encode([query], kind="query"), dtype=np.float32)[0]
+        return [
+            None
+            if p not in self.windows
+            else float(min(1.0, max(0.0, (1 + float((self.windows[p] @ q).max())) / 2)))
+            for p in passages
+        ]
 
 
-def search(kind: str, alpha: float = 0.5, fusion: str = "rrf") -> Callable[[QueryBuilder], QueryBuilder]:
-    def apply(q: QueryBuilder) -> QueryBuilder:
-        return q if kind == "vector" else q.hybrid(alpha, fusion=fusion)  # type: ignore[arg-type]
-
-    return apply
-
-
-def ranker(
-    vs: VectorStore,
-    collection: str,
-    mode: Callable[[QueryBuilder], QueryBuilder],
-    rerank_opts: RerankOptions | None = None,
-    scorer: EncoderScorer | None = None,
-) -> Ranker:
-    def run(query: str, exclude: str, where: dict[str, object] | None, k: int) -> list[VectorMatch]:
-        q = vs(collection).near_text(query).select("id", "document")
-        if exclude:
-            q = q.where("id", "!=", exclude)
-        if where:
-            q = q.where(where)
-        if rerank_opts is None:
-            return mode(q).limit(k).search_sync()
-        pool = mode(q).limit(rerank_opts.pool(k)).search_sync()
-        opts = RerankOptions(weights=rerank_opts.weights, top_k=k, pool_factor=rerank_opts.pool_factor)
-        return [r.as_match() for r in rerank_sync(query, pool, opts, scorer=scorer)]
-
-    return run
-
-
-# -- metrics -----------------------------------------------------------------------------------------------
-
-
-def lee_metrics(rank: Ranker, docs: list[str], human: np.ndarray) -> tuple[float, float]:
-    ndcgs, system = [], np.zeros_like(human)
-    for i, doc in enumerate(docs):
-        matches = rank(doc, f"lee-{i}", None, 49)
-        got = [int(m.id.split("-")[1]) for m in matches]
-        for m, j in zip(matches, got, strict=True):
-            system[i, j] = m.score or 0.0
-        gains = [human[i, j] for j in got[:10]]
-        ideal = sorted((human[i, j] for j in range(50) if j != i), reverse=True)[:10]
-        dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains))
-        ndcgs.append(dcg / sum(g / math.log2(r + 2) for r, g in enumerate(ideal)))
-    iu = np.triu_indices(50, 1)
-    pair_scores = (system + system.T)[iu] / 2  # each pair was scored from both ends
-    return float(np.mean(ndcgs)), float(np.corrcoef(pair_scores, human[iu])[0, 1])
-
-
-def recall(rank: Ranker, items: list[tuple[dict[str, object], str]], use_filter: bool) -> tuple[float, ...]:
-    hits = {1: 0, 5: 0, 10: 0}
-    for record, question in items:
-        meta = record["metadata"]
-        assert isinstance(meta, dict)
-        where = {"metadata.category": meta["category"]} if use_filter else None
-        got = [m.id for m in rank(question, "", where, 10)]
-        for k in hits:
-            hits[k] += record["id"] in got[:k]
-    return tuple(hits[k] / len(items) for k in (1, 5, 10))
-
-
-# -- main --------------------------------------------------------------------------------------------------
+# -- main ------------------------------------------------------------------------------------------
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="WordLlama only, 20 queries per style")
     parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rows")
     args = parser.parse_args()
+    logging.getLogger("gensim").setLevel(logging.WARNING)
     started = time.perf_counter()
-    docs, human = lee()
-    items = known_items()
-    encoders = {"wordllama": WordLlamaEncoder()}
-    if not args.no_minilm:
+    per_style = 20 if args.quick else 60
+    sets = [known_item_set(n, per_style=per_style) for n in ("pydoc", "pkgdocs", "news")]
+    lee = lee_docs()
+    human = lee_ratings()
+    encoders: dict[str, object] = {"wordllama": WordLlamaEncoder()}
+    if not (args.quick or args.no_minilm):
         encoders["minilm"] = MiniLMEncoder()
-    stores = {}
-    for name, enc in encoders.items():
-        vs = create_vector_store(uri="memory://", encoder=enc, auto_optimize=None)
-        vs("lee").upsert_sync([{"id": f"lee-{i}", "document": d} for i, d in enumerate(docs)])
-        vs("items").upsert_sync([record for record, _ in items])
-        stores[name] = vs
-    minilm_scorer = EncoderScorer(encoders["minilm"]) if "minilm" in encoders else None
-    default_rr = RerankOptions()
-    semantic_rr = RerankOptions(weights={"semantic": 0.6, "vector": 0.3, "position": 0.1})
+    benches, ingest_s = build(sets, encoders, lee)
 
-    systems: list[tuple[str, str, Callable[[QueryBuilder], QueryBuilder], RerankOptions | None]] = [
-        ("vector (WordLlama, default)", "wordllama", search("vector"), None),
-        ("hybrid rrf a=0.3", "wordllama", search("hybrid", 0.3), None),
-        ("hybrid rrf a=0.5", "wordllama", search("hybrid", 0.5), None),
-        ("hybrid rrf a=0.7", "wordllama", search("hybrid", 0.7), None),
-        ("hybrid linear a=0.5", "wordllama", search("hybrid", 0.5, "linear"), None),
-    ]
-    if minilm_scorer is not None:
-        systems += [
-            ("hybrid a=0.5 + rerank 0.4/0.4/0.2", "wordllama", search("hybrid", 0.5), default_rr),
-            ("hybrid a=0.5 + rerank 0.6/0.3/0.1", "wordllama", search("hybrid", 0.5), semantic_rr),
-            ("vector (MiniLM int8)", "minilm", search("vector"), None),
-            ("hybrid rrf a=0.5 (MiniLM)", "minilm", search("hybrid", 0.5), None),
-        ]
+    # columns: every (set, style) R@1, the set's R@5 over all styles, then Lee nDCG@10
+    cols = [f"{b.name}:{s}" for b in benches[:-1] for s in STYLES]
+    results: dict[str, dict[str, str]] = {}
+    top_dense: dict[tuple[str, str], list[float]] = {}  # (encoder, set) -> top-1 dense score per query
+    cross_dense: dict[tuple[str, str], list[float]] = {}  # same, for the other sets' queries
+    leg_wins: dict[tuple[str, str, str], list[int]] = {}  # (enc, set, style) -> [dense only, lexical only, n]
+    top_z: dict[tuple[str, str], list[list[float]]] = {}  # (enc, set) -> best hit's union z, per leg
 
-    tfidf = tfidf_scores(docs)
-    base_ndcg, base_r = lee_metrics(
-        lambda q, ex, w, k: [
-            VectorMatch(id=f"lee-{j}", score=float(tfidf[int(ex.split("-")[1]), j]))
-            for j in np.argsort(-tfidf[int(ex.split("-")[1])])
-            if j != int(ex.split("-")[1])
-        ][:k],
-        docs,
-        human,
-    )
-    rows = [("TF-IDF baseline (numpy)", f"{base_ndcg:.3f}", f"{base_r:.3f}", *["-"] * 6)]
-    for label, enc_name, mode, rr in systems:
-        vs = stores[enc_name]
-        scorer = minilm_scorer if rr is not None else None
-        lee_rank = ranker(vs, "lee", mode, rr, scorer)
-        ndcg, r = lee_metrics(lee_rank, docs, human)
-        item_rank = ranker(vs, "items", mode, rr, scorer)
-        plain = recall(item_rank, items, False)
-        filtered = recall(item_rank, items, True)
-        rows.append((label, f"{ndcg:.3f}", f"{r:.3f}", *(f"{x:.3f}" for x in (*plain, *filtered))))
+    def record(label: str, per_set: dict[str, list[tuple[Query, list[str]]]], lee_ndcg: float | None) -> None:
+        row: dict[str, str] = {}
+        for b in benches[:-1]:
+            runs = per_set.get(b.name, [])
+            for s in STYLES:
+                sub = [r for r in runs if r[0].style == s]
+                row[f"{b.name}:{s}"] = f"{recall_at(sub, 1):.2f}" if sub else "-"
+            row[f"{b.name} R@5"] = f"{recall_at(runs, 5):.2f}" if runs else "-"
+            row[f"{b.name} R@1"] = f"{recall_at(runs, 1):.2f}" if runs else "-"
+        row["Lee nDCG@10"] = "-" if lee_ndcg is None else f"{lee_ndcg:.3f}"
+        results[label] = row
         print(f"  {label}: done", file=sys.stderr)
-    header = ("system", "Lee nDCG@10", "Lee r", "KI R@1", "R@5", "R@10", "KI+filter R@1", "R@5", "R@10")
+
+    # lexical baselines on the same chunks
+    lex_per: dict[str, dict[str, list[tuple[Query, list[str]]]]] = {}
+    lee_lex: dict[str, float] = {}
+    for b in benches:
+        for label, rank in lexical_baselines(list(b.texts.items())).items():
+            if b.name == "lee":
+                scores = []
+                for i, doc in enumerate(lee):
+                    got = [int(c.split("-")[1]) for c in rank(doc) if c != f"lee-{i}"]
+                    scores.append(ndcg10(got, i, human))
+                lee_lex[label] = float(np.mean(scores))
+            else:
+                lex_per.setdefault(label, {})[b.name] = [
+                    (q, doc_order(rank(q.text), b.chunk_doc)) for q in b.queries
+                ]
+    for label in lex_per:
+        record(label, lex_per[label], lee_lex[label])
+
+    fused_pools: dict[tuple[str, str], list[tuple[Query, Fused]]] = {}  # for rerank: (enc, set) -> pools
+    for enc in encoders:
+        systems: dict[str, dict[str, list[tuple[Query, list[str]]]]] = {}
+        lee_scores: dict[str, list[float]] = {}
+        timings: list[float] = []
+        for b in benches:
+            queries = (
+                b.queries if b.name != "lee" else [Query(d, f"lee-{i}", "lee") for i, d in enumerate(lee)]
+            )
+            for q in queries:
+                exclude = q.target if b.name == "lee" else None
+                pool = len(lee) - 1 if b.name == "lee" else POOL
+                t0 = time.perf_counter()
+                dense, lexical = legs(b.stores[enc], b.name, q.text, exclude, pool)
+                timings.append(time.perf_counter() - t0)
+                _, stemmed = legs(b.stores[enc], b.name, q.text, exclude, pool, fts="stem")
+                ranked: dict[str, list[str]] = {
+                    f"vector only ({enc})": [d for d, _ in dense],
+                    "full-text only (turnkit index: stemmed, no stop words)": [d for d, _ in stemmed],
+                    "full-text only (plain index: no stemming, stop words kept)": [d for d, _ in lexical],
+                    **{
+                        f"{label} on the stemmed index ({enc})": [
+                            d for d, _ in CANDIDATES[label](q.text, dense, stemmed, pool=pool)
+                        ]
+                        for label in (DEFAULT_CANDIDATE, "min-max linear a=0.2")
+                    },
+                    f"old default .hybrid() ({enc})": old_default(
+                        b.stores[enc], b.name, q.text, exclude, 10 if b.name != "lee" else pool
+                    ),
+                }
+                for label, fuse in CANDIDATES.items():
+                    fused = fuse(q.text, dense, lexical, pool=pool)
+                    ranked[f"{label} ({enc})"] = [d for d, _ in fused]
+                    if label == DEFAULT_CANDIDATE:
+                        fused_pools.setdefault((enc, b.name), []).append((q, fused[:40]))
+                if b.name == "lee":
+                    i = int(q.target.split("-")[1])
+                    for label, ids in ranked.items():
+                        lee_scores.setdefault(label, []).append(
+                            ndcg10([int(x.split("-")[1]) for x in ids], i, human)
+                        )
+                else:
+                    top_dense.setdefault((enc, b.name), []).append(dense[0][1] if dense else 0.0)
+                    first = [
+                        doc_order([d for d, _ in g], b.chunk_doc)[:1] == [q.target] for g in (dense, lexical)
+                    ]
+                    wins = leg_wins.setdefault((enc, b.name, q.style), [0, 0, 0])
+                    wins[0] += first[0] and not first[1]
+                    wins[1] += first[1] and not first[0]
+                    wins[2] += 1
+                    for label, ids in ranked.items():
+                        systems.setdefault(label, {}).setdefault(b.name, []).append(
+                            (q, doc_order(ids, b.chunk_doc))
+                        )
+                (zd, _), (zl, _) = _zlegs(dense, lexical, pool)
+                tops = top_z.setdefault((enc, b.name), [[], []])
+                tops[0].append(max(zd.values(), default=0.0))
+                tops[1].append(max(zl.values(), default=0.0))
+            if b.name != "lee":  # the other sets' queries against this set: answers that are not there
+                for other in benches[:-1]:
+                    if other.name != b.name:
+                        for q in other.queries[:: 2 if args.quick else 1]:
+                            m = b.stores[enc](b.name).near_text(q.text).select("id").limit(1).search_sync()
+                            cross_dense.setdefault((enc, b.name), []).append(m[0].score or 0.0 if m else 0.0)
+        for label, per_set in systems.items():
+            if label.startswith("full-text") and label in results:  # the same for every encoder
+                continue
+            record(label, per_set, float(np.mean(lee_scores[label])))
+        print(f"  {enc}: both legs {median_ms(timings):.0f} ms median per query", file=sys.stderr)
+
+    keys = [*cols]
+    header_sets = [b.name for b in benches[:-1]]
+    header = (
+        "system",
+        *[c.replace(":", " ") for c in keys],
+        *[f"{n} R@1" for n in header_sets],
+        *[f"{n} R@5" for n in header_sets],
+        "Lee nDCG@10",
+    )
+    rows = [
+        (
+            label,
+            *[r[c] for c in keys],
+            *[r[f"{n} R@1"] for n in header_sets],
+            *[r[f"{n} R@5"] for n in header_sets],
+            r["Lee nDCG@10"],
+        )
+        for label, r in results.items()
+    ]
+    print("## Known-item R@1 per style, R@1/R@5 per set (all styles), Lee nDCG@10\n")
     print(table(rows, header))
-    print(f"\n{len(items)} known items, 50 Lee queries; {time.perf_counter() - started:.0f} s in all.")
+    print(
+        "\nqueries per set:",
+        {b.name: len(b.queries) for b in benches[:-1]},
+        "; index time:",
+        {k: f"{v:.1f} s" for k, v in ingest_s.items()},
+    )
+
+    print(
+        "\n## The legs: first hit right in one leg only (dense only / full-text only, of n), best hit's z\n"
+    )
+    lrows = []
+    for (enc, name), (zd, zl) in sorted(top_z.items()):
+        wins = [leg_wins.get((enc, name, s)) for s in STYLES]
+        cells = [f"{w[0]}/{w[1]} of {w[2]}" if w else "-" for w in wins]
+        lrows.append((enc, name, *cells, f"{np.mean(zd):.2f}", f"{np.mean(zl):.2f}"))
+    print(table(lrows, ("encoder", "set", *STYLES, "dense top z", "full-text top z")))
+
+    # abstention: the best dense similarity per query, against answers that exist and answers that do not
+    print("\n## Abstention: false abstention (answer exists) / true abstention (query from another corpus)\n")
+    thresholds = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]
+    arows = []
+    for (enc, name), tops in sorted(top_dense.items()):
+        cross = cross_dense[(enc, name)]
+        cells = [f"{np.mean(np.array(tops) < t):.2f}/{np.mean(np.array(cross) < t):.2f}" for t in thresholds]
+        arows.append((enc, name, *cells))
+    print(table(arows, ("encoder", "set", *[f"min_score {t}" for t in thresholds])))
+
+    if "minilm" in encoders:
+        rerank_section(benches, encoders, fused_pools, human)
+    print(f"\n{time.perf_counter() - started:.0f} s in all.")
+
+
+DEFAULT_CANDIDATE = "union z a=0.2, long=passage"
+
+
+def rerank_section(
+    benches: list[Bench],
+    encoders: dict[str, object],
+    pools: dict[tuple[str, str], list[tuple[Query, Fused]]],
+    human: np.ndarray,
+) -> None:
+    """Rerank the new default's top 40 on pydoc and Lee (MiniLM encodes every window: kept small)."""
+    minilm = encoders["minilm"]
+    assert isinstance(minilm, MiniLMEncoder)
+    print("\n## Rerank of the new default's top 40 (WordLlama store), MiniLM second opinion, default blend\n")
+    rows = []
+    lat_best: list[float] = []
+    for b in [x for x in benches if x.name in ("pydoc", "lee")]:
+        t0 = time.perf_counter()
+        best = WindowScorer(minilm, b.texts)
+        write_s = time.perf_counter() - t0
+        first = WindowScorer(minilm, b.texts, first_only=True)
+        runs: dict[str, list[tuple[Query, list[str]]]] = {
+            "none": [],
+            "first 256 tokens": [],
+            "best window": [],
+        }
+        for q, fused in pools[("wordllama", b.name)]:
+            matches = [VectorMatch(id=d, score=s, document=b.texts[d]) for d, s in fused[:40]]
+            runs["none"].append((q, [m.id for m in matches]))
+            for label, scorer in (("first 256 tokens", first), ("best window", best)):
+                t0 = time.perf_counter()
+                out = rerank_sync(q.text, matches, RerankOptions(top_k=10), scorer=scorer)
+                if label == "best window":
+                    lat_best.append(time.perf_counter() - t0)
+                runs[label].append((q, [r.match.id for r in out]))
+        for label, rr in runs.items():
+            if b.name == "lee":
+                quality = [
+                    ndcg10([int(x.split("-")[1]) for x in ids], int(q.target.split("-")[1]), human)
+                    for q, ids in rr
+                ]
+                cells = ("-", "-", f"{np.mean(quality):.3f}")
+            else:
+                docs = [(q, doc_order(ids, b.chunk_doc)) for q, ids in rr]
+                cells = (f"{recall_at(docs, 1):.2f}", f"{recall_at(docs, 5):.2f}", "-")
+            cost = f"{write_s:.0f} s for {best.count} windows" if label == "best window" else "-"
+            rows.append((b.name, label, *cells, cost))
+    print(table(rows, ("set", "rerank", "R@1", "R@5", "nDCG@10", "write-time MiniLM encoding")))
+    # today's scorer re-encodes the 40 candidates per query: time a few queries
+    b = benches[0]
+    scorer = EncoderScorer(minilm)
+    lat_live = []
+    for q, fused in pools[("wordllama", b.name)][:5]:
+        matches = [VectorMatch(id=d, score=s, document=b.texts[d]) for d, s in fused[:40]]
+        t0 = time.perf_counter()
+        rerank_sync(q.text, matches, RerankOptions(top_k=10), scorer=scorer)
+        lat_live.append(time.perf_counter() - t0)
+    print(
+        "\nper-query rerank latency, 40 candidates: "
+        f"live MiniLM scorer {median_ms(lat_live):.0f} ms median (5 queries), "
+        f"stored window vectors {median_ms(lat_best):.1f} ms median ({len(lat_best)} queries); "
+        f"ratio {median_ms(lat_live) / max(median_ms(lat_best), 1e-9):.0f}x"
+    )
 
 
 if __name__ == "__main__":
