@@ -69,6 +69,7 @@ from ._filters import (
     validate_field,
 )
 from ._hybrid import HybridOption, HybridSpec, coerce_hybrid, linear_fuse, rrf_fuse
+from ._memory_index import CachedCollection, MemoryCache, MemoryCacheStats
 from ._minilm import MiniLMEncoder
 from ._mmr import MmrSpec, diversify, mmr_select
 from ._openai_embeddings import OpenAIEmbeddingEncoder
@@ -97,6 +98,7 @@ from ._where import FilterGroup
 __all__ = [
     "And",
     "AutoOptimize",
+    "CachedCollection",
     "CollectionExistsError",
     "CollectionInfo",
     "CollectionNotFoundError",
@@ -130,6 +132,8 @@ __all__ = [
     "LLMJudge",
     "MAX_IN_VALUES",
     "MISSING",
+    "MemoryCache",
+    "MemoryCacheStats",
     "Metric",
     "MiniLMEncoder",
     "MmrSpec",

@@ -42,7 +42,9 @@ from ._errors import (
 )
 from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
 from ._filters import MAX_IN_VALUES, condition, to_sql
+from ._index_policy import auto_index, search_knobs
 from ._lancedb import import_lancedb, translate_errors
+from ._memory_index import MemoryCache, MemoryCacheStats, MemoryIndex
 from ._records import collection_schema, match_from_row, prepare_records
 from ._scores import Metric, distance_bound, normalize_metric, score_from_distance
 from ._spec import NearId, NearVector, QuerySpec
@@ -112,6 +114,7 @@ class _Collection:
     generation: int = 0
     writes: int = 0
     index_type: str | None = None
+    index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
 
@@ -197,8 +200,10 @@ class VectorStore:
         storage_options: Mapping[str, str] | None,
         connect_options: Mapping[str, Any],
         auto_optimize: AutoOptimize | None,
+        memory_cache: MemoryCache | None = None,
     ) -> None:
         self.uri = uri
+        self._memory = MemoryIndex(memory_cache)
         self.encoder = encoder
         self.metric: Metric = metric
         self.read_consistency_interval = read_consistency_interval
@@ -320,7 +325,7 @@ class VectorStore:
         )
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
-        coll.index_type = _vector_index_type(indices)
+        await _set_index(coll, indices)
         return coll
 
     # -- collection management -------------------------------------------------------------
@@ -404,6 +409,7 @@ class VectorStore:
         async with self._lock():
             conn = await self._connection()
             coll = self._collections.pop(name, None)
+            self._memory.forget(name)
             tracker = self._tracker(name)
             tracker.generation += 1
             tracker.version += 1
@@ -438,7 +444,7 @@ class VectorStore:
                 istats = await coll.table.index_stats(index.name)
                 if istats is not None:
                     unindexed = max(unindexed, int(istats.num_unindexed_rows))
-        coll.index_type = _vector_index_type(indices)
+        await _set_index(coll, indices)
         return CollectionInfo(
             name=name,
             dimension=coll.dimension,
@@ -473,6 +479,10 @@ class VectorStore:
     def wait_for_maintenance_sync(self) -> None:
         """Sync form of `wait_for_maintenance`."""
         run_sync(self.wait_for_maintenance())
+
+    def cache_stats(self) -> MemoryCacheStats:
+        """Which collections this store holds in memory for exact searches, and their size."""
+        return self._memory.stats()
 
     # -- encoding ------------------------------------------------------------------------
     def _require_encoder(self, collection: str) -> Encoder:
@@ -644,7 +654,7 @@ class VectorStore:
                 await coll.table.optimize()
             coll.wrote()
             coll.writes = 0
-            coll.index_type = _vector_index_type(await coll.table.list_indices())
+            await _set_index(coll, await coll.table.list_indices())
 
     async def _optimize(self, name: str) -> None:
         await self._run_optimize(await self._collection(name))
@@ -654,8 +664,8 @@ class VectorStore:
 
         coll = await self._collection(name)
         if index_type == "auto":
-            rows = await coll.table.count_rows()
-            index_type = "ivf_flat" if rows <= 200_000 else "hnsw_sq"
+            index_type, auto_params = auto_index(await coll.table.count_rows())
+            params = {**auto_params, **params}
         configs = {"ivf_flat": IvfFlat, "ivf_pq": IvfPq, "hnsw_sq": HnswSq}
         if index_type not in configs:
             raise InvalidQueryError(
@@ -669,7 +679,7 @@ class VectorStore:
             with translate_errors("create_index", name):
                 await coll.table.create_index("vector", config=config, replace=True)
                 coll.wrote()
-                coll.index_type = _vector_index_type(await coll.table.list_indices())
+                await _set_index(coll, await coll.table.list_indices())
         return index_type
 
     # -- reads ---------------------------------------------------------------------------
@@ -700,6 +710,13 @@ class VectorStore:
                     collection=coll.name,
                     expected=coll.dimension,
                 )
+            # Small collections: an exact search from memory (None: LanceDB answers).
+            key = coll.seen_version if self.read_consistency_interval is None else await coll.table.version()
+            cached = await self._memory.search(
+                coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns
+            )
+            if cached is not None:
+                return _finish(cached, spec, select)
             query = (
                 coll.table.vector_search(np.asarray(vector, dtype=np.float32))
                 .column("vector")
@@ -738,23 +755,18 @@ class VectorStore:
         def score(distance: float) -> float:
             return score_from_distance(metric, distance)
 
-        matches = [match_from_row(row, score) for row in rows]
-        if spec.min_score is not None:
-            matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
-        if spec.max_distance is not None:
-            matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
-        return _trim_metadata(matches, select)
+        return _finish([match_from_row(row, score) for row in rows], spec, select)
 
     def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
-        index = (coll.index_type or "").lower()
-        nprobes = spec.nprobes
-        refine = spec.refine_factor
-        ef = spec.ef
-        # Defaults chosen to keep recall@10 >= 0.95 (see docs/store.md, measured in tests).
-        if "hnsw" in index and ef is None:
-            ef = max(128, 2 * (spec.limit + spec.offset))
-        if "pq" in index and refine is None:
-            refine = 10
+        # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
+        nprobes, refine, ef = search_knobs(
+            coll.index_type,
+            coll.index_rows,
+            spec.limit + spec.offset,
+            spec.nprobes,
+            spec.refine_factor,
+            spec.ef,
+        )
         if nprobes is not None:
             query = query.nprobes(nprobes)
         if refine is not None:
@@ -810,6 +822,11 @@ def _vector_index_type(indices: Iterable[Any]) -> str | None:
     return None
 
 
+async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
+    coll.index_type = _vector_index_type(indices)
+    coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
+
+
 def _columns(select: Iterable[str]) -> list[str]:
     wanted: list[str] = ["id"]
     for name in select:
@@ -820,6 +837,15 @@ def _columns(select: Iterable[str]) -> list[str]:
         if name in _COLUMNS and name not in wanted:
             wanted.append(name)
     return wanted
+
+
+def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[Any]:
+    # The thresholds are exact here whichever path found the matches.
+    if spec.min_score is not None:
+        matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
+    if spec.max_distance is not None:
+        matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
+    return _trim_metadata(matches, select)
 
 
 def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
@@ -855,6 +881,7 @@ def create_vector_store(
     read_consistency_interval: timedelta | None = None,
     storage_options: Mapping[str, str] | None = None,
     auto_optimize: AutoOptimize | None = AutoOptimize(),
+    memory_cache: MemoryCache | None = MemoryCache(),
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -871,6 +898,8 @@ def create_vector_store(
             ``None`` (default) suits a single writer process.
         storage_options: Passed to LanceDB (object-store credentials, region…).
         auto_optimize: Background compaction policy; ``None`` disables it.
+        memory_cache: Which collections are held in memory for exact searches
+            (`MemoryCache`); ``None`` always searches through LanceDB.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…).
 
@@ -902,6 +931,8 @@ def create_vector_store(
         raise InvalidVectorStoreConfigError("read_consistency_interval must be a datetime.timedelta or None.")
     if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
         raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
+    if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
+        raise InvalidVectorStoreConfigError("memory_cache must be a MemoryCache or None.")
     if "://" not in uri:
         from pathlib import Path
 
@@ -914,6 +945,7 @@ def create_vector_store(
         storage_options=storage_options,
         connect_options=connect_options,
         auto_optimize=auto_optimize,
+        memory_cache=memory_cache,
     )
 
 
