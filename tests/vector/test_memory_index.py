@@ -130,12 +130,11 @@ def test_memory_path_matches_lancedb(tmp_path_factory: Any, metric: str, seed: i
         q = rng.normal(size=dim).astype(np.float32)
         offset = int(rng.integers(0, 3))
         for store_select in (("id", "document", "metadata", "created_at"), ("*",)):
-
-            def query(vs: Any) -> Any:
+            results = []
+            for vs in (fast, slow):
                 b = vs("c").near_vector(q).select(*store_select).limit(k).offset(offset)
-                return b if node is None else b.where(node)
-
-            _same(query(fast).search_sync(), query(slow).search_sync())
+                results.append((b if node is None else b.where(node)).search_sync())
+            _same(*results)
     assert fast.cache_stats().collections[0].name == "c"
     assert slow.cache_stats().collections == ()
 
