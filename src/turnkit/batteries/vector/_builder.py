@@ -112,7 +112,12 @@ class QueryBuilder(Filterable):
             raise InvalidQueryError(f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.")
         if not np.isfinite(array).all():
             raise InvalidQueryError("near_vector() got NaN or infinity.")
-        return self._near(NearVector(tuple(float(x) for x in array)))
+        with np.errstate(over="ignore"):
+            frozen = array.astype(np.float32)
+        if not np.isfinite(frozen).all():  # finite in float64 but beyond float32's range
+            raise InvalidQueryError("near_vector() got values too large for float32.")
+        frozen.flags.writeable = False
+        return self._near(NearVector(frozen))
 
     def near_id(self, record_id: str) -> QueryBuilder:
         """Search near the stored vector of the record ``record_id`` (which is itself a match)."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ._filter_ast import FilterNode
 from ._hybrid import HybridSpec
 from ._mmr import MmrSpec
@@ -19,11 +22,17 @@ class NearText:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class NearVector:
-    """Search near ``vector``."""
+    """Search near ``vector`` (a read-only float32 array: no per-query conversion to Python floats)."""
 
-    vector: tuple[float, ...]
+    vector: npt.NDArray[np.float32]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NearVector) and np.array_equal(self.vector, other.vector)
+
+    def __hash__(self) -> int:
+        return hash(self.vector.tobytes())
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +82,7 @@ class QuerySpec:
         if isinstance(self.near, NearText):
             near = {"text": self.near.text}
         elif isinstance(self.near, NearVector):
-            near = {"vector": list(self.near.vector[:8]), "dimension": len(self.near.vector)}
+            near = {"vector": [float(x) for x in self.near.vector[:8]], "dimension": len(self.near.vector)}
         elif isinstance(self.near, NearId):
             near = {"id": self.near.id}
         else:
