@@ -263,6 +263,18 @@ class QueryBuilder(Filterable):
 
     async def search(self) -> list[VectorMatch]:
         """Run the search (or the filter scan, without a near clause)."""
+        spec = self._check_search()
+        # A small collection already in memory: answered here, no hop to turnkit's loop.
+        found = self._store._search_now(spec)
+        if found is not None:
+            return found
+        vector = None
+        lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
+        if isinstance(spec.near, NearText) and not lexical_only:
+            vector = await self._store._encode_query(spec.collection, spec.near.text)
+        return await on_loop(self._store._search(spec, vector))
+
+    def _check_search(self) -> QuerySpec:
         spec = self._spec
         if spec.select is None:
             raise ProjectionRequiredError("A search needs select(...).", collection=spec.collection)
@@ -292,15 +304,12 @@ class QueryBuilder(Filterable):
                     hint="Add near_text(), near_vector() or near_id(), or drop those options.",
                     collection=spec.collection,
                 )
-        vector = None
-        lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
-        if isinstance(spec.near, NearText) and not lexical_only:
-            vector = await self._store._encode_query(spec.collection, spec.near.text)
-        return await on_loop(self._store._search(spec, vector))
+        return spec
 
     def search_sync(self) -> list[VectorMatch]:
         """Sync form of `search`."""
-        return run_sync(self.search())
+        found = self._store._search_now(self._check_search())
+        return found if found is not None else run_sync(self.search())
 
     async def upsert(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
         """Insert or replace whole records by id, in one commit.

@@ -14,6 +14,7 @@ squared Euclidean), so scores and thresholds mean the same on both paths.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -28,7 +29,7 @@ import pyarrow as pa
 from ._filter_ast import FilterNode
 from ._memory_mask import PathColumn, filter_mask, path_column
 from ._records import VectorMatch
-from ._scores import Metric, score_from_distance
+from ._scores import Metric
 from ._spec import QuerySpec
 
 __all__ = ["CachedCollection", "MemoryCache", "MemoryCacheStats", "MemoryIndex"]
@@ -106,6 +107,9 @@ class _Snapshot:
         self.id_rank[np.argsort(ids, kind="stable")] = np.arange(n)
         self.paths: dict[tuple[str, ...], PathColumn] = {}
         self.masks: OrderedDict[Hashable, npt.NDArray[np.bool_] | None] = OrderedDict()
+        self.lists: dict[str, list[Any]] = {}
+        # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
+        self.lock = threading.Lock()
         self.loaded_seconds = time.perf_counter() - started
 
     @property
@@ -117,7 +121,7 @@ class _Snapshot:
     def path(self, segments: tuple[str, ...]) -> PathColumn:
         found = self.paths.get(segments)
         if found is None:
-            found = self.paths[segments] = path_column(self.metadata_json, segments)
+            found = self.paths.setdefault(segments, path_column(self.metadata_json, segments))
         return found
 
     def mask(self, node: FilterNode) -> npt.NDArray[np.bool_] | None:
@@ -125,13 +129,15 @@ class _Snapshot:
             hash(node)
         except TypeError:
             return filter_mask(node, self.columns, self.path)
-        if node in self.masks:
-            self.masks.move_to_end(node)
-            return self.masks[node]
+        with self.lock:
+            if node in self.masks:
+                self.masks.move_to_end(node)
+                return self.masks[node]
         mask = filter_mask(node, self.columns, self.path)
-        self.masks[node] = mask
-        if len(self.masks) > _MASKS_KEPT:
-            self.masks.popitem(last=False)
+        with self.lock:
+            self.masks[node] = mask
+            if len(self.masks) > _MASKS_KEPT:
+                self.masks.popitem(last=False)
         return mask
 
     def distances(
@@ -169,34 +175,38 @@ class _Snapshot:
             chosen_dist = np.einsum("ij,ij->i", diff, diff)
         return chosen, chosen_dist
 
+    def _pylist(self, column: str) -> list[Any]:
+        # Python lists, made on first use: indexing them beats an Arrow take for ten rows.
+        found = self.lists.get(column)
+        if found is None:
+            with self.lock:
+                found = self.lists.setdefault(column, self.columns[column].to_pylist())
+        return found
+
     def matches(self, chosen: Any, dist: Any, columns: list[str]) -> list[VectorMatch]:
-        take = pa.array(chosen, pa.int64())
-        n = len(chosen)
-        ids = self.columns["id"].take(take).to_pylist()
+        rows = chosen.tolist()
+        n = len(rows)
+        ids = self._pylist("id")
         empty: list[Any] = [None] * n
-        documents = self.columns["document"].take(take).to_pylist() if "document" in columns else empty
+        documents = [self._pylist("document")[i] for i in rows] if "document" in columns else empty
         if "metadata" in columns:
-            metadata = [
-                None if self.metadata_json[i] is None else orjson.loads(self.metadata_json[i]) for i in chosen
-            ]
+            texts = self.metadata_json
+            metadata = [None if texts[i] is None else orjson.loads(texts[i]) for i in rows]
         else:
             metadata = empty
         vectors = self.matrix[chosen].tolist() if "vector" in columns else empty
-        created = self.columns["created_at"].take(take).to_pylist() if "created_at" in columns else empty
-        updated = self.columns["updated_at"].take(take).to_pylist() if "updated_at" in columns else empty
-        metric = self.metric
+        created = [self._pylist("created_at")[i] for i in rows] if "created_at" in columns else empty
+        updated = [self._pylist("updated_at")[i] for i in rows] if "updated_at" in columns else empty
+        distances = dist.astype(np.float64)
+        # score_from_distance, in bulk (the same float64 arithmetic).
+        if self.metric == "l2":
+            scores = 1.0 / (1.0 + np.maximum(distances, 0.0))
+        else:
+            scores = 1.0 - distances / 2.0
+        scores = np.clip(scores, 0.0, 1.0)
         return [
-            VectorMatch(
-                id=ids[i],
-                score=score_from_distance(metric, d),
-                distance=d,
-                document=documents[i],
-                metadata=metadata[i],
-                vector=vectors[i],
-                created_at=created[i],
-                updated_at=updated[i],
-            )
-            for i, d in enumerate(dist.tolist())
+            VectorMatch(ids[r], s, d, documents[i], metadata[i], vectors[i], created[i], updated[i])
+            for i, (r, s, d) in enumerate(zip(rows, scores.tolist(), distances.tolist(), strict=True))
         ]
 
     def search(
@@ -254,6 +264,28 @@ class MemoryIndex:
         if snapshot.rows * dimension >= _THREAD_WORK:
             return await asyncio.to_thread(snapshot.search, spec, query, columns)
         return snapshot.search(spec, query, columns)
+
+    def search_now(
+        self,
+        name: str,
+        table: Any,
+        key: Hashable,
+        spec: QuerySpec,
+        vector: npt.NDArray[Any],
+        columns: list[str],
+    ) -> list[VectorMatch] | None:
+        """The search in the caller's thread, when a current copy is already loaded and the work is small.
+
+        Saves the hop to turnkit's loop thread; ``None`` means "take the usual path".
+        """
+        if self.config is None or (spec.filter is not None and not spec.prefilter):
+            return None
+        snapshot = self._snapshots.get(name)
+        if snapshot is None or snapshot.key != (id(table), key):
+            return None
+        if snapshot.rows * len(vector) >= _THREAD_WORK:
+            return None
+        return snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), columns)
 
     async def _load(
         self, name: str, table: Any, key: Hashable, dimension: int, metric: Metric

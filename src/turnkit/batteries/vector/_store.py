@@ -757,6 +757,31 @@ class VectorStore:
 
         return _finish([match_from_row(row, score) for row in rows], spec, select)
 
+    def _search_now(self, spec: QuerySpec) -> list[Any] | None:
+        """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
+
+        Only when nothing needs the loop: a vector query on an open, current
+        collection whose copy is loaded (readers of other processes' writes
+        must ask LanceDB for the version, which is async).
+        """
+        near = spec.near
+        if not isinstance(near, NearVector) or spec.mmr is not None or spec.hybrid is not None:
+            return None
+        coll = self._collections.get(spec.collection)
+        if (
+            coll is None
+            or self.read_consistency_interval is not None
+            or coll.generation != coll.tracker.generation
+            or coll.seen_version != coll.tracker.version
+            or len(near.vector) != coll.dimension
+        ):
+            return None
+        select = spec.select or ("*",)
+        found = self._memory.search_now(
+            coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select)
+        )
+        return None if found is None else _finish(found, spec, select)
+
     def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
         # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
         nprobes, refine, ef = search_knobs(
