@@ -265,7 +265,7 @@ class QueryBuilder(Filterable):
         """Run the search (or the filter scan, without a near clause)."""
         spec = self._check_search()
         # A small collection already in memory: answered here, no hop to turnkit's loop.
-        found = self._store._search_now(spec)
+        found = await self._store._search_now_async(spec)
         if found is not None:
             return found
         vector = None

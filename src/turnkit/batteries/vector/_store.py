@@ -44,7 +44,7 @@ from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
 from ._filters import MAX_IN_VALUES, condition, to_sql
 from ._index_policy import auto_index, search_knobs
 from ._lancedb import import_lancedb, translate_errors
-from ._memory_index import MemoryCache, MemoryCacheStats, MemoryIndex
+from ._memory_index import INLINE_WORK, MemoryCache, MemoryCacheStats, MemoryIndex
 from ._records import collection_schema, match_from_row, prepare_records
 from ._scores import Metric, distance_bound, normalize_metric, score_from_distance
 from ._spec import NearId, NearVector, QuerySpec
@@ -757,7 +757,14 @@ class VectorStore:
 
         return _finish([match_from_row(row, score) for row in rows], spec, select)
 
-    def _search_now(self, spec: QuerySpec) -> list[Any] | None:
+    async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
+        """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
+        found = self._search_now(spec, max_work=INLINE_WORK)
+        if found is None and self._memory.work(spec.collection) > INLINE_WORK:
+            found = await asyncio.to_thread(self._search_now, spec)
+        return found
+
+    def _search_now(self, spec: QuerySpec, max_work: int | None = None) -> list[Any] | None:
         """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
 
         Only when nothing needs the loop: a vector query on an open, current
@@ -778,7 +785,7 @@ class VectorStore:
             return None
         select = spec.select or ("*",)
         found = self._memory.search_now(
-            coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select)
+            coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select), max_work
         )
         return None if found is None else _finish(found, spec, select)
 
