@@ -145,7 +145,7 @@ class _Snapshot:
     ) -> npt.NDArray[np.float32]:
         matrix = self.matrix if rows is None else self.matrix[rows]
         # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
-        dots = np.einsum("ij,j->i", matrix, query)
+        dots: npt.NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
         if self.metric == "cosine":
             inv = self.inv_norms if rows is None else self.inv_norms[rows]
             qnorm = float(np.linalg.norm(query))
