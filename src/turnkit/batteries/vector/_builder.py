@@ -408,10 +408,11 @@ class QueryBuilder(Filterable):
     ) -> str:
         """Build a vector index; returns the index type built.
 
-        ``"auto"`` picks ``ivf_flat`` (exact within probed partitions) up to
-        200,000 rows and ``hnsw_sq`` beyond. Searches then default to knobs that
-        keep recall@10 at or above 0.95 (``ef`` for HNSW, ``refine_factor`` for
-        PQ). Extra ``params`` go to LanceDB's index config.
+        ``"auto"`` picks by row count: an exhaustive ``ivf_flat`` (exact) up to
+        50,000 rows, ``hnsw_sq`` beyond. Searches then default to knobs sized by
+        the rows indexed (``ef`` for HNSW, ``refine_factor`` for PQ; see
+        docs/store.md for the recall each gives). Extra ``params`` go to
+        LanceDB's index config and override the automatic ones.
         """
         return await on_loop(self._store._create_index(self._spec.collection, index_type, params))
 
