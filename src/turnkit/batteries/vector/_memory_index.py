@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 import pyarrow as pa
 
+from ._bulk_matches import matches_from_columns
 from ._filter_ast import FilterNode
 from ._memory_mask import PathColumn, filter_mask, path_column
 from ._records import VectorMatch
@@ -186,29 +186,24 @@ class _Snapshot:
 
     def matches(self, chosen: Any, dist: Any, columns: list[str]) -> list[VectorMatch]:
         rows = chosen.tolist()
-        n = len(rows)
         ids = self._pylist("id")
-        empty: list[Any] = [None] * n
-        documents = [self._pylist("document")[i] for i in rows] if "document" in columns else empty
-        if "metadata" in columns:
-            texts = self.metadata_json
-            metadata = [None if texts[i] is None else orjson.loads(texts[i]) for i in rows]
-        else:
-            metadata = empty
-        vectors = self.matrix[chosen].tolist() if "vector" in columns else empty
-        created = [self._pylist("created_at")[i] for i in rows] if "created_at" in columns else empty
-        updated = [self._pylist("updated_at")[i] for i in rows] if "updated_at" in columns else empty
-        distances = dist.astype(np.float64)
-        # score_from_distance, in bulk (the same float64 arithmetic).
-        if self.metric == "l2":
-            scores = 1.0 / (1.0 + np.maximum(distances, 0.0))
-        else:
-            scores = 1.0 - distances / 2.0
-        scores = np.clip(scores, 0.0, 1.0)
-        return [
-            VectorMatch(ids[r], s, d, documents[i], metadata[i], vectors[i], created[i], updated[i])
-            for i, (r, s, d) in enumerate(zip(rows, scores.tolist(), distances.tolist(), strict=True))
-        ]
+
+        def pick(column: str) -> list[Any] | None:
+            if column not in columns:
+                return None
+            values = self.metadata_json if column == "metadata" else self._pylist(column)
+            return [values[i] for i in rows]
+
+        return matches_from_columns(
+            [ids[i] for i in rows],
+            dist,
+            self.metric,
+            documents=pick("document"),
+            metadata_json=pick("metadata"),
+            vectors=self.matrix[chosen].tolist() if "vector" in columns else None,
+            created_at=pick("created_at"),
+            updated_at=pick("updated_at"),
+        )
 
     def search(
         self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]

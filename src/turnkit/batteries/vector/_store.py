@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ..._aio import on_loop, run_sync
 from ._builder import QueryBuilder
+from ._bulk_matches import matches_from_arrow
 from ._encoders import EncodeKind, Encoder, encode_texts
 from ._errors import (
     CollectionExistsError,
@@ -46,7 +47,7 @@ from ._index_policy import auto_index, search_knobs
 from ._lancedb import import_lancedb, translate_errors
 from ._memory_index import INLINE_WORK, MemoryCache, MemoryCacheStats, MemoryIndex
 from ._records import collection_schema, match_from_row, prepare_records
-from ._scores import Metric, distance_bound, normalize_metric, score_from_distance
+from ._scores import Metric, distance_bound, normalize_metric
 from ._spec import NearId, NearVector, QuerySpec
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore", "create_vector_store"]
@@ -749,13 +750,8 @@ class VectorStore:
             if spec.offset:
                 query = query.offset(spec.offset)
         with translate_errors("search", coll.name, raw_filter=raw):
-            rows = await query.to_list()
-        metric = coll.metric
-
-        def score(distance: float) -> float:
-            return score_from_distance(metric, distance)
-
-        return _finish([match_from_row(row, score) for row in rows], spec, select)
+            result = await query.to_arrow()
+        return _finish(matches_from_arrow(result, coll.metric), spec, select)
 
     async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
         """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
