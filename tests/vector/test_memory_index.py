@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import MemoryCache, create_vector_store
+from turnkit.batteries.vector import InvalidQueryError, MemoryCache, create_vector_store
 from turnkit.batteries.vector._filter_ast import Condition, Raw
 from turnkit.batteries.vector._filters import condition, evaluate
 from turnkit.batteries.vector._memory_mask import filter_mask, path_column
@@ -196,3 +196,19 @@ def test_writes_by_another_process_are_seen_under_read_consistency(tmp_path: Any
     subprocess.run([sys.executable, "-c", _WRITER, uri], check=True, timeout=120)
     assert [m.id for m in query.search_sync()] == ["new"]
     assert vs.cache_stats().collections[0].rows == 2
+
+
+def test_near_vector_keeps_a_read_only_float32_array() -> None:
+    vs = create_vector_store(uri="memory://", auto_optimize=None)
+    source = np.arange(4, dtype=np.float64)
+    near = vs("c").near_vector(source).spec.near
+    source[0] = 99.0  # the spec holds its own copy
+    assert near.vector.dtype == np.float32 and not near.vector.flags.writeable
+    assert near.vector.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert vs("c").near_vector([0, 1, 2, 3]).spec == vs("c").near_vector(near.vector).spec
+    assert vs("c").near_vector(source).spec.to_dict()["near"] == {
+        "vector": [99.0, 1.0, 2.0, 3.0],
+        "dimension": 4,
+    }
+    with pytest.raises(InvalidQueryError):
+        vs("c").near_vector([1e300, 0.0])

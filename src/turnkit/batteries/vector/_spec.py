@@ -28,6 +28,13 @@ class NearVector:
 
     vector: npt.NDArray[np.float32]
 
+    def __post_init__(self) -> None:
+        vector = self.vector
+        if not (isinstance(vector, np.ndarray) and vector.dtype == np.float32 and not vector.flags.writeable):
+            vector = np.array(vector, dtype=np.float32)  # a copy: the caller's array may change later
+            vector.flags.writeable = False
+            object.__setattr__(self, "vector", vector)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, NearVector) and np.array_equal(self.vector, other.vector)
 
