@@ -6,7 +6,7 @@ prints recall@10 against numpy's exact top-10, p50 latency, and which value
 turnkit's default policy picks. This is where the defaults in
 ``_index_policy.py`` come from.
 
-    python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 64,128,160,256,320,512,640]
+    python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 64,128,160] [--refine 10]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ef", default="64,128,160,256,320,512,640")
+    parser.add_argument("--refine", type=int, default=None, help="also re-rank with exact distances")
     args = parser.parse_args()
 
     import lancedb  # noqa: TID251 - measuring LanceDB itself
@@ -66,10 +67,13 @@ def main() -> None:
                 s = time.perf_counter()
                 query = tbl.search(q).distance_type("cosine").limit(10).select(["id"])
                 query = query.ef(ef) if kind == "hnsw_sq" else query.nprobes(ef)
+                if args.refine:
+                    query = query.refine_factor(args.refine)
                 found = {r["id"] for r in query.to_list()}
                 samples.append(time.perf_counter() - s)
                 hits.append(len(found & truth[len(hits)]) / 10)
-            mark = " (default)" if ef in (default[2], default[0]) else ""
+            mark = " (default)" if ef in (default[2], default[0]) and not args.refine else ""
+            mark += f" refine {args.refine}" if args.refine else ""
             rows.append(
                 (
                     f"{args.rows:,}",
