@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from turnkit.batteries.vector._hybrid import linear_fuse, rrf_fuse
+from turnkit.batteries.vector.store._hybrid import linear_fuse, rrf_fuse
 
 Leg = Sequence[tuple[str, float]]
 Fused = list[tuple[str, float]]

@@ -111,6 +111,7 @@ from turnkit.batteries.vector.store._hybrid import (
     linear_fuse,
     rrf_fuse,
 )
+from turnkit.batteries.vector.store._memory_index import CachedCollection, MemoryCache, MemoryCacheStats
 from turnkit.batteries.vector.store._scores import Metric, score_from_distance
 from turnkit.batteries.vector.store._store import (
     AutoOptimize,
@@ -123,6 +124,7 @@ from turnkit.batteries.vector.store._store import (
 __all__ = [
     "And",
     "AutoOptimize",
+    "CachedCollection",
     "CollectionCorruptError",
     "CollectionExistsError",
     "CollectionInfo",
@@ -157,6 +159,8 @@ __all__ = [
     "LLMJudge",
     "MAX_IN_VALUES",
     "MISSING",
+    "MemoryCache",
+    "MemoryCacheStats",
     "Metric",
     "MiniLMEncoder",
     "MmrSpec",

@@ -117,7 +117,12 @@ class QueryBuilder(Filterable):
             raise InvalidQueryError(f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.")
         if not np.isfinite(array).all():
             raise InvalidQueryError("near_vector() got NaN or infinity.")
-        return self._near(NearVector(tuple(float(x) for x in array)))
+        with np.errstate(over="ignore"):
+            frozen = array.astype(np.float32)
+        if not np.isfinite(frozen).all():  # finite in float64 but beyond float32's range
+            raise InvalidQueryError("near_vector() got values too large for float32.")
+        frozen.flags.writeable = False
+        return self._near(NearVector(frozen))
 
     def near_id(self, record_id: str) -> QueryBuilder:
         """Search near the stored vector of the record ``record_id`` (which is itself a match)."""
@@ -280,6 +285,18 @@ class QueryBuilder(Filterable):
 
     async def search(self) -> list[VectorMatch]:
         """Run the search (or the filter scan, without a near clause)."""
+        spec = self._check_search()
+        # A small collection already in memory: answered here, no hop to turnkit's loop.
+        found = await self._store._search_now_async(spec)
+        if found is not None:
+            return found
+        vector = None
+        lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
+        if isinstance(spec.near, NearText) and not lexical_only:
+            vector = await self._store._encode_query(spec.collection, spec.near.text)
+        return await on_loop(self._store._search(spec, vector))
+
+    def _check_search(self) -> QuerySpec:
         spec = self._spec
         if spec.select is None:
             raise ProjectionRequiredError("A search needs select(...).", collection=spec.collection)
@@ -309,15 +326,12 @@ class QueryBuilder(Filterable):
                     hint="Add near_text(), near_vector() or near_id(), or drop those options.",
                     collection=spec.collection,
                 )
-        vector = None
-        lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
-        if isinstance(spec.near, NearText) and not lexical_only:
-            vector = await self._store._encode_query(spec.collection, spec.near.text)
-        return await on_loop(self._store._search(spec, vector))
+        return spec
 
     def search_sync(self) -> list[VectorMatch]:
         """Sync form of `search`."""
-        return run_sync(self.search())
+        found = self._store._search_now(self._check_search())
+        return found if found is not None else run_sync(self.search())
 
     async def upsert(
         self, records: Iterable[Mapping[str, Any]], *, guard: FilterNode | None = None
@@ -430,10 +444,11 @@ class QueryBuilder(Filterable):
     ) -> str:
         """Build a vector index; returns the index type built.
 
-        ``"auto"`` picks ``ivf_flat`` (exact within probed partitions) up to
-        200,000 rows and ``hnsw_sq`` beyond. Searches then default to knobs that
-        keep recall@10 at or above 0.95 (``ef`` for HNSW, ``refine_factor`` for
-        PQ). Extra ``params`` go to LanceDB's index config.
+        ``"auto"`` picks by row count: an exhaustive ``ivf_flat`` (exact) up to
+        50,000 rows, ``hnsw_sq`` beyond. Searches then default to knobs sized by
+        the rows indexed (``ef`` for HNSW, ``refine_factor`` for PQ; see
+        docs/store.md for the recall each gives). Extra ``params`` go to
+        LanceDB's index config and override the automatic ones.
         """
         return await on_loop(self._store._create_index(self._spec.collection, index_type, params))
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._ranking_specs import HybridSpec, MmrSpec
 
@@ -18,11 +21,24 @@ class NearText:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class NearVector:
-    """Search near ``vector``."""
+    """Search near ``vector`` (a read-only float32 array: no per-query conversion to Python floats)."""
 
-    vector: tuple[float, ...]
+    vector: npt.NDArray[np.float32]
+
+    def __post_init__(self) -> None:
+        vector = self.vector
+        if not (isinstance(vector, np.ndarray) and vector.dtype == np.float32 and not vector.flags.writeable):
+            vector = np.array(vector, dtype=np.float32)  # a copy: the caller's array may change later
+            vector.flags.writeable = False
+            object.__setattr__(self, "vector", vector)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NearVector) and np.array_equal(self.vector, other.vector)
+
+    def __hash__(self) -> int:
+        return hash(self.vector.tobytes())
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +88,7 @@ class QuerySpec:
         if isinstance(self.near, NearText):
             near = {"text": self.near.text}
         elif isinstance(self.near, NearVector):
-            near = {"vector": list(self.near.vector[:8]), "dimension": len(self.near.vector)}
+            near = {"vector": [float(x) for x in self.near.vector[:8]], "dimension": len(self.near.vector)}
         elif isinstance(self.near, NearId):
             near = {"id": self.near.id}
         else:

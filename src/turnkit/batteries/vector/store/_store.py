@@ -43,7 +43,9 @@ from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, No
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
+from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
 from turnkit.batteries.vector.store._guarded import check_inside_guard, drop_outside_guard
+from turnkit.batteries.vector.store._index_policy import auto_index, search_knobs
 from turnkit.batteries.vector.store._integrity import (
     claim_maintenance,
     create_or_open,
@@ -55,12 +57,17 @@ from turnkit.batteries.vector.store._integrity import (
 )
 from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
+from turnkit.batteries.vector.store._memory_index import (
+    INLINE_WORK,
+    MemoryCache,
+    MemoryCacheStats,
+    MemoryIndex,
+)
 from turnkit.batteries.vector.store._records import collection_schema, match_from_row, prepare_records
 from turnkit.batteries.vector.store._scores import (
     Metric,
     distance_bound,
     normalize_metric,
-    score_from_distance,
 )
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore", "create_vector_store"]
@@ -128,6 +135,7 @@ class _Collection:
     generation: int = 0
     writes: int = 0
     index_type: str | None = None
+    index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
 
@@ -213,8 +221,10 @@ class VectorStore:
         storage_options: Mapping[str, str] | None,
         connect_options: Mapping[str, Any],
         auto_optimize: AutoOptimize | None,
+        memory_cache: MemoryCache | None = None,
     ) -> None:
         self.uri = uri
+        self._memory = MemoryIndex(memory_cache)
         self.encoder = encoder
         self.metric: Metric = metric
         self.read_consistency_interval = read_consistency_interval
@@ -341,7 +351,7 @@ class VectorStore:
         )
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
-        coll.index_type = _vector_index_type(indices)
+        await _set_index(coll, indices)
         return coll
 
     # -- collection management -------------------------------------------------------------
@@ -430,6 +440,7 @@ class VectorStore:
         async with self._lock():
             conn = await self._connection()
             coll = self._collections.pop(name, None)
+            self._memory.forget(name)
             tracker = self._tracker(name)
             tracker.generation += 1
             tracker.version += 1
@@ -464,7 +475,7 @@ class VectorStore:
                 istats = await coll.table.index_stats(index.name)
                 if istats is not None:
                     unindexed = max(unindexed, int(istats.num_unindexed_rows))
-        coll.index_type = _vector_index_type(indices)
+        await _set_index(coll, indices)
         return CollectionInfo(
             name=name,
             dimension=coll.dimension,
@@ -499,6 +510,10 @@ class VectorStore:
     def wait_for_maintenance_sync(self) -> None:
         """Sync form of `wait_for_maintenance`."""
         run_sync(self.wait_for_maintenance())
+
+    def cache_stats(self) -> MemoryCacheStats:
+        """Which collections this store holds in memory for exact searches, and their size."""
+        return self._memory.stats()
 
     # -- encoding ------------------------------------------------------------------------
     def _require_encoder(self, collection: str) -> Encoder:
@@ -707,7 +722,7 @@ class VectorStore:
                 await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
             coll.wrote()
             coll.writes = 0
-            coll.index_type = _vector_index_type(await coll.table.list_indices())
+            await _set_index(coll, await coll.table.list_indices())
         return removed
 
     async def _optimize(self, name: str) -> None:
@@ -738,8 +753,8 @@ class VectorStore:
 
         coll = await self._collection(name)
         if index_type == "auto":
-            rows = await coll.table.count_rows()
-            index_type = "ivf_flat" if rows <= 200_000 else "hnsw_sq"
+            index_type, auto_params = auto_index(await coll.table.count_rows())
+            params = {**auto_params, **params}
         configs = {"ivf_flat": IvfFlat, "ivf_pq": IvfPq, "hnsw_sq": HnswSq}
         if index_type not in configs:
             raise InvalidQueryError(
@@ -753,7 +768,7 @@ class VectorStore:
             with translate_errors("create_index", name):
                 await coll.table.create_index("vector", config=config, replace=True)
                 coll.wrote()
-                coll.index_type = _vector_index_type(await coll.table.list_indices())
+                await _set_index(coll, await coll.table.list_indices())
         return index_type
 
     # -- reads ---------------------------------------------------------------------------
@@ -784,6 +799,13 @@ class VectorStore:
                     collection=coll.name,
                     expected=coll.dimension,
                 )
+            # Small collections: an exact search from memory (None: LanceDB answers).
+            key = coll.seen_version if self.read_consistency_interval is None else await coll.table.version()
+            cached = await self._memory.search(
+                coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns
+            )
+            if cached is not None:
+                return _finish(cached, spec, select)
             query = (
                 coll.table.vector_search(np.asarray(vector, dtype=np.float32))
                 .column("vector")
@@ -816,29 +838,51 @@ class VectorStore:
             if spec.offset:
                 query = query.offset(spec.offset)
         with translate_errors("search", coll.name, raw_filter=raw):
-            rows = await query.to_list()
-        metric = coll.metric
+            result = await query.to_arrow()
+        return _finish(matches_from_arrow(result, coll.metric), spec, select)
 
-        def score(distance: float) -> float:
-            return score_from_distance(metric, distance)
+    async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
+        """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
+        found = self._search_now(spec, max_work=INLINE_WORK)
+        if found is None and self._memory.work(spec.collection) > INLINE_WORK:
+            found = await asyncio.to_thread(self._search_now, spec)
+        return found
 
-        matches = dedupe_matches([match_from_row(row, score) for row in rows])  # integrity
-        if spec.min_score is not None:
-            matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
-        if spec.max_distance is not None:
-            matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
-        return _trim_metadata(matches, select)
+    def _search_now(self, spec: QuerySpec, max_work: int | None = None) -> list[Any] | None:
+        """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
+
+        Only when nothing needs the loop: a vector query on an open, current
+        collection whose copy is loaded (readers of other processes' writes
+        must ask LanceDB for the version, which is async).
+        """
+        near = spec.near
+        if not isinstance(near, NearVector) or spec.mmr is not None or spec.hybrid is not None:
+            return None
+        coll = self._collections.get(spec.collection)
+        if (
+            coll is None
+            or self.read_consistency_interval is not None
+            or coll.generation != coll.tracker.generation
+            or coll.seen_version != coll.tracker.version
+            or len(near.vector) != coll.dimension
+        ):
+            return None
+        select = spec.select or ("*",)
+        found = self._memory.search_now(
+            coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select), max_work
+        )
+        return None if found is None else _finish(found, spec, select)
 
     def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
-        index = (coll.index_type or "").lower()
-        nprobes = spec.nprobes
-        refine = spec.refine_factor
-        ef = spec.ef
-        # Defaults chosen to keep recall@10 >= 0.95 (see docs/store.md, measured in tests).
-        if "hnsw" in index and ef is None:
-            ef = max(128, 2 * (spec.limit + spec.offset))
-        if "pq" in index and refine is None:
-            refine = 10
+        # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
+        nprobes, refine, ef = search_knobs(
+            coll.index_type,
+            coll.index_rows,
+            spec.limit + spec.offset,
+            spec.nprobes,
+            spec.refine_factor,
+            spec.ef,
+        )
         if nprobes is not None:
             query = query.nprobes(nprobes)
         if refine is not None:
@@ -895,6 +939,11 @@ def _vector_index_type(indices: Iterable[Any]) -> str | None:
     return None
 
 
+async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
+    coll.index_type = _vector_index_type(indices)
+    coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
+
+
 def _columns(select: Iterable[str]) -> list[str]:
     wanted: list[str] = ["id"]
     for name in select:
@@ -905,6 +954,17 @@ def _columns(select: Iterable[str]) -> list[str]:
         if name in _COLUMNS and name not in wanted:
             wanted.append(name)
     return wanted
+
+
+def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[Any]:
+    # integrity: one match per id, even on a table that holds duplicates from older writes.
+    matches = dedupe_matches(matches)
+    # The thresholds are exact here whichever path found the matches.
+    if spec.min_score is not None:
+        matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
+    if spec.max_distance is not None:
+        matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
+    return _trim_metadata(matches, select)
 
 
 def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
@@ -940,6 +1000,7 @@ def create_vector_store(
     read_consistency_interval: timedelta | None = None,
     storage_options: Mapping[str, str] | None = None,
     auto_optimize: AutoOptimize | None = AutoOptimize(),
+    memory_cache: MemoryCache | None = MemoryCache(),
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -956,6 +1017,8 @@ def create_vector_store(
             ``None`` (default) suits a single writer process.
         storage_options: Passed to LanceDB (object-store credentials, region…).
         auto_optimize: Background compaction policy; ``None`` disables it.
+        memory_cache: Which collections are held in memory for exact searches
+            (`MemoryCache`); ``None`` always searches through LanceDB.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…).
 
@@ -987,6 +1050,8 @@ def create_vector_store(
         raise InvalidVectorStoreConfigError("read_consistency_interval must be a datetime.timedelta or None.")
     if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
         raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
+    if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
+        raise InvalidVectorStoreConfigError("memory_cache must be a MemoryCache or None.")
     if "://" not in uri:
         from pathlib import Path
 
@@ -999,6 +1064,7 @@ def create_vector_store(
         storage_options=storage_options,
         connect_options=connect_options,
         auto_optimize=auto_optimize,
+        memory_cache=memory_cache,
     )
 
 

@@ -1,0 +1,91 @@
+"""Recall@10 and latency of LanceDB's vector indexes by search knob, against exact search, in one run.
+
+Builds the index ``create_index('auto')`` would build for N rows (raw LanceDB
+0.40, same parameters), then sweeps ``ef`` (HNSW) or ``nprobes`` (IVF) and
+prints recall@10 against numpy's exact top-10, p50 latency, and which value
+turnkit's default policy picks. This is where the defaults in
+``_index_policy.py`` come from.
+
+    python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 64,128,160] [--refine 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import numpy as np
+from _common import median_ms, table
+from peers import clustered
+
+from turnkit.batteries.vector.store._index_policy import auto_index, search_knobs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=300_000)
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ef", default="64,128,160,256,320,512,640")
+    parser.add_argument("--refine", type=int, default=None, help="also re-rank with exact distances")
+    args = parser.parse_args()
+
+    import lancedb  # noqa: TID251 - measuring LanceDB itself
+    import pyarrow as pa
+    from lancedb.index import HnswSq, IvfFlat  # noqa: TID251
+
+    rng = np.random.default_rng(0)
+    vectors = clustered(rng, args.rows, args.dim)
+    queries = clustered(rng, args.queries, args.dim)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
+    kind, params = auto_index(args.rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = lancedb.connect(tmp)
+        data = pa.table(
+            {
+                "id": pa.array(np.arange(args.rows)),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), args.dim),
+            }
+        )
+        tbl = db.create_table("t", data)
+        t = time.perf_counter()
+        config = HnswSq if kind == "hnsw_sq" else IvfFlat
+        tbl.create_index("vector", config=config(distance_type="cosine", **params))
+        build = time.perf_counter() - t
+        print(f"{args.rows:,} rows: {kind} {params} built in {build:.1f}s")
+        default = search_knobs(
+            "IvfHnswSq" if kind == "hnsw_sq" else "IvfFlat", args.rows, 10, None, None, None
+        )
+        rows = []
+        for ef in [int(x) for x in args.ef.split(",")]:
+            samples, hits = [], []
+            for q in queries:
+                s = time.perf_counter()
+                query = tbl.search(q).distance_type("cosine").limit(10).select(["id"])
+                query = query.ef(ef) if kind == "hnsw_sq" else query.nprobes(ef)
+                if args.refine:
+                    query = query.refine_factor(args.refine)
+                found = {r["id"] for r in query.to_list()}
+                samples.append(time.perf_counter() - s)
+                hits.append(len(found & truth[len(hits)]) / 10)
+            mark = " (default)" if ef in (default[2], default[0]) and not args.refine else ""
+            mark += f" refine {args.refine}" if args.refine else ""
+            rows.append(
+                (
+                    f"{args.rows:,}",
+                    f"{'ef' if kind == 'hnsw_sq' else 'nprobes'}={ef}{mark}",
+                    f"{np.mean(hits):.3f}",
+                    f"{median_ms(samples):.2f}",
+                )
+            )
+            print(table(rows[-1:], ("rows", "knob", "recall@10", "p50 ms")), flush=True)
+        print(table(rows, ("rows", "knob", "recall@10", "p50 ms")))
+        print(f"turnkit's default for {args.rows:,} rows: nprobes, refine_factor, ef = {default}")
+
+
+if __name__ == "__main__":
+    main()

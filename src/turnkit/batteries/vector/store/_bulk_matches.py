@@ -1,0 +1,89 @@
+"""Matches built column by column (from Arrow results or the in-memory copy), not row by row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector.store._scores import Metric
+
+__all__ = ["matches_from_arrow", "matches_from_columns", "scores_from_distances"]
+
+
+def scores_from_distances(metric: Metric, distances: np.ndarray[Any, Any]) -> list[float]:
+    """`score_from_distance` for many distances at once (the same float64 arithmetic)."""
+    d = distances.astype(np.float64)
+    scores = 1.0 / (1.0 + np.maximum(d, 0.0)) if metric == "l2" else 1.0 - d / 2.0
+    result: list[float] = np.clip(scores, 0.0, 1.0).tolist()
+    return result
+
+
+def matches_from_columns(
+    ids: Sequence[str],
+    distances: np.ndarray[Any, Any] | None,
+    metric: Metric,
+    *,
+    documents: Sequence[Any] | None = None,
+    metadata_json: Sequence[Any] | None = None,
+    vectors: Sequence[Any] | None = None,
+    created_at: Sequence[Any] | None = None,
+    updated_at: Sequence[Any] | None = None,
+) -> list[VectorMatch]:
+    """One `VectorMatch` per id; a column left out is ``None`` in every match."""
+    n = len(ids)
+    empty: list[Any] = [None] * n
+    metadata = (
+        empty
+        if metadata_json is None
+        else [None if text is None else orjson.loads(text) for text in metadata_json]
+    )
+    if distances is None:
+        dist: list[Any] = empty
+        scores: list[Any] = empty
+    else:
+        dist = distances.astype(np.float64).tolist()
+        scores = scores_from_distances(metric, distances)
+    docs = empty if documents is None else documents
+    vecs = empty if vectors is None else vectors
+    made = empty if created_at is None else created_at
+    changed = empty if updated_at is None else updated_at
+    return [
+        VectorMatch(ids[i], scores[i], dist[i], docs[i], metadata[i], vecs[i], made[i], changed[i])
+        for i in range(n)
+    ]
+
+
+def matches_from_arrow(table: pa.Table, metric: Metric) -> list[VectorMatch]:
+    """Matches from a LanceDB result table (``_distance`` included for searches)."""
+    names = set(table.column_names)
+
+    def column(name: str) -> list[Any] | None:
+        if name not in names:
+            return None
+        array = table.column(name)
+        if isinstance(array.type, pa.ExtensionType):  # the JSON metadata column: its text
+            array = pa.chunked_array([chunk.storage for chunk in array.chunks], array.type.storage_type)
+        values: list[Any] = array.to_pylist()
+        return values
+
+    distances = None
+    if "_distance" in names:
+        distances = table.column("_distance").to_numpy(zero_copy_only=False)
+    vectors = None
+    if "vector" in names:
+        vectors = [None if v is None else [float(x) for x in v] for v in table.column("vector").to_pylist()]
+    return matches_from_columns(
+        table.column("id").to_pylist(),
+        distances,
+        metric,
+        documents=column("document"),
+        metadata_json=column("metadata"),
+        vectors=vectors,
+        created_at=column("created_at"),
+        updated_at=column("updated_at"),
+    )

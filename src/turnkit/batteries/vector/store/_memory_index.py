@@ -1,0 +1,338 @@
+"""Small collections searched exactly from memory: one matrix-vector product and a top-k.
+
+Below `MemoryCache.max_rows`, a collection's vectors (a float32 matrix plus
+inverse norms for cosine), ids, documents, metadata and timestamps are read
+once into memory and kept until the table's version changes. A search is then
+one matrix-vector product, a partition for the top k and a lexsort that breaks
+distance ties by id, so the order is deterministic. Filters are evaluated over
+the cached columns (``_memory_mask.py``); a filter the mask cannot express, a
+post-filter, or a collection over the budget falls back to LanceDB. The same
+distances as LanceDB's flat search come back (``1 - cos``, ``1 - q·v``,
+squared Euclidean), so scores and thresholds mean the same on both paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector.filters._ast import FilterNode
+from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store._bulk_matches import matches_from_columns
+from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
+from turnkit.batteries.vector.store._scores import Metric
+
+__all__ = ["INLINE_WORK", "CachedCollection", "MemoryCache", "MemoryCacheStats", "MemoryIndex"]
+
+_COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
+_FILTER_COLUMNS = ("id", "document", "created_at", "updated_at")
+# Above this many multiply-adds the product runs on a worker thread (numpy
+# releases the GIL), so concurrent queries overlap instead of queueing on the loop.
+INLINE_WORK = 1_000_000
+_MASKS_KEPT = 32
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryCache:
+    """When a store keeps a collection in memory for exact, LanceDB-free searches.
+
+    Attributes:
+        max_rows: Collections with at most this many rows are cached (an exact
+            search over them is faster than LanceDB's, flat or indexed).
+        max_bytes: Memory budget for all of one store's cached collections;
+            the least recently searched collection is dropped first.
+    """
+
+    max_rows: int = 50_000
+    max_bytes: int = 512 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class CachedCollection:
+    """One cached collection, as `MemoryCacheStats` reports it."""
+
+    name: str
+    rows: int
+    bytes: int
+    version: Hashable
+    loaded_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCacheStats:
+    """What a store holds in memory."""
+
+    max_rows: int
+    max_bytes: int
+    bytes: int
+    collections: tuple[CachedCollection, ...]
+
+
+class _Snapshot:
+    """One version of a collection, in memory."""
+
+    def __init__(self, name: str, key: Hashable, data: pa.Table, dimension: int, metric: Metric) -> None:
+        started = time.perf_counter()
+        self.name, self.key, self.metric = name, key, metric
+        n = data.num_rows
+        self.rows = n
+        vectors = data.column("vector").combine_chunks()
+        flat = vectors.values.to_numpy(zero_copy_only=False) if n else np.empty(0, np.float32)
+        self.matrix: npt.NDArray[np.float32] = np.ascontiguousarray(flat, dtype=np.float32).reshape(
+            n, dimension
+        )
+        norms = np.linalg.norm(self.matrix, axis=1) if n else np.empty(0, np.float32)
+        # cosine divides by the norms; l2 adds the squared norms; both precomputed once.
+        self.inv_norms = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-30), 0.0).astype(np.float32)
+        self.sq_norms = (norms.astype(np.float32)) ** 2
+        self.columns: dict[str, pa.Array] = {
+            c: data.column(c).combine_chunks() for c in _COLUMNS if c != "vector"
+        }
+        metadata = self.columns["metadata"]
+        if isinstance(metadata.type, pa.ExtensionType):
+            metadata = metadata.storage
+        self.metadata_json: list[Any] = metadata.to_pylist()
+        ids = np.asarray(self.columns["id"].to_pylist(), dtype=object)
+        self.id_rank = np.empty(n, dtype=np.int64)
+        self.id_rank[np.argsort(ids, kind="stable")] = np.arange(n)
+        self.paths: dict[tuple[str, ...], PathColumn] = {}
+        self.masks: OrderedDict[Hashable, npt.NDArray[np.bool_] | None] = OrderedDict()
+        self.lists: dict[str, list[Any]] = {}
+        # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
+        self.lock = threading.Lock()
+        self.loaded_seconds = time.perf_counter() - started
+
+    @property
+    def nbytes(self) -> int:
+        base = self.matrix.nbytes + self.inv_norms.nbytes + self.sq_norms.nbytes + self.id_rank.nbytes
+        base += sum(col.nbytes for col in self.columns.values())
+        return int(base + sum(p.nbytes for p in self.paths.values()) + len(self.masks) * self.rows)
+
+    def path(self, segments: tuple[str, ...]) -> PathColumn:
+        found = self.paths.get(segments)
+        if found is None:
+            found = self.paths.setdefault(segments, path_column(self.metadata_json, segments))
+        return found
+
+    def mask(self, node: FilterNode) -> npt.NDArray[np.bool_] | None:
+        try:
+            hash(node)
+        except TypeError:
+            return filter_mask(node, self.columns, self.path)
+        with self.lock:
+            if node in self.masks:
+                self.masks.move_to_end(node)
+                return self.masks[node]
+        mask = filter_mask(node, self.columns, self.path)
+        with self.lock:
+            self.masks[node] = mask
+            if len(self.masks) > _MASKS_KEPT:
+                self.masks.popitem(last=False)
+        return mask
+
+    def distances(
+        self, rows: npt.NDArray[np.intp] | None, query: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        matrix = self.matrix if rows is None else self.matrix[rows]
+        # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
+        dots: npt.NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+        if self.metric == "cosine":
+            inv = self.inv_norms if rows is None else self.inv_norms[rows]
+            qnorm = float(np.linalg.norm(query))
+            return np.float32(1.0) - dots * inv * np.float32(1.0 / qnorm if qnorm else 0.0)
+        if self.metric == "dot":
+            return np.float32(1.0) - dots
+        sq = self.sq_norms if rows is None else self.sq_norms[rows]
+        return np.maximum(sq - np.float32(2.0) * dots + np.float32(query @ query), np.float32(0.0))
+
+    def top(
+        self, spec: QuerySpec, query: npt.NDArray[np.float32], rows: npt.NDArray[np.intp] | None
+    ) -> tuple[Any, Any]:
+        """Row indices and distances of the best ``offset + limit``, ties broken by id."""
+        dist = self.distances(rows, query)
+        wanted = spec.offset + spec.limit
+        if wanted < len(dist):
+            kth = np.partition(dist, wanted - 1)[wanted - 1]
+            candidates = np.flatnonzero(dist <= kth)
+        else:
+            candidates = np.arange(len(dist))
+        absolute = candidates if rows is None else rows[candidates]
+        order = np.lexsort((self.id_rank[absolute], dist[candidates]))[spec.offset : wanted]
+        chosen = absolute[order]
+        chosen_dist = dist[candidates[order]]
+        if self.metric == "l2" and len(chosen):
+            # The expansion above loses bits near zero; report the exact value like LanceDB.
+            diff = self.matrix[chosen] - query
+            chosen_dist = np.einsum("ij,ij->i", diff, diff)
+        return chosen, chosen_dist
+
+    def _pylist(self, column: str) -> list[Any]:
+        # Python lists, made on first use: indexing them beats an Arrow take for ten rows.
+        found = self.lists.get(column)
+        if found is None:
+            with self.lock:
+                found = self.lists.setdefault(column, self.columns[column].to_pylist())
+        return found
+
+    def matches(self, chosen: Any, dist: Any, columns: list[str]) -> list[VectorMatch]:
+        rows = chosen.tolist()
+        ids = self._pylist("id")
+
+        def pick(column: str) -> list[Any] | None:
+            if column not in columns:
+                return None
+            values = self.metadata_json if column == "metadata" else self._pylist(column)
+            return [values[i] for i in rows]
+
+        return matches_from_columns(
+            [ids[i] for i in rows],
+            dist,
+            self.metric,
+            documents=pick("document"),
+            metadata_json=pick("metadata"),
+            vectors=self.matrix[chosen].tolist() if "vector" in columns else None,
+            created_at=pick("created_at"),
+            updated_at=pick("updated_at"),
+        )
+
+    def search(
+        self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]
+    ) -> list[VectorMatch] | None:
+        rows = None
+        if spec.filter is not None:
+            mask = self.mask(spec.filter)
+            if mask is None:
+                return None
+            rows = np.flatnonzero(mask)
+        chosen, dist = self.top(spec, query, rows)
+        return self.matches(chosen, dist, columns)
+
+
+class MemoryIndex:
+    """A store's in-memory copies of its small collections, within one memory budget.
+
+    Lives on turnkit's background loop like the rest of the store's state.
+    """
+
+    def __init__(self, config: MemoryCache | None) -> None:
+        self.config = config
+        self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
+        self._too_big: dict[str, Hashable] = {}  # collections known to be over the limits, by key
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def search(
+        self,
+        name: str,
+        table: Any,
+        key: Hashable,
+        dimension: int,
+        metric: Metric,
+        spec: QuerySpec,
+        vector: npt.NDArray[Any],
+        columns: list[str],
+    ) -> list[VectorMatch] | None:
+        """Exact matches from memory, or ``None`` when LanceDB must answer.
+
+        ``key`` identifies the table's version: a different key reloads.
+        """
+        if self.config is None or (spec.filter is not None and not spec.prefilter):
+            return None
+        key = (id(table), key)
+        if self._too_big.get(name) == key:
+            return None
+        snapshot = self._snapshots.get(name)
+        if snapshot is None or snapshot.key != key:
+            snapshot = await self._load(name, table, key, dimension, metric)
+            if snapshot is None:
+                return None
+        self._snapshots.move_to_end(name)
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        if snapshot.rows * dimension > INLINE_WORK:
+            return await asyncio.to_thread(snapshot.search, spec, query, columns)
+        return snapshot.search(spec, query, columns)
+
+    def search_now(
+        self,
+        name: str,
+        table: Any,
+        key: Hashable,
+        spec: QuerySpec,
+        vector: npt.NDArray[Any],
+        columns: list[str],
+        max_work: int | None = None,
+    ) -> list[VectorMatch] | None:
+        """The search in the caller's thread, when a current copy is already loaded.
+
+        Saves the hop to turnkit's loop thread; ``None`` means "take the usual
+        path" (also when the product has more than ``max_work`` multiply-adds).
+        """
+        if self.config is None or (spec.filter is not None and not spec.prefilter):
+            return None
+        snapshot = self._snapshots.get(name)
+        if snapshot is None or snapshot.key != (id(table), key):
+            return None
+        if max_work is not None and snapshot.rows * len(vector) > max_work:
+            return None
+        return snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), columns)
+
+    def work(self, name: str) -> int:
+        """Multiply-adds of one search over the cached copy of ``name`` (0 when none is cached)."""
+        snapshot = self._snapshots.get(name)
+        return 0 if snapshot is None else snapshot.matrix.size
+
+    async def _load(
+        self, name: str, table: Any, key: Hashable, dimension: int, metric: Metric
+    ) -> _Snapshot | None:
+        config = self.config
+        assert config is not None
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            current = self._snapshots.get(name)
+            if current is not None and current.key == key:
+                return current
+            self._snapshots.pop(name, None)
+            rows = await table.count_rows()
+            # Roughly: the matrix plus about 1 KiB of text per row.
+            estimate = rows * (dimension * 4 + 1024)
+            if rows > config.max_rows or estimate > config.max_bytes:
+                self._too_big[name] = key
+                return None
+            data = await table.query().select(list(_COLUMNS)).to_arrow()
+            if data.column("vector").null_count:
+                self._too_big[name] = key
+                return None
+            snapshot = await asyncio.to_thread(_Snapshot, name, key, data, dimension, metric)
+            self._too_big.pop(name, None)
+            self._snapshots[name] = snapshot
+            self._evict(config.max_bytes)
+            return self._snapshots.get(name)
+
+    def _evict(self, budget: int) -> None:
+        while self._snapshots and sum(s.nbytes for s in self._snapshots.values()) > budget:
+            self._snapshots.popitem(last=False)
+
+    def forget(self, name: str) -> None:
+        """Drop a collection's copy (it was dropped or replaced)."""
+        self._snapshots.pop(name, None)
+        self._too_big.pop(name, None)
+
+    def stats(self) -> MemoryCacheStats:
+        """What is cached now, and the limits."""
+        config = self.config or MemoryCache(max_rows=0, max_bytes=0)
+        cached = tuple(
+            CachedCollection(
+                s.name, s.rows, s.nbytes, s.key[1] if isinstance(s.key, tuple) else s.key, s.loaded_seconds
+            )
+            for s in self._snapshots.values()
+        )
+        return MemoryCacheStats(config.max_rows, config.max_bytes, sum(c.bytes for c in cached), cached)

@@ -1,0 +1,54 @@
+"""The index policy: what 'auto' builds and the search knobs it picks, as pure functions of the row count."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from turnkit.batteries.vector.store._index_policy import EXACT_ROWS, auto_index, default_ef, search_knobs
+
+
+def test_auto_builds_exact_small_and_hnsw_large() -> None:
+    assert auto_index(1_000) == ("ivf_flat", {"num_partitions": 1})
+    assert auto_index(EXACT_ROWS)[0] == "ivf_flat"
+    assert auto_index(100_000) == ("hnsw_sq", {"num_partitions": 1})
+    assert auto_index(2_500_000) == ("hnsw_sq", {"num_partitions": 3})
+
+
+def test_ef_follows_the_measured_points() -> None:
+    # Measured: ef 128 gives 0.976 at 100k, ef 256 gives 0.984 at 300k and 0.965 at 1M.
+    assert default_ef(100_000, 10) >= 128
+    assert default_ef(300_000, 10) >= 256
+    assert default_ef(1_000_000, 10) > 256
+
+
+@given(st.integers(0, 50_000_000), st.integers(0, 50_000_000), st.integers(1, 10_000))
+def test_ef_grows_with_rows_and_covers_the_page(a: int, b: int, wanted: int) -> None:
+    small, large = sorted((a, b))
+    assert default_ef(small, wanted) <= default_ef(large, wanted)
+    assert default_ef(large, wanted) >= min(2 * wanted, 2_048)
+
+
+@given(
+    st.sampled_from([None, "IvfHnswSq", "IvfPq", "IvfFlat"]),
+    st.integers(0, 5_000_000),
+    st.one_of(st.none(), st.integers(1, 100)),
+    st.one_of(st.none(), st.integers(1, 100)),
+    st.one_of(st.none(), st.integers(1, 100)),
+)
+def test_explicit_knobs_always_win(
+    index: str | None, rows: int, nprobes: int | None, refine: int | None, ef: int | None
+) -> None:
+    got = search_knobs(index, rows, 10, nprobes, refine, ef)
+    for given_value, chosen in zip((nprobes, refine, ef), got, strict=True):
+        if given_value is not None:
+            assert chosen == given_value
+    if index is None:
+        assert got == (nprobes, refine, ef)
+
+
+def test_small_flat_index_probes_every_partition() -> None:
+    rows = 40_000
+    partitions = auto_index(rows)[1]["num_partitions"]
+    assert search_knobs("IvfFlat", rows, 10, None, None, None) == (partitions, None, None)
+    assert search_knobs("IvfPq", rows, 10, None, None, None)[1] == 10

@@ -1,0 +1,214 @@
+"""The in-memory exact path against the LanceDB path it replaces, and its filter masks against `evaluate`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from turnkit.batteries.vector import InvalidQueryError, MemoryCache, create_vector_store
+from turnkit.batteries.vector.filters._ast import Condition, Raw
+from turnkit.batteries.vector.filters._core import condition, evaluate
+from turnkit.batteries.vector.store._memory_mask import filter_mask, path_column
+
+SLOW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _columns(records: list[dict[str, Any]]) -> tuple[dict[str, pa.Array], list[Any]]:
+    columns = {
+        "id": pa.array([r["id"] for r in records], pa.string()),
+        "document": pa.array([r["document"] for r in records], pa.string()),
+        "created_at": pa.array([r["created_at"] for r in records], pa.timestamp("us", tz="UTC")),
+        "updated_at": pa.array([r["updated_at"] for r in records], pa.timestamp("us", tz="UTC")),
+    }
+    metadata = [None if r["metadata"] is None else json.dumps(r["metadata"]) for r in records]
+    return columns, metadata
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_mask_selects_what_evaluate_accepts(fixed_table: Any, strategies: dict[str, Any], data: Any) -> None:
+    records = fixed_table.records
+    columns, metadata = _columns(records)
+    node = data.draw(strategies["trees"])
+    mask = filter_mask(node, columns, lambda path: path_column(metadata, path))
+    if mask is None:  # like/contains: LanceDB answers those
+        return
+    assert [r["id"] for r, keep in zip(records, mask, strict=True) if keep] == [
+        r["id"] for r in records if evaluate(node, r)
+    ]
+
+
+def test_mask_declines_what_it_cannot_evaluate(fixed_table: Any) -> None:
+    columns, metadata = _columns(fixed_table.records)
+
+    def path(p: tuple[str, ...]) -> Any:
+        return path_column(metadata, p)
+
+    assert filter_mask(Raw("id = ?", ("x",)), columns, path) is None
+    assert filter_mask(condition("metadata.a", "like", "x%"), columns, path) is None
+    assert filter_mask(condition("metadata.a", "contains", "x"), columns, path) is None
+    supported = filter_mask(Condition("metadata.a", "eq", "x"), columns, path)
+    assert supported is not None and supported.any()
+
+
+# ---------------------------------------------------------------------------
+# The store: the same matches with and without the memory path.
+
+_KINDS = ["a", "b", "c"]
+filters = st.one_of(
+    st.none(),
+    st.builds(lambda k: condition("metadata.kind", "eq", k), st.sampled_from(_KINDS)),
+    st.builds(lambda n: condition("metadata.n", "lt", n), st.integers(-2, 40)),
+    st.builds(lambda n: condition("metadata.o.x", "gte", n), st.floats(-1, 1)),
+    st.builds(
+        lambda ids: condition("id", "in", ids), st.lists(st.sampled_from([f"r{i}" for i in range(30)]))
+    ),
+    st.builds(lambda k: condition("metadata.kind", "ne", k), st.sampled_from([*_KINDS, None])),
+    st.just(condition("metadata.o", "exists", False)),
+    st.just(condition("document", "like", "doc 1%")),  # the memory path declines this one
+)
+
+
+def _records(rng: np.random.Generator, ids: list[int], dim: int) -> list[dict[str, Any]]:
+    out = []
+    for i in ids:
+        meta: dict[str, Any] = {"kind": _KINDS[int(rng.integers(3))], "n": int(rng.integers(40))}
+        if rng.random() < 0.5:
+            meta["o"] = {"x": float(rng.normal())}
+        out.append(
+            {
+                "id": f"r{i}",
+                "vector": rng.normal(size=dim).astype(np.float32),
+                "document": f"doc {i}",
+                "metadata": meta,
+            }
+        )
+    return out
+
+
+def _same(fast: list[Any], slow: list[Any]) -> None:
+    assert [m.id for m in fast] == [m.id for m in slow]
+    for a, b in zip(fast, slow, strict=True):
+        assert a.distance == pytest.approx(b.distance, rel=1e-4, abs=1e-5)
+        assert a.score == pytest.approx(b.score, rel=1e-4, abs=1e-5)
+        assert (a.document, a.metadata, a.created_at) == (b.document, b.metadata, b.created_at)
+        if b.vector is not None:
+            assert a.vector == pytest.approx(b.vector)
+
+
+@SLOW
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.lists(
+        st.tuples(st.sampled_from(["upsert", "delete", "search", "search"]), filters, st.integers(1, 12)),
+        min_size=2,
+        max_size=6,
+    ),
+)
+def test_memory_path_matches_lancedb(tmp_path_factory: Any, metric: str, seed: int, steps: list[Any]) -> None:
+    uri = str(tmp_path_factory.mktemp("db"))
+    fast = create_vector_store(uri=uri, metric=metric, auto_optimize=None)
+    slow = create_vector_store(uri=uri, metric=metric, auto_optimize=None, memory_cache=None)
+    rng = np.random.default_rng(seed)
+    dim = 6
+    fast("c").upsert_sync(_records(rng, list(range(20)), dim))
+    for op, node, k in steps:
+        if op == "upsert":
+            fast("c").upsert_sync(_records(rng, [int(i) for i in rng.choice(30, size=k, replace=False)], dim))
+        elif op == "delete" and node is not None:
+            fast("c").where(condition("metadata.n", "lt", k)).delete_sync()
+        q = rng.normal(size=dim).astype(np.float32)
+        offset = int(rng.integers(0, 3))
+        for store_select in (("id", "document", "metadata", "created_at"), ("*",)):
+            results = []
+            for vs in (fast, slow):
+                b = vs("c").near_vector(q).select(*store_select).limit(k).offset(offset)
+                results.append((b if node is None else b.where(node)).search_sync())
+            _same(*results)
+    assert fast.cache_stats().collections[0].name == "c"
+    assert slow.cache_stats().collections == ()
+
+
+def test_thresholds_offset_and_near_id_agree(tmp_path: Any) -> None:
+    uri = str(tmp_path / "db")
+    fast = create_vector_store(uri=uri, auto_optimize=None)
+    slow = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    rng = np.random.default_rng(7)
+    fast("c").upsert_sync(_records(rng, list(range(30)), 8))
+    q = rng.normal(size=8)
+    for vs_query in (
+        lambda vs: vs("c").near_vector(q).select("id").limit(5).offset(3),
+        lambda vs: vs("c").near_vector(q).select("id").limit(30).min_score(0.5),
+        lambda vs: vs("c").near_vector(q).select("id").limit(30).max_distance(0.9),
+        lambda vs: vs("c").near_id("r4").select("id", "vector").limit(4),
+    ):
+        _same(vs_query(fast).search_sync(), vs_query(slow).search_sync())
+
+
+def test_ties_are_broken_by_id(tmp_path: Any) -> None:
+    vs = create_vector_store(uri=str(tmp_path / "db"), auto_optimize=None)
+    vs("c").upsert_sync(
+        [{"id": f"r{i}", "vector": [1.0, 0.0]} for i in (3, 1, 2)] + [{"id": "far", "vector": [0, 1.0]}]
+    )
+    assert [m.id for m in vs("c").near_vector([1.0, 0.0]).select("id").limit(2).search_sync()] == ["r1", "r2"]
+
+
+def test_budget_and_row_limit_fall_back_to_lancedb(tmp_path: Any) -> None:
+    uri = str(tmp_path / "db")
+    vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=5))
+    rng = np.random.default_rng(1)
+    vs("big").upsert_sync(_records(rng, list(range(10)), 4))
+    vs("small").upsert_sync(_records(rng, list(range(3)), 4))
+    for name in ("big", "small"):
+        assert len(vs(name).near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()) == 3
+    stats = vs.cache_stats()
+    assert [c.name for c in stats.collections] == ["small"]
+    assert stats.collections[0].rows == 3 and 0 < stats.bytes <= stats.max_bytes
+    tiny = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_bytes=10))
+    assert tiny("small").near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()
+    assert tiny.cache_stats().collections == ()
+
+
+_WRITER = """
+import sys
+from turnkit.batteries.vector import create_vector_store
+vs = create_vector_store(uri=sys.argv[1], auto_optimize=None)
+vs("c").upsert_sync([{"id": "new", "vector": [0.0, 0.0, 1.0]}])
+"""
+
+
+def test_writes_by_another_process_are_seen_under_read_consistency(tmp_path: Any) -> None:
+    uri = str(tmp_path / "db")
+    vs = create_vector_store(uri=uri, auto_optimize=None, read_consistency_interval=timedelta(0))
+    vs("c").upsert_sync([{"id": "old", "vector": [1.0, 0.0, 0.0]}])
+    query = vs("c").near_vector([0.0, 0.0, 1.0]).select("id").limit(1)
+    assert [m.id for m in query.search_sync()] == ["old"]
+    subprocess.run([sys.executable, "-c", _WRITER, uri], check=True, timeout=120)
+    assert [m.id for m in query.search_sync()] == ["new"]
+    assert vs.cache_stats().collections[0].rows == 2
+
+
+def test_near_vector_keeps_a_read_only_float32_array() -> None:
+    vs = create_vector_store(uri="memory://", auto_optimize=None)
+    source = np.arange(4, dtype=np.float64)
+    near = vs("c").near_vector(source).spec.near
+    source[0] = 99.0  # the spec holds its own copy
+    assert near.vector.dtype == np.float32 and not near.vector.flags.writeable
+    assert near.vector.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert vs("c").near_vector([0, 1, 2, 3]).spec == vs("c").near_vector(near.vector).spec
+    assert vs("c").near_vector(source).spec.to_dict()["near"] == {
+        "vector": [99.0, 1.0, 2.0, 3.0],
+        "dimension": 4,
+    }
+    with pytest.raises(InvalidQueryError):
+        vs("c").near_vector([1e300, 0.0])
