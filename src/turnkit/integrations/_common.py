@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .._prompt import render_prompt
 from .._retrievable import Retrievable, TrustTier, validate_trust_tier
@@ -19,6 +19,7 @@ from ..batteries.vector import And, Condition, FilterNode, Not, Or, parse_mongo
 from ..tools import (
     InvalidToolConfigError,
     ToolErrorInfo,
+    ToolFailedError,
     VectorQueryResult,
     VectorQuerySource,
     VectorQueryTool,
@@ -31,6 +32,7 @@ __all__ = [
     "ToolOutcome",
     "error_text",
     "guard_keys",
+    "raise_error",
     "render_sources",
     "visible_metadata",
 ]
@@ -84,6 +86,11 @@ def visible_metadata(metadata: Mapping[str, Any] | None, hidden: Iterable[str]) 
 def error_text(info: ToolErrorInfo) -> str:
     """One line a model can act on: the stable code, the message and the hint."""
     return f"{info.code}: {info.message} {info.hint}".strip()
+
+
+def raise_error(info: ToolErrorInfo) -> NoReturn:
+    """Raise a failed call as `ToolFailedError`: the original code leads the message, the hint is kept."""
+    raise ToolFailedError(f"{info.code}: {info.message}", hint=info.hint)
 
 
 def _tier_of(rule: TierRule, source: VectorQuerySource) -> TrustTier:
@@ -142,7 +149,8 @@ class ToolBridge(Generic[DepsT]):
 
     Args:
         tool: The turnkit tool.
-        trust_tier: The tier of every result, or a function of one result.
+        trust_tier: The tier of every result, or a function of one result;
+            ``None`` only where results are returned as data, never rendered.
         guard: ``fn(deps) -> guard`` (a Mongo dict, a filter node or ``None``),
             ANDed with every query; never shown to the model.
         request_context: ``fn(deps) -> mapping`` of other request-context
@@ -155,7 +163,7 @@ class ToolBridge(Generic[DepsT]):
         self,
         tool: VectorQueryTool,
         *,
-        trust_tier: TierRule,
+        trust_tier: TierRule | None,
         guard: Callable[[DepsT], GuardFilter | None] | None = None,
         request_context: Callable[[DepsT], Mapping[str, Any]] | None = None,
         hide_metadata_keys: Iterable[str] = (),
@@ -166,7 +174,7 @@ class ToolBridge(Generic[DepsT]):
                 hint="Create it with turnkit.tools.create_vector_query_tool(...).",
                 option="tool",
             )
-        if not callable(trust_tier):
+        if trust_tier is not None and not callable(trust_tier):
             validate_trust_tier(trust_tier)
         for option, fn in (("guard", guard), ("request_context", request_context)):
             if fn is not None and not callable(fn):
@@ -200,11 +208,26 @@ class ToolBridge(Generic[DepsT]):
         context, _ = self.context_for(deps)
         return await self.tool.input_schema_for(context)
 
+    async def run(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> VectorQueryResult:
+        """The tool's result for one call, the guard's keys removed from its sources' metadata."""
+        context, hidden = self.context_for(deps)
+        return scrub(await self.tool.execute(arguments, request_context=context), hidden)
+
+    def run_sync(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> VectorQueryResult:
+        """Sync form of `run`."""
+        context, hidden = self.context_for(deps)
+        return scrub(self.tool.execute_sync(arguments, request_context=context), hidden)
+
     async def call(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> ToolOutcome:
         """Run the tool for one model call; never raises for the model's mistakes or a failing backend."""
-        context, hidden = self.context_for(deps)
-        result = await self.tool.execute(arguments, request_context=context)
-        result = scrub(result, hidden)
+        return self.outcome(await self.run(arguments, deps))
+
+    def call_sync(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> ToolOutcome:
+        """Sync form of `call`."""
+        return self.outcome(self.run_sync(arguments, deps))
+
+    def outcome(self, result: VectorQueryResult) -> ToolOutcome:
+        """The text a model reads for this result: rendered records, or the error line."""
         if result.error is not None:
             return ToolOutcome(result, error_text(result.error), result.error)
         return ToolOutcome(result, self.render(result), None)
@@ -214,6 +237,8 @@ class ToolBridge(Generic[DepsT]):
         notes = "\n".join(f"Note: {n}" for n in result.notes)
         if result.status == "no_results":
             return notes or "No records matched."
+        if self.trust_tier is None:
+            raise InvalidToolConfigError("A trust tier is required to render results.", option="trust_tier")
         body = render_sources(result, self.trust_tier)
         return f"{body}\n\n{notes}" if notes else body
 

@@ -21,8 +21,8 @@ from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.tools import ToolDefinition
 
-from ..tools import ToolFailedError, VectorQueryTool
-from ._common import GuardFilter, TierRule, ToolBridge, error_text
+from ..tools import VectorQueryTool
+from ._common import GuardFilter, TierRule, ToolBridge, error_text, raise_error
 
 __all__ = ["retrieval_instructions", "vector_query_tool"]
 
@@ -145,7 +145,7 @@ def retrieval_instructions(
         outcome = await bridge.call(arguments, ctx.deps)
         if outcome.error is not None:
             if outcome.error.kind == "configuration":
-                raise ToolFailedError(error_text(outcome.error))
+                raise_error(outcome.error)
             log.warning("retrieval instructions: %s", error_text(outcome.error))
             return ""
         return "" if outcome.result.status == "no_results" else outcome.text
