@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
-from .._prompt import render_prompt
-from .._retrievable import Retrievable, TrustTier, validate_trust_tier
+from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
 from ..batteries.vector import And, Condition, FilterNode, Not, Or, parse_mongo
 from ..tools import (
     InvalidToolConfigError,

@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore as LangChainVectorStore
 
-from ..._errors import UsageError
+from ... import UsageError
 from ...batteries.vector import (
     MAX_IN_VALUES,
     CollectionNotFoundError,
