@@ -21,6 +21,7 @@ REQUIRES = {
     "langchain.md": "langchain_core",
     "llamaindex.md": "llama_index.core",
     "openai-agents.md": "agents",
+    "google-adk.md": "google.adk",  # not installable next to turnkit's pins: skipped here
 }
 
 
