@@ -33,6 +33,7 @@ __all__ = [
     "guard_keys",
     "raise_error",
     "render_sources",
+    "source_metadata",
     "visible_metadata",
 ]
 
@@ -82,6 +83,23 @@ def visible_metadata(metadata: Mapping[str, Any] | None, hidden: Iterable[str]) 
     return {k: v for k, v in (metadata or {}).items() if k not in hidden}
 
 
+def source_metadata(source: VectorQuerySource, trust_tier: TrustTier | None = None) -> dict[str, Any]:
+    """A source's metadata (already scrubbed) plus its citation fields and, when given, its tier.
+
+    For retrievers that hand documents to a framework: ``source_uri``,
+    ``source_display_name`` and ``page_span`` when known, ``trust_tier`` when stated.
+    """
+    metadata = dict(source.metadata or {})
+    for key in ("source_uri", "source_display_name"):
+        if getattr(source, key) is not None:
+            metadata[key] = getattr(source, key)
+    if source.page_span is not None:
+        metadata["page_span"] = source.page_span.model_dump()
+    if trust_tier is not None:
+        metadata["trust_tier"] = trust_tier
+    return metadata
+
+
 def error_text(info: ToolErrorInfo) -> str:
     """One line a model can act on: the stable code, the message and the hint."""
     return f"{info.code}: {info.message} {info.hint}".strip()
@@ -124,6 +142,7 @@ def render_sources(result: VectorQueryResult, trust_tier: TierRule) -> str:
             score=s.score,
         )
         for s in sources
+        if s.document and s.document.strip()  # no text: nothing to show (and no valid Retrievable)
     ]
     return render_prompt(retrievables=records).context
 
@@ -238,7 +257,7 @@ class ToolBridge(Generic[DepsT]):
             return notes or "No records matched."
         if self.trust_tier is None:
             raise InvalidToolConfigError("A trust tier is required to render results.", option="trust_tier")
-        body = render_sources(result, self.trust_tier)
+        body = render_sources(result, self.trust_tier) or "The matching records have no text."
         return f"{body}\n\n{notes}" if notes else body
 
 

@@ -14,7 +14,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from .. import TrustTier, validate_trust_tier
 from ..tools import VectorQueryResult, VectorQueryTool
-from ._common import GuardFilter, ToolBridge, raise_error
+from ._common import GuardFilter, ToolBridge, raise_error, source_metadata
 
 __all__ = ["TurnkitRetriever"]
 
@@ -79,14 +79,7 @@ class TurnkitRetriever(BaseRetriever):
             raise_error(result.error)
         nodes = []
         for source in result.sources:
-            metadata: dict[str, Any] = dict(source.metadata or {})
-            for key in ("source_uri", "source_display_name"):
-                if getattr(source, key) is not None:
-                    metadata[key] = getattr(source, key)
-            if source.page_span is not None:
-                metadata["page_span"] = source.page_span.model_dump()
-            if self._tier is not None:
-                metadata["trust_tier"] = self._tier
+            metadata = source_metadata(source, self._tier)
             node = TextNode(id_=source.id, text=source.document or "", metadata=metadata)
             nodes.append(NodeWithScore(node=node, score=source.score))
         return nodes

@@ -9,8 +9,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from ... import TrustTier
 from ...tools import VectorQueryResult, VectorQueryTool
-from .._common import ToolBridge, raise_error
+from .._common import ToolBridge, raise_error, source_metadata
 
 __all__ = ["TurnkitRetriever"]
 
@@ -27,6 +28,10 @@ class TurnkitRetriever(BaseRetriever):
             tool is shared.
         request_context: Other request-context values (``collection``,
             ``reranker``, a tenant id for a store resolver…).
+        trust_tier: When given, every document's metadata carries it as
+            ``trust_tier``, for a prompt that renders tiers.
+        hide_metadata_keys: Metadata keys removed besides the guard's (a
+            creation-time ``guard_filter``'s keys, say).
 
     A document's ``id`` is the record id; its metadata is the record's
     metadata plus ``score`` (similarity in [0, 1]) and, when known,
@@ -41,6 +46,8 @@ class TurnkitRetriever(BaseRetriever):
     k: int = 4
     guard: dict[str, Any] | None = None
     request_context: dict[str, Any] = Field(default_factory=dict)
+    trust_tier: TrustTier | None = None
+    hide_metadata_keys: list[str] = Field(default_factory=list)
 
     def _bridge(self) -> ToolBridge[None]:
         guard = self.guard
@@ -49,6 +56,7 @@ class TurnkitRetriever(BaseRetriever):
             trust_tier=None,
             guard=(lambda _: guard) if guard is not None else None,
             request_context=lambda _: self.request_context,
+            hide_metadata_keys=self.hide_metadata_keys,
         )
 
     def _arguments(self, query: str, k: int | None) -> dict[str, Any]:
@@ -57,25 +65,20 @@ class TurnkitRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return _documents(self._bridge().run_sync(self._arguments(query, k), None))
+        return _documents(self._bridge().run_sync(self._arguments(query, k), None), self.trust_tier)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return _documents(await self._bridge().run(self._arguments(query, k), None))
+        return _documents(await self._bridge().run(self._arguments(query, k), None), self.trust_tier)
 
 
-def _documents(result: VectorQueryResult) -> list[Document]:
+def _documents(result: VectorQueryResult, trust_tier: TrustTier | None) -> list[Document]:
     if result.error is not None:
         raise_error(result.error)
     documents = []
     for source in result.sources:
-        metadata = dict(source.metadata or {})
+        metadata = source_metadata(source, trust_tier)
         metadata["score"] = source.score
-        for key in ("source_uri", "source_display_name"):
-            if getattr(source, key) is not None:
-                metadata[key] = getattr(source, key)
-        if source.page_span is not None:
-            metadata["page_span"] = source.page_span.model_dump()
         documents.append(Document(id=source.id, page_content=source.document or "", metadata=metadata))
     return documents
