@@ -196,3 +196,18 @@ def test_retrieval_instructions_refuse_a_misconfigured_tool(shared_store: Vector
     agent = Agent(TestModel(), instructions=retrieval_instructions(tool, trust_tier="first-party"))
     with pytest.raises(ToolFailedError, match="E_VECTOR_STORE_COLLECTION_NOT_FOUND"):
         agent.run_sync("refund")
+
+
+def test_a_run_whose_schema_cannot_be_read_gets_no_tool(
+    shared_store: VectorStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    tool = create_vector_query_tool(store=shared_store, collection="missing", enable_filter=True)
+    script = Script()
+    agent = Agent(
+        FunctionModel(script),
+        deps_type=Deps,
+        tools=[vector_query_tool(tool, trust_tier="first-party", guard=_guard)],
+    )
+    assert agent.run_sync("refund?", deps=Deps(TENANTS[0])).output == "done"
+    assert script.schemas == []  # the model was offered no tool
+    assert "E_VECTOR_STORE_COLLECTION_NOT_FOUND" in caplog.text and TENANTS[0] not in caplog.text

@@ -4,8 +4,9 @@ Needs ``turnkit[pydantic-ai]`` (``pydantic-ai-slim``). See docs/integrations/pyd
 
 - `vector_query_tool`: a ``pydantic_ai.Tool`` whose guard and request context
   come from the run's ``deps``; its schema is built per run (a ``prepare``
-  hook) inside that guard; a wrong argument is a ``ModelRetry`` carrying the
-  turnkit hint, a host misconfiguration a ``ToolFailed``.
+  hook) inside that guard (the tool is left out of a run whose schema cannot
+  be read); a wrong argument is a ``ModelRetry`` carrying the turnkit hint, a
+  host misconfiguration a ``ToolFailed``.
 - `retrieval_instructions`: an instructions function that retrieves for the
   user's prompt and renders the records with turnkit's trust-tier fences.
 """
@@ -21,6 +22,7 @@ from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.tools import ToolDefinition
 
+from .. import TurnkitError
 from ..tools import VectorQueryTool
 from ._common import GuardFilter, TierRule, ToolBridge, error_text, raise_error
 
@@ -78,9 +80,16 @@ def vector_query_tool(
             raise ToolFailed(outcome.text)  # retrying the same call cannot help
         raise ModelRetry(outcome.text)
 
-    async def prepare(ctx: RunContext[DepsT], tool_def: ToolDefinition) -> ToolDefinition:
+    async def prepare(ctx: RunContext[DepsT], tool_def: ToolDefinition) -> ToolDefinition | None:
         # The schema of this run: filter keys read inside its guard, the guard's keys left out.
-        return dataclasses.replace(tool_def, parameters_json_schema=await bridge.schema(ctx.deps))
+        try:
+            schema = await bridge.schema(ctx.deps)
+        except TurnkitError as exc:
+            # No schema for this run (a missing collection, an invalid guard): offer no tool rather
+            # than a schema read outside the run's guard. The message may quote the guard: code only.
+            log.warning("vector query tool %r left out of this run: %s", tool.id, exc.code)
+            return None
+        return dataclasses.replace(tool_def, parameters_json_schema=schema)
 
     made: Tool[DepsT] = Tool.from_schema(
         search,
