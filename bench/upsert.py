@@ -101,7 +101,7 @@ def main() -> None:
         assert by_metadata.count_sync() == args.rows == raw.count_rows(by_metadata.spec.where_sql)
         # Where turnkit's extra time goes: checking and converting the records
         # (what raw merge_insert skips), timed alone on the same batches.
-        from turnkit.batteries.vector._records import collection_schema, prepare_records
+        from turnkit.batteries.vector.store._records import collection_schema, prepare_records
 
         schema_tk = collection_schema(args.dim, {})
         checked = 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,14 +22,14 @@ from turnkit.cli import (
 
 from .conftest import Run, clean_env
 
-COMMANDS = ["ingest", "query", "stats", "optimize", "serve", "demo"]
+COMMANDS = ["ingest", "query", "stats", "optimize", "serve", "demo", "collections", "completion"]
 
 
 def test_top_level_help_lists_every_command(run: Run) -> None:
     result = run("--help")
     assert result.code == EXIT_OK
     for command in COMMANDS:
-        assert f"    {command} " in result.out
+        assert re.search(rf"^    {command}\b", result.out, re.M), command
     assert "TURNKIT_URI" in result.out and ".turnkit/lancedb" in result.out
     assert "exit status" in result.out
 

@@ -79,6 +79,28 @@ async def test_vector_query_and_retrieve_contexts_calls(mem_store):
         assert 0 <= contexts[0]["score"] <= 2
 
 
+async def test_retrieve_contexts_answers_in_the_seeds_rest_spelling(mem_store):
+    """A client written against Vertex's REST JSON reads sourceUri, sourceDisplayName and pageSpan."""
+    server = create_mcp_server(mem_store, collections="kb")
+    async with mcp.Client(server) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        defs = listed["retrieve_contexts"].output_schema["$defs"]
+        rag_context = set(defs["RagContext"]["properties"])
+        assert rag_context == {"sourceUri", "sourceDisplayName", "text", "score", "chunk"}
+        assert set(defs["PageSpan"]["properties"]) == {"firstPage", "lastPage"}
+        ctx = await client.call_tool(
+            "retrieve_contexts", {"query": {"text": "refunds paid", "ragRetrievalConfig": {"topK": 3}}}
+        )
+    assert not ctx.is_error
+    contexts = ctx.structured_content["contexts"]["contexts"]
+    paged = next(c for c in contexts if "chunk" in c and "pageSpan" in c["chunk"])
+    assert paged["sourceUri"] == "file:///kb/policy.pdf"
+    assert paged["sourceDisplayName"] == "policy.pdf"
+    assert paged["chunk"]["pageSpan"] == {"firstPage": 2, "lastPage": 2}
+    text = json.dumps(ctx.structured_content)
+    assert "source_uri" not in text and "page_span" not in text and "first_page" not in text
+
+
 async def test_tool_errors_are_structured_and_the_server_keeps_serving(mem_store):
     server = create_mcp_server(mem_store, collections="kb")
     async with mcp.Client(server) as client:

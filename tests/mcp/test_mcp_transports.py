@@ -37,9 +37,10 @@ async def test_stdio_subprocess(disk_store):
         ctx = await client.call_tool(
             "retrieve_contexts", {"query": {"text": "refunds paid", "ragRetrievalConfig": {"topK": 1}}}
         )
-        assert ctx.structured_content["contexts"]["contexts"][0]["chunk"]["page_span"] == {
-            "first_page": 2,
-            "last_page": 2,
+        # The answer is in the seed's REST spelling.
+        assert ctx.structured_content["contexts"]["contexts"][0]["chunk"]["pageSpan"] == {
+            "firstPage": 2,
+            "lastPage": 2,
         }
 
 

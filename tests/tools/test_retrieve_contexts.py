@@ -201,3 +201,39 @@ def test_query_text_length_is_capped(kb):
     with pytest.raises(InvalidToolInputError, match="at most 50"):
         ask(store, {"query": {"text": "refund " * 20}}, collection=collection, max_query_chars=50)
     assert texts(ask(store, {"query": {"text": "refund policy"}}, collection=collection, max_query_chars=50))
+
+
+def test_response_keeps_snake_case_in_python_and_dumps_the_rest_spelling() -> None:
+    from turnkit.tools import PageSpan, RagChunk, RagContext, RagContexts, RetrieveContextsResponse
+
+    response = RetrieveContextsResponse(
+        contexts=RagContexts(
+            contexts=[
+                RagContext(
+                    source_uri="file:///a.pdf",
+                    source_display_name="a.pdf",
+                    text="t",
+                    score=0.1,
+                    chunk=RagChunk(text="t", page_span=PageSpan(first_page=1, last_page=2)),
+                )
+            ]
+        )
+    )
+    assert response.contexts.contexts[0].source_uri == "file:///a.pdf"
+    assert response.model_dump()["contexts"]["contexts"][0]["source_uri"] == "file:///a.pdf"
+    rest = response.model_dump(by_alias=True, exclude_none=True)
+    assert rest == {
+        "contexts": {
+            "contexts": [
+                {
+                    "sourceUri": "file:///a.pdf",
+                    "sourceDisplayName": "a.pdf",
+                    "text": "t",
+                    "score": 0.1,
+                    "chunk": {"text": "t", "pageSpan": {"firstPage": 1, "lastPage": 2}},
+                }
+            ]
+        }
+    }
+    # The REST spelling reads back into the same model.
+    assert RetrieveContextsResponse.model_validate(rest) == response

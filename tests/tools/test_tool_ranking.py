@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import turnkit.batteries.vector as battery
 from turnkit import ScriptedModel
 from turnkit.batteries.vector import EncoderScorer, HashEncoder, InvalidRankingConfigError, RerankOptions
+from turnkit.batteries.vector.ranking._rerank import _minilm_installed
 from turnkit.tools import (
     InvalidToolConfigError,
     InvalidToolInputError,
@@ -193,7 +194,7 @@ def test_local_scorers(kb):
     # The default picks MiniLM when its extra is installed, else the collection's encoder.
     default = run(create_vector_query_tool(store=store, collection=coll, reranker=True), {"query_text": "x"})
     assert default.ok and any("Reranked" in n for n in default.notes)
-    if not battery._rerank._minilm_installed():
+    if not _minilm_installed():
         assert any(f"encoder:{store.encoder.name}" in n for n in default.notes)
         minilm = run(
             create_vector_query_tool(store=store, collection=coll, reranker={"scorer": "minilm"}),

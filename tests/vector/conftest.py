@@ -20,8 +20,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector._filter_ast import And, Condition, FilterNode, Not, Or
-from turnkit.batteries.vector._filters import condition
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or
+from turnkit.batteries.vector.filters._core import condition
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 

@@ -17,8 +17,8 @@ from turnkit.batteries.vector._errors import (
     UnknownFieldError,
     UnsupportedFilterOperatorError,
 )
-from turnkit.batteries.vector._filter_ast import And, Condition, Not, Or, Raw
-from turnkit.batteries.vector._filters import (
+from turnkit.batteries.vector.filters._ast import And, Condition, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import (
     MAX_IN_VALUES,
     MISSING,
     OPERATOR_ALIASES,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from turnkit.batteries.vector._filters import and_, condition, evaluate, not_, or_, parse_mongo, to_sql
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import and_, condition, evaluate, not_, or_, parse_mongo, to_sql
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)  # the conftest's record timestamps start here
 FilterTable = Any  # conftest.FilterTable: .table, .records, .ids(sql)

@@ -15,6 +15,7 @@ from ._errors import UnknownEncoderError
 
 if TYPE_CHECKING:
     from ..batteries.vector import Encoder, VectorStore
+    from ._connect import Connection
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -108,17 +109,17 @@ def encoder_spec_of(recorded: str) -> str | None:
     return None
 
 
-def recorded_encoder(uri: str, collection: str) -> str | None:
+def recorded_encoder(connection: Connection, collection: str) -> str | None:
     """The encoder name recorded in ``collection``, or None if it does not exist or recorded none."""
-    from ..batteries.vector import create_vector_store
-
-    store = create_vector_store(store_uri(uri), auto_optimize=None)
+    store = connection.store()
     if not store.has_collection_sync(collection):
         return None
     return store.collection_info_sync(collection).encoder
 
 
-def open_store(uri: str, collection: str, *, encoder: str | None, fallback: str | None) -> VectorStore:
+def open_store(
+    connection: Connection, collection: str, *, encoder: str | None, fallback: str | None
+) -> VectorStore:
     """A store whose encoder matches ``collection``.
 
     The encoder is the one named by ``encoder`` (flag or environment), else the
@@ -127,11 +128,9 @@ def open_store(uri: str, collection: str, *, encoder: str | None, fallback: str 
     Raises:
         UnknownEncoderError: no encoder could be chosen, or a name is unknown.
     """
-    from ..batteries.vector import create_vector_store
-
     spec = encoder
     if spec is None:
-        recorded = recorded_encoder(uri, collection)
+        recorded = recorded_encoder(connection, collection)
         if recorded is not None:
             spec = encoder_spec_of(recorded)
             if spec is None:
@@ -147,4 +146,4 @@ def open_store(uri: str, collection: str, *, encoder: str | None, fallback: str 
         raise UnknownEncoderError(
             f"No encoder for collection {collection!r}.", hint="Pass --encoder or set TURNKIT_ENCODER."
         )
-    return create_vector_store(store_uri(uri), encoder=encoder_for(spec))
+    return connection.store(encoder=encoder_for(spec), maintenance=True)

@@ -3,7 +3,8 @@
 The whole path on the embedded default: ``ingest`` into a local LanceDB with
 the offline WordLlama encoder, then ``create_vector_retrievable_callbacks``
 wired into ``TurnRunnerConfig``, one turn per question. A model endpoint is
-optional; without one the demo shows the prompt a model would get.
+optional; without one the demo answers extractively, quoting the retrieved
+sentences closest to each question with their sources.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._config import store_uri
 from ._errors import EXIT_OK, CliUsageError
-from ._output import emit_json, one_line
+from ._extractive import Quote, extract_answer
+from ._output import emit_json
 from ._shipped_docs import shipped_docs
 
 if TYPE_CHECKING:
@@ -95,6 +98,10 @@ def _to_retrievable(match: VectorMatch) -> RawRetrievable:
     )
 
 
+def _wrap(text: str, indent: str) -> str:
+    return textwrap.fill(text, width=96, initial_indent=indent, subsequent_indent=indent + "  ")
+
+
 def _print_turn(
     index: int,
     total: int,
@@ -102,13 +109,23 @@ def _print_turn(
     result: TurnResult,
     args: argparse.Namespace,
     model: ChatModel | None,
+    quotes: Sequence[Quote],
 ) -> None:
     print(f"\n{_RULE}\nQuestion {index}/{total}: {question}\n{_RULE}")
-    print(f"Retrieved {len(result.retrievables)} chunk(s) (top_k={args.top_k}):")
+    if model is not None:
+        print(f"Answer ({model!r}):")
+        print("\n".join(_wrap(line, "  ") for line in (result.reply or "").splitlines() if line.strip()))
+    elif quotes:
+        print("Answer (extractive: the retrieved sentences closest to the question, quoted, not generated):")
+        for quote in quotes:
+            print(_wrap(f"• {quote.text}", "  "))
+            print(f"      — {quote.source}")
+    else:
+        print("Answer (extractive): nothing retrieved reads like an answer to this question.")
+    print(f"Sources ({len(result.retrievables)} retrieved, top_k={args.top_k}):")
     for n, r in enumerate(result.retrievables, 1):
         score = f"{r.score:.3f}" if r.score is not None else "-"
         print(f"  {n}. score {score}  {r.trust_tier}  {r.source}")
-        print(f"     {one_line(r.content, 110)}")
     for r in result.dropped:
         print(f"  (left out to fit the token budget: {r.source})")
     tokens = result.tokens
@@ -116,12 +133,10 @@ def _print_turn(
         print(
             f"Prompt: {tokens.prompt} tokens of a {tokens.budget} budget ({tokens.encoding}: "
             f"system {tokens.system}, retrieved {tokens.retrieved}, question {tokens.turn}, "
-            f"framing {tokens.overhead})"
+            f"framing {tokens.overhead})" + ("" if args.show_prompt else "; --show-prompt prints it")
         )
-    if model is not None:
-        print(f"\nAnswer ({model!r}):\n{result.reply}")
-    elif not args.no_prompt:
-        print("\nThe prompt a model would receive:")
+    if args.show_prompt:
+        print("\nThe prompt a model receives:")
         for message in result.prompt:
             print(f"┌── {message.role}")
             for line in message.content.splitlines():
@@ -129,7 +144,9 @@ def _print_turn(
             print("└──")
 
 
-def _turn_json(question: str, result: TurnResult, model: ChatModel | None) -> dict[str, Any]:
+def _turn_json(
+    question: str, result: TurnResult, model: ChatModel | None, quotes: Sequence[Quote]
+) -> dict[str, Any]:
     return {
         "question": question,
         "retrieved": [
@@ -138,6 +155,10 @@ def _turn_json(question: str, result: TurnResult, model: ChatModel | None) -> di
         ],
         "prompt_tokens": None if result.tokens is None else result.tokens.prompt,
         "answer": result.reply if model is not None else None,
+        "answer_kind": "model" if model is not None else "extractive",
+        "extractive_answer": [
+            {"text": q.text, "source": q.source, "score": round(q.score, 4)} for q in quotes
+        ],
         "prompt": [m.to_dict() for m in result.prompt],
     }
 
@@ -153,7 +174,8 @@ def run_demo(args: argparse.Namespace) -> int:
         raise CliUsageError("Every --question is empty.", hint='Ask something: --question "…".')
     model = _model(args)  # a bad endpoint configuration fails before any work
     docs = shipped_docs()
-    store = create_vector_store(store_uri(args.uri), encoder=WordLlamaEncoder())
+    encoder = WordLlamaEncoder()
+    store = create_vector_store(store_uri(args.uri), encoder=encoder)
     # prune: a page removed from the docs leaves the demo too. Idempotent: a rerun writes nothing.
     report = ingest_sync(docs, store=store, collection=DEMO_COLLECTION, prune=True, progress=False)
     store.wait_for_maintenance_sync()
@@ -180,18 +202,20 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"  {report}".replace("\n", "\n  "))
         if model is None:
             print(
-                "\nNo model endpoint is configured, so the demo shows each prompt instead of an answer.\n"
-                "To get answers, set TURNKIT_OPENAI_MODEL (and TURNKIT_OPENAI_BASE_URL, "
-                "TURNKIT_OPENAI_API_KEY as needed) for any OpenAI-compatible endpoint."
+                "\nNo model endpoint is configured, so each answer below is extractive: sentences quoted\n"
+                "from the retrieved chunks, with their sources. For generated answers, set\n"
+                "TURNKIT_OPENAI_MODEL (and TURNKIT_OPENAI_BASE_URL, TURNKIT_OPENAI_API_KEY as needed)\n"
+                "for any OpenAI-compatible endpoint."
             )
     turns: list[dict[str, Any]] = []
     for i, question in enumerate(questions, 1):
         # One conversation per question: each prompt holds only its own question.
         result = runner.run_sync(question, conversation_id=f"demo-{i}")
+        quotes = extract_answer(question, result.retrievables, encoder) if model is None else []
         if args.json:
-            turns.append(_turn_json(question, result, model))
+            turns.append(_turn_json(question, result, model, quotes))
         else:
-            _print_turn(i, len(questions), question, result, args, model)
+            _print_turn(i, len(questions), question, result, args, model, quotes)
         sys.stdout.flush()
     if args.json:
         emit_json(

@@ -28,6 +28,14 @@ def _handler(command: str) -> Handler:
         from ._serve import run_serve
 
         return run_serve
+    if command == "collections":
+        from ._collections_cmd import run_collections
+
+        return run_collections
+    if command == "completion":
+        from ._completion import run_completion
+
+        return run_completion
     from . import _store_cmds
 
     handlers: dict[str, Handler] = {

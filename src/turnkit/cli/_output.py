@@ -20,10 +20,23 @@ def one_line(text: str, limit: int | None = None) -> str:
     return flat
 
 
+# Hints written for Python callers name arguments a command-line user cannot pass; say what they can do.
+_CLI_HINTS = {
+    "E_VECTOR_STORE_CONNECTION_FAILED": (
+        "Check --uri. For object stores pass --storage-option KEY=VALUE (endpoint, region, "
+        "allow_http, credentials) or set the AWS_*/GOOGLE_*/AZURE_* variables (docs/cli.md); "
+        "for db:// pass --api-key or set LANCEDB_API_KEY."
+    ),
+}
+
+
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """The JSON form of an error: ``code``, ``message``, ``hint`` (and context for turnkit errors)."""
     if isinstance(exc, TurnkitError):
-        return exc.to_dict()
+        payload = exc.to_dict()
+        if payload["code"] in _CLI_HINTS:
+            payload["hint"] = _CLI_HINTS[payload["code"]]
+        return payload
     return {
         "code": "E_UNEXPECTED",
         "message": f"{type(exc).__name__}: {exc}",

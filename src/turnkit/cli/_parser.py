@@ -6,17 +6,28 @@ import argparse
 from typing import Any, NoReturn
 
 from ._config import DEFAULT_COLLECTION, DEFAULT_URI, DEMO_URI, ENV_COLLECTION, ENV_ENCODER, ENV_URI
+from ._connect import ENV_API_KEY, ENV_REGION
 from ._errors import CliUsageError
 
 __all__ = ["build_parser"]
 
-_EPILOG = f"""\
-environment:
-  {ENV_URI}         database location (default: {DEFAULT_URI}, relative to the working directory)
-  {ENV_COLLECTION}  collection name (default: {DEFAULT_COLLECTION})
-  {ENV_ENCODER}     encoder: wordllama[:64|128|256] or hash[:DIM] (default: the collection's own)
-  TURNKIT_DEBUG       1 to print tracebacks (same as --debug)
-
+# Every environment variable the command line reads; each subcommand's help lists only its own.
+_ENV_HELP = {
+    ENV_URI: f"database location (default: {DEFAULT_URI}, relative to the working directory)",
+    ENV_COLLECTION: f"collection name (default: {DEFAULT_COLLECTION})",
+    ENV_ENCODER: "encoder name, e.g. wordllama, hash:64 (default: the collection's own)",
+    ENV_API_KEY: "LanceDB Cloud API key, for db:// URIs (same as --api-key)",
+    ENV_REGION: "LanceDB Cloud region, for db:// URIs (same as --region)",
+    "TURNKIT_OPENAI_MODEL": "model name; setting it turns the endpoint on (or TURNKIT_MODEL)",
+    "TURNKIT_OPENAI_BASE_URL": "API root, e.g. http://127.0.0.1:8000/v1 (or OPENAI_BASE_URL)",
+    "TURNKIT_OPENAI_API_KEY": "bearer token, if the endpoint needs one (or OPENAI_API_KEY)",
+    "TURNKIT_DEBUG": "1 to print tracebacks (same as --debug)",
+}
+_STORAGE_NOTE = (
+    "  Object stores (s3://, gs://, az://) also read their own AWS_*, GOOGLE_* and AZURE_*\n"
+    "  variables (credentials, region, endpoint); see docs/cli.md.\n"
+)
+_EXIT = """
 exit status:
   0 success, 1 failure while running, 2 usage or configuration error,
   3 ingest finished but some files could not be read, 4 an optional extra is missing,
@@ -24,6 +35,16 @@ exit status:
 
 Flags win over environment variables. Docs: docs/cli.md.
 """
+_STORE_ENV = (ENV_URI, ENV_API_KEY, ENV_REGION)
+
+
+def _epilog(*names: str, storage: bool = True) -> str:
+    width = max(len(n) for n in names)
+    lines = [f"  {name.ljust(width)}  {_ENV_HELP[name]}" for name in names]
+    return "environment:\n" + "\n".join(lines) + "\n" + (_STORAGE_NOTE if storage else "") + _EXIT
+
+
+_EPILOG = _epilog(*_ENV_HELP)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,6 +95,7 @@ def _common(
         group.add_argument(
             "--uri", metavar="URI", help=f"database location [${ENV_URI}, default {DEFAULT_URI}]"
         )
+        add_connection_arguments(group)
     if collection:
         group.add_argument(
             "-c",
@@ -96,13 +118,39 @@ def _common(
     return parent
 
 
-def _add(subs: Any, name: str, summary: str, description: str, parents: list[argparse.ArgumentParser]) -> Any:
+def add_connection_arguments(group: Any) -> None:
+    """``--storage-option``, ``--api-key`` and ``--region``: how to reach an object store or LanceDB Cloud."""
+    group.add_argument(
+        "--storage-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="object-store option passed to LanceDB, repeatable (e.g. endpoint=http://127.0.0.1:9000, "
+        "allow_http=true, region=us-east-1, aws_access_key_id=…)",
+    )
+    group.add_argument(
+        "--api-key", metavar="KEY", help=f"LanceDB Cloud API key for db:// URIs [${ENV_API_KEY}]"
+    )
+    group.add_argument(
+        "--region", metavar="REGION", help=f"LanceDB Cloud region for db:// URIs [${ENV_REGION}]"
+    )
+
+
+def _add(
+    subs: Any,
+    name: str,
+    summary: str,
+    description: str,
+    parents: list[argparse.ArgumentParser],
+    env: tuple[str, ...],
+    *,
+    storage: bool = True,
+) -> Any:
     return subs.add_parser(
         name,
         help=summary,
         description=description,
         parents=parents,
-        epilog=_EPILOG,
+        epilog=_epilog(*env, "TURNKIT_DEBUG", storage=storage),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
@@ -150,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         "chunks and upsert them. Re-running writes only what changed; a killed run is finished by\n"
         "the next one.",
         [_common(encoder=True)],
+        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
     p.add_argument(
@@ -169,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Search a collection with a text query, optionally filtered, e.g.\n"
         '  turnkit query "how do I resume a killed ingest?" --filter \'kind = "markdown"\'',
         [_common(encoder=True)],
+        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
     )
     p.add_argument("text", metavar="TEXT", help="what to search for")
     p.add_argument(
@@ -187,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         "collections, rows, dimension, encoder, versions, unindexed rows",
         "Describe the collections of a database (all of them, or those named with --collection).",
         [_common(collection=False)],
+        _STORE_ENV,
     )
     p.add_argument(
         "-c", "--collection", action="append", metavar="NAME", help="only this collection (repeatable)"
@@ -199,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Compact small fragments, fold new rows into the indexes, and build a vector index once a\n"
         "collection is large enough that a flat search gets slow.",
         [_common()],
+        (*_STORE_ENV, ENV_COLLECTION),
     )
     p.add_argument("--all", action="store_true", help="every collection of the database")
     p.add_argument(
@@ -217,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Run an MCP server whose tools search (and, with --enable-writes, write) the collections:\n"
         "the one named with --collection, or every collection of the database.",
         [_common(collection=False, json=False, encoder=True)],
+        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
     )
     p.add_argument(
         "-c", "--collection", metavar="NAME", help=f"only this collection [${ENV_COLLECTION}, default: all]"
@@ -247,13 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ingest turnkit's own docs and answer questions from them",
         "Ingest the documentation shipped with turnkit into an embedded LanceDB (WordLlama, offline),\n"
         "then run questions through a TurnRunner built from create_vector_retrievable_callbacks.\n"
-        "With a model endpoint configured it prints the answers; without one, the prompts.\n\n"
-        "model endpoint (any OpenAI-compatible /chat/completions API):\n"
-        "  TURNKIT_OPENAI_MODEL     model name; setting it turns the endpoint on (or TURNKIT_MODEL)\n"
-        "  TURNKIT_OPENAI_BASE_URL  API root, e.g. http://127.0.0.1:8000/v1 (or OPENAI_BASE_URL;\n"
-        "                           default https://api.openai.com/v1)\n"
-        "  TURNKIT_OPENAI_API_KEY   bearer token, if the endpoint needs one (or OPENAI_API_KEY)",
+        "With a model endpoint configured (any OpenAI-compatible /chat/completions API, see the\n"
+        "variables below) it prints the model's answers with their sources; without one, an\n"
+        "extractive answer: the retrieved sentences that best match the question, each with its source.",
         [_common(uri=False, collection=False)],
+        ("TURNKIT_OPENAI_MODEL", "TURNKIT_OPENAI_BASE_URL", "TURNKIT_OPENAI_API_KEY"),
+        storage=False,
     )
     p.add_argument(
         "--uri", default=DEMO_URI, metavar="URI", help=f"the demo's own database (default {DEMO_URI})"
@@ -262,5 +314,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", "--top-k", type=_positive_int, default=3, metavar="N", help="chunks per question")
     p.add_argument("--model", metavar="NAME", help="model name (overrides TURNKIT_OPENAI_MODEL)")
     p.add_argument("--base-url", metavar="URL", help="API root (overrides TURNKIT_OPENAI_BASE_URL)")
-    p.add_argument("--no-prompt", action="store_true", help="without a model, do not print the prompts")
+    p.add_argument("--show-prompt", action="store_true", help="also print the whole prompt of each turn")
+
+    p = _add(
+        subs,
+        "collections",
+        "list, locate or drop collections",
+        "  turnkit collections list         every collection, with its row count\n"
+        "  turnkit collections path NAME    where a collection's data lives\n"
+        "  turnkit collections drop NAME    delete a collection and all its rows (asks for --yes)",
+        [_common(collection=False)],
+        _STORE_ENV,
+    )
+    p.add_argument("action", choices=["list", "path", "drop"], help="what to do")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the collection (for path and drop)")
+    p.add_argument("--yes", action="store_true", help="drop without asking (required when not on a terminal)")
+
+    p = _add(
+        subs,
+        "completion",
+        "print a shell completion script (bash, zsh or tcsh)",
+        "Print a completion script for your shell, e.g.\n"
+        "  turnkit completion bash > ~/.local/share/bash-completion/completions/turnkit\n"
+        "  turnkit completion zsh > ~/.zfunc/_turnkit   # with fpath+=~/.zfunc in ~/.zshrc\n"
+        "Needs the `cli` extra (pip install 'turnkit[cli]').",
+        [],
+        (),
+        storage=False,
+    )
+    p.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell")
     return parser

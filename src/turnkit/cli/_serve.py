@@ -6,7 +6,8 @@ import argparse
 import os
 
 from .._errors import TurnkitError
-from ._config import DEFAULT_URI, ENV_COLLECTION, ENV_ENCODER, ENV_URI, resolve, store_uri
+from ._config import ENV_COLLECTION, ENV_ENCODER, store_uri
+from ._connect import connection_of
 from ._errors import EXIT_OK, DependencyMissingError
 
 __all__ = ["run_serve"]
@@ -18,7 +19,8 @@ def run_serve(args: argparse.Namespace) -> int:
     Raises:
         DependencyMissingError: the ``mcp`` extra is not installed.
     """
-    uri = resolve(args.uri, ENV_URI, DEFAULT_URI)
+    conn = connection_of(args)
+    conn.check()
     collection = args.collection or os.environ.get(ENV_COLLECTION) or None
     encoder = args.encoder or os.environ.get(ENV_ENCODER) or None
     try:
@@ -35,7 +37,8 @@ def run_serve(args: argparse.Namespace) -> int:
             package="mcp",
         ) from exc
     serve(
-        uri=store_uri(uri),
+        uri=store_uri(conn.uri),
+        connect=conn.connect_options(),
         collection=collection,
         transport=args.transport,
         host=args.host,

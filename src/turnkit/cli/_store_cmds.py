@@ -9,17 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config import (
-    DEFAULT_COLLECTION,
-    DEFAULT_ENCODER,
-    DEFAULT_URI,
-    ENV_COLLECTION,
-    ENV_ENCODER,
-    ENV_URI,
-    open_store,
-    resolve,
-    store_uri,
-)
+from ._config import DEFAULT_COLLECTION, DEFAULT_ENCODER, ENV_COLLECTION, ENV_ENCODER, open_store, resolve
+from ._connect import Connection, connection_of
 from ._errors import EXIT_OK, EXIT_PARTIAL, CliUsageError
 from ._output import emit_json, one_line, source_label
 
@@ -31,19 +22,18 @@ __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
 _EXCERPT = 200
 
 
-def _location(args: argparse.Namespace) -> tuple[str, str]:
-    uri = resolve(args.uri, ENV_URI, DEFAULT_URI)
+def _location(args: argparse.Namespace) -> tuple[Connection, str]:
     collection = resolve(getattr(args, "collection", None), ENV_COLLECTION, DEFAULT_COLLECTION)
-    return uri, collection
+    return connection_of(args), collection
 
 
 def _encoder_flag(args: argparse.Namespace) -> str | None:
     return args.encoder or os.environ.get(ENV_ENCODER) or None
 
 
-def _missing_local(uri: str) -> bool:
+def _missing_local(conn: Connection) -> bool:
     """A local database directory that does not exist (connecting would create it)."""
-    return "://" not in uri and not Path(uri).expanduser().exists()
+    return conn.is_local and not Path(conn.uri).expanduser().exists()
 
 
 def _not_found(uri: str, collection: str) -> Exception:
@@ -58,18 +48,18 @@ def _not_found(uri: str, collection: str) -> Exception:
     )
 
 
-def _existing_store(args: argparse.Namespace, uri: str, collection: str, *, encoder: bool) -> VectorStore:
+def _existing_store(
+    args: argparse.Namespace, conn: Connection, collection: str, *, encoder: bool
+) -> VectorStore:
     """A store opened on an existing collection; raises the not-found error without creating anything."""
-    from ..batteries.vector import create_vector_store
-
-    if _missing_local(uri):
-        raise _not_found(uri, collection)
-    probe = create_vector_store(store_uri(uri), auto_optimize=None)
+    if _missing_local(conn):
+        raise _not_found(conn.uri, collection)
+    probe = conn.store()
     if not probe.has_collection_sync(collection):
-        raise _not_found(uri, collection)
+        raise _not_found(conn.uri, collection)
     if not encoder:
         return probe
-    return open_store(uri, collection, encoder=_encoder_flag(args), fallback=None)
+    return open_store(conn, collection, encoder=_encoder_flag(args), fallback=None)
 
 
 # -- ingest ----------------------------------------------------------------------------------------
@@ -79,7 +69,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     """Load files into a collection and print what was written."""
     from ..ingest import ingest_sync
 
-    uri, collection = _location(args)
+    conn, collection = _location(args)
+    uri = conn.uri
     if not args.prune:
         # With --prune a missing path is how a deleted file's chunks are removed.
         missing = [p for p in args.paths if not os.path.lexists(os.path.expanduser(p))]
@@ -89,7 +80,7 @@ def run_ingest(args: argparse.Namespace) -> int:
                 hint="Check the path; to remove the chunks of deleted files, add --prune.",
                 path=missing[0],
             )
-    store = open_store(uri, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER)
+    store = open_store(conn, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER)
     progress = not (args.no_progress or args.json)
     report = ingest_sync(
         args.paths,
@@ -144,12 +135,13 @@ def run_query(args: argparse.Namespace) -> int:
     """Search a collection and print the matches."""
     from ..batteries.vector import parse_filter_expression
 
-    uri, collection = _location(args)
+    conn, collection = _location(args)
+    uri = conn.uri
     if not args.text.strip():
         raise CliUsageError("The query text is empty.", hint='Pass what to search for: turnkit query "…".')
     # Parse first: a bad filter is reported before any model or database is opened.
     node = parse_filter_expression(args.filter) if args.filter else None
-    store = _existing_store(args, uri, collection, encoder=True)
+    store = _existing_store(args, conn, collection, encoder=True)
     q = store(collection).near_text(args.text)
     if node is not None:
         q = q.where(node)
@@ -191,12 +183,11 @@ def _info_json(info: CollectionInfo) -> dict[str, Any]:
 
 def run_stats(args: argparse.Namespace) -> int:
     """Describe the collections of a database."""
-    from ..batteries.vector import create_vector_store
-
-    uri = resolve(args.uri, ENV_URI, DEFAULT_URI)
+    conn = connection_of(args)
+    uri = conn.uri
     infos: list[CollectionInfo] = []
-    if not _missing_local(uri):
-        store = create_vector_store(store_uri(uri), auto_optimize=None)
+    if not _missing_local(conn):
+        store = conn.store()
         names = store.list_collections_sync()
         for wanted in args.collection or []:
             if wanted not in names:
@@ -250,12 +241,11 @@ def _has_vector_index(info: CollectionInfo) -> bool:
 
 def run_optimize(args: argparse.Namespace) -> int:
     """Compact collections and build or update their vector index."""
-    from ..batteries.vector import create_vector_store
-
-    uri, collection = _location(args)
-    if _missing_local(uri):
+    conn, collection = _location(args)
+    uri = conn.uri
+    if _missing_local(conn):
         raise _not_found(uri, collection)
-    store = create_vector_store(store_uri(uri), auto_optimize=None)
+    store = conn.store()
     names = store.list_collections_sync() if args.all else [collection]
     if not args.all and collection not in store.list_collections_sync():
         raise _not_found(uri, collection)

@@ -70,6 +70,7 @@ def serve(
     filter_fields: str | Sequence[str] | Mapping[str, str] | None = "auto",
     enable_filter: bool = True,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
+    connect: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve a store's collections over MCP until interrupted (blocking).
 
@@ -98,6 +99,8 @@ def serve(
             guard), ``"any"``, comma-separated keys (``"kind,year"``), or a list.
         enable_filter: Let ``vector_query`` take a model ``filter``.
         log_level: Server log level; logs go to stderr, never stdout.
+        connect: More `create_vector_store` arguments for ``uri``
+            (``storage_options``, ``api_key``, ``region``).
 
     Raises:
         InvalidMCPServerConfigError: Bad options (checked before serving).
@@ -114,6 +117,7 @@ def serve(
         raise InvalidMCPServerConfigError(f"path must start with '/', got {path!r}.", option="path")
     server = create_mcp_server(
         uri=uri,
+        connect=connect,
         collections=collections if collections is not None else collection,
         encoder=encoder,
         enable_writes=enable_writes,

@@ -234,7 +234,8 @@ class _Tools:
             )
         except Exception as exc:
             return _error(exc)
-        return _result(response.model_dump(mode="json", exclude_none=True))
+        # The seed's REST spelling (sourceUri, pageSpan…), so clients written against Vertex read it.
+        return _result(response.model_dump(mode="json", exclude_none=True, by_alias=True))
 
     async def store_documents(self, arguments: dict[str, Any]) -> CallToolResult:
         try:
@@ -353,7 +354,10 @@ _DELETE_SCHEMA: Final[dict[str, Any]] = {
 
 
 def _open_store(
-    store: VectorStore | None, uri: str | None, encoder: Encoder | str | None
+    store: VectorStore | None,
+    uri: str | None,
+    encoder: Encoder | str | None,
+    connect: Mapping[str, Any] | None = None,
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
@@ -376,13 +380,14 @@ def _open_store(
             option="uri",
         )
     resolved = encoder_from_spec(encoder) if isinstance(encoder, str) else encoder
-    return create_vector_store(uri=uri, encoder=resolved), resolved is None
+    return create_vector_store(uri=uri, encoder=resolved, **dict(connect or {})), resolved is None
 
 
 def create_mcp_server(
     store: VectorStore | None = None,
     *,
     uri: str | None = None,
+    connect: Mapping[str, Any] | None = None,
     collections: str | Sequence[str] | None = None,
     encoder: Encoder | str | None = None,
     enable_writes: bool = False,
@@ -409,6 +414,8 @@ def create_mcp_server(
     Args:
         store: The store to serve (its encoder embeds queries). Or pass ``uri``.
         uri: Open the store at this URI instead.
+        connect: With ``uri``: more `create_vector_store` arguments
+            (``storage_options``, ``api_key``, ``region``).
         collections: The collection(s) to expose; default every collection in
             the store. With more than one, each tool takes a ``collection``.
         encoder: With ``uri``: an `Encoder` or a spec (``"hash:64"``,
@@ -443,7 +450,7 @@ def create_mcp_server(
     Raises:
         InvalidMCPServerConfigError: Conflicting or invalid options.
     """
-    served, read_encoder = _open_store(store, uri, encoder)
+    served, read_encoder = _open_store(store, uri, encoder, connect)
     if collections is None:
         names = served.list_collections_sync()
         if not names:
@@ -536,7 +543,7 @@ def create_mcp_server(
             schema=retrieve_contexts_input_schema(),
             annotations=READ_ONLY_ANNOTATIONS,
             handler=handlers.retrieve_contexts,
-            output_schema=RetrieveContextsResponse.model_json_schema(),
+            output_schema=RetrieveContextsResponse.model_json_schema(by_alias=True),
         ),
     ]
     if enable_writes:

@@ -23,8 +23,8 @@ from ..batteries.vector import (
     UnknownFieldError,
     VectorStore,
     parse_mongo,
+    validate_field,
 )
-from ..batteries.vector._filters import validate_field
 from ._errors import InvalidToolConfigError, InvalidToolInputError
 
 __all__ = [

@@ -6,6 +6,7 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from .._errors import RuntimeFailure, TurnkitError
 
@@ -15,9 +16,15 @@ ErrorKind = Literal["invalid_input", "configuration", "failed"]
 
 
 class PageSpan(BaseModel):
-    """Pages a chunk came from: 1-indexed, inclusive."""
+    """Pages a chunk came from: 1-indexed, inclusive.
 
-    model_config = ConfigDict(frozen=True)
+    One type for both tools; ``model_dump(by_alias=True)`` gives Vertex's REST
+    spelling (``firstPage``, ``lastPage``).
+    """
+
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
 
     first_page: int
     last_page: int

@@ -14,6 +14,7 @@ from .._models import ChatModel
 from ..batteries.vector import (
     FilterNode,
     InvalidRankingConfigError,
+    QueryBuilder,
     RelevanceScorer,
     RerankOptions,
     VectorMatch,
@@ -22,7 +23,6 @@ from ..batteries.vector import (
     parse_filter_expression,
     rerank,
 )
-from ..batteries.vector._builder import QueryBuilder
 from ._config import ModelResolver, check_models, resolve_model
 from ._errors import (
     CollectionNotAllowedError,

@@ -25,6 +25,7 @@ from ..batteries.vector import (
     HybridSpec,
     InvalidFilterError,
     InvalidRankingConfigError,
+    QueryBuilder,
     RelevanceScorer,
     RerankFailedError,
     UnknownFieldError,
@@ -36,8 +37,6 @@ from ..batteries.vector import (
     local_scorer,
     rerank,
 )
-from ..batteries.vector._builder import QueryBuilder
-from ..batteries.vector._hybrid import apply_hybrid
 from ._config import DatabaseConfig, ModelResolver, RerankConfig, check_models, resolve_model
 from ._errors import (
     InvalidToolConfigError,
@@ -606,7 +605,7 @@ class VectorQueryTool:
             query = query.near_vector(vector)
         else:
             query = query.near_text(request.query_text)
-        query = apply_hybrid(query, hybrid, request.query_text)
+        query = query.with_hybrid(hybrid, request.query_text)
         # The guard wraps the model's filter as a separate AND branch: the model's
         # $or / $not can only narrow inside its own branch, never widen the guard.
         if guard is not None:

@@ -3,6 +3,10 @@
 Field names are Vertex's, in snake_case; the camelCase JSON spelling
 (``ragRetrievalConfig``, ``topK``…) is accepted too. Unknown fields are errors,
 so a misspelt option is reported instead of silently ignored.
+
+Responses keep snake_case attributes in Python; ``model_dump(by_alias=True)``
+gives the REST spelling of Vertex's JSON (``sourceUri``, ``sourceDisplayName``,
+``pageSpan``, ``firstPage``…), which is what the MCP server answers with.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from ._results import PageSpan
 
 __all__ = [
     "HybridSearch",
@@ -170,14 +176,10 @@ class RetrieveContextsRequest(_Request):
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class PageSpan(_Response):
-    """Pages a chunk covers, 1-indexed and inclusive."""
-
-    first_page: int
-    last_page: int
+    # Aliases are the REST JSON names; both spellings validate.
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
 
 
 class RagChunk(_Response):

@@ -10,9 +10,7 @@ print(vs("notes").near_text("vectors").select("id").limit(1).search_sync()[0].id
 ```
 """
 
-from ._abstain import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER, abstaining_fetch_stage, with_min_score
-from ._builder import QueryBuilder
-from ._callbacks import (
+from turnkit.batteries.vector._callbacks import (
     GLUE_METADATA_KEYS,
     InvalidRetrievableGlueConfigError,
     ReservedMetadataKeyError,
@@ -22,8 +20,7 @@ from ._callbacks import (
     VectorRetrievableGlue,
     create_vector_retrievable_callbacks,
 )
-from ._encoders import EncodeKind, Encoder, FunctionEncoder, HashEncoder, WordLlamaEncoder, encode_texts
-from ._errors import (
+from turnkit.batteries.vector._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
@@ -36,12 +33,14 @@ from ._errors import (
     InvalidCollectionNameError,
     InvalidFilterError,
     InvalidQueryError,
+    InvalidRankingConfigError,
     InvalidVectorRecordError,
     InvalidVectorStoreConfigError,
     ProjectionRequiredError,
     QueryConflictError,
     RawBindingMismatchError,
     RecordNotFoundError,
+    RerankFailedError,
     SearchFailedError,
     StoreOperationFailedError,
     UnknownFieldError,
@@ -51,9 +50,20 @@ from ._errors import (
     VectorStoreRuntimeError,
     VectorStoreUsageError,
 )
-from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from ._filter_text import format_filter_expression, parse_filter_expression
-from ._filters import (
+from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
+from turnkit.batteries.vector.encoders._base import (
+    EncodeKind,
+    Encoder,
+    FunctionEncoder,
+    HashEncoder,
+    WordLlamaEncoder,
+    encode_texts,
+)
+from turnkit.batteries.vector.encoders._minilm import MiniLMEncoder
+from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
+from turnkit.batteries.vector.encoders._sentence_transformers import SentenceTransformerEncoder
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import (
     MAX_IN_VALUES,
     MISSING,
     and_,
@@ -68,13 +78,18 @@ from ._filters import (
     to_sql,
     validate_field,
 )
-from ._hybrid import HybridOption, HybridSpec, coerce_hybrid, linear_fuse, rrf_fuse
-from ._minilm import MiniLMEncoder
-from ._mmr import MmrSpec, diversify, mmr_select
-from ._openai_embeddings import OpenAIEmbeddingEncoder
-from ._rank_errors import InvalidRankingConfigError, RerankFailedError
-from ._records import VectorMatch, VectorRecord
-from ._rerank import (
+from turnkit.batteries.vector.filters._text import format_filter_expression, parse_filter_expression
+from turnkit.batteries.vector.filters._where import FilterGroup
+from turnkit.batteries.vector.query._builder import QueryBuilder
+from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
+from turnkit.batteries.vector.ranking._abstain import (
+    GROUNDING_STASH_KEY,
+    NO_GROUNDED_ANSWER,
+    abstaining_fetch_stage,
+    with_min_score,
+)
+from turnkit.batteries.vector.ranking._mmr import MmrSpec, diversify, mmr_select
+from turnkit.batteries.vector.ranking._rerank import (
     DEFAULT_RERANK_WEIGHTS,
     EncoderScorer,
     LLMJudge,
@@ -88,11 +103,21 @@ from ._rerank import (
     rerank_search,
     rerank_sync,
 )
-from ._scores import Metric, score_from_distance
-from ._spec import NearId, NearText, NearVector, QuerySpec
-from ._st_encoder import SentenceTransformerEncoder
-from ._store import AutoOptimize, CollectionInfo, UpsertResult, VectorStore, create_vector_store
-from ._where import FilterGroup
+from turnkit.batteries.vector.store._hybrid import (
+    HybridOption,
+    HybridSpec,
+    coerce_hybrid,
+    linear_fuse,
+    rrf_fuse,
+)
+from turnkit.batteries.vector.store._scores import Metric, score_from_distance
+from turnkit.batteries.vector.store._store import (
+    AutoOptimize,
+    CollectionInfo,
+    UpsertResult,
+    VectorStore,
+    create_vector_store,
+)
 
 __all__ = [
     "And",

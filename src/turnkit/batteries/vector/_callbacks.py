@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from ..._aio import call_maybe_async
-from ..._context import (
+from turnkit._aio import call_maybe_async
+from turnkit._context import (
     DeleteRetrievableCallback,
     FetchRetrievablesCallback,
     MutateRetrievableCallback,
@@ -28,8 +28,8 @@ from ..._context import (
     TurnContext,
     invoke,
 )
-from ..._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
-from ..._retrievable import (
+from turnkit._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
+from turnkit._retrievable import (
     TRUST_TIERS,
     RawRetrievable,
     Retrievable,
@@ -38,19 +38,28 @@ from ..._retrievable import (
     trust_rank,
     validate_trust_tier,
 )
-from ..._runner import GROUNDING_STASH_KEY
-from ._abstain import check_min_score, grounding_verdict
-from ._builder import MAX_LIMIT, QueryBuilder
-from ._errors import CollectionNotFoundError, InvalidQueryError, VectorStoreUsageError
-from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from ._hybrid import HybridOption, HybridSpec, apply_hybrid, coerce_hybrid, dense_scores
-from ._rank_errors import InvalidRankingConfigError
-from ._records import VectorMatch, VectorRecord
-from ._rerank import RelevanceScorer, RerankOptions, local_scorer, rerank
-from ._store import VectorStore
+from turnkit._runner import GROUNDING_STASH_KEY
+from turnkit.batteries.vector._errors import (
+    CollectionNotFoundError,
+    InvalidQueryError,
+    InvalidRankingConfigError,
+    VectorStoreUsageError,
+)
+from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.query._builder import MAX_LIMIT, QueryBuilder
+from turnkit.batteries.vector.ranking._abstain import check_min_score, grounding_verdict
+from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions, local_scorer, rerank
+from turnkit.batteries.vector.store._hybrid import (
+    HybridOption,
+    HybridSpec,
+    coerce_hybrid,
+    dense_scores,
+)
+from turnkit.batteries.vector.store._store import VectorStore
 
 if TYPE_CHECKING:
-    from ..._models import ChatModel
+    from turnkit._models import ChatModel
 
 __all__ = [
     "GLUE_METADATA_KEYS",
@@ -393,7 +402,7 @@ class VectorRetrievableGlue:
             return []
         q = _apply_filter(self._near(self.store(self.collection), query), self.filter)
         if isinstance(query, str):
-            q = apply_hybrid(q, self.hybrid, query)  # a vector query has no words to match
+            q = q.with_hybrid(self.hybrid, query)  # a vector query has no words to match
         limit = self.rerank.pool() if self.rerank is not None else self.top_k
         q = q.select(*_SELECT).limit(limit)
         try:

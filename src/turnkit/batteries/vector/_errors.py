@@ -20,7 +20,8 @@ TurnkitError
 │       ├── UnsafeDeleteError               E_VECTOR_STORE_UNSAFE_DELETE
 │       ├── CollectionNotFoundError         E_VECTOR_STORE_COLLECTION_NOT_FOUND
 │       ├── CollectionExistsError           E_VECTOR_STORE_COLLECTION_EXISTS
-│       └── RecordNotFoundError             E_VECTOR_STORE_RECORD_NOT_FOUND
+│       ├── RecordNotFoundError             E_VECTOR_STORE_RECORD_NOT_FOUND
+│       └── InvalidRankingConfigError       E_VECTOR_RANKING_INVALID_CONFIG
 └── RuntimeFailure
     └── VectorStoreRuntimeError
         ├── DriverUnavailableError          E_VECTOR_STORE_DRIVER_UNAVAILABLE
@@ -29,15 +30,18 @@ TurnkitError
         ├── SearchFailedError               E_VECTOR_STORE_SEARCH_FAILED
         ├── UpsertFailedError               E_VECTOR_STORE_UPSERT_FAILED
         ├── DeleteFailedError               E_VECTOR_STORE_DELETE_FAILED
-        └── StoreOperationFailedError       E_VECTOR_STORE_OPERATION_FAILED
+        ├── StoreOperationFailedError       E_VECTOR_STORE_OPERATION_FAILED
+        └── RerankFailedError               E_VECTOR_RERANK_FAILED
 ```
 """
 
 from __future__ import annotations
 
-from ..._errors import RuntimeFailure, UsageError
+from turnkit._errors import RuntimeFailure, UsageError
 
 __all__ = [
+    "InvalidRankingConfigError",
+    "RerankFailedError",
     "CollectionExistsError",
     "CollectionNotFoundError",
     "ConnectionFailedError",
@@ -255,3 +259,23 @@ class StoreOperationFailedError(VectorStoreRuntimeError):
 
     code = "E_VECTOR_STORE_OPERATION_FAILED"
     default_hint = "LanceDB refused the operation; the cause is chained to this error."
+
+
+class InvalidRankingConfigError(VectorStoreUsageError):
+    """A ranking option (weights, top_k, pool size, alpha, scorer…) is unusable."""
+
+    code = "E_VECTOR_RANKING_INVALID_CONFIG"
+    default_hint = (
+        "Give all three weights (semantic, vector, position) summing to 1, a top_k >= 1, and a "
+        "scorer or model when the semantic weight is above 0; see docs/ranking.md."
+    )
+
+
+class RerankFailedError(VectorStoreRuntimeError):
+    """The relevance scorer or judge model raised while reranking."""
+
+    code = "E_VECTOR_RERANK_FAILED"
+    default_hint = (
+        "The scorer or model failed; the cause is chained to this error. Retry, or rerank with "
+        "on_error='fallback' to keep the retrieval order when the scorer is down."
+    )

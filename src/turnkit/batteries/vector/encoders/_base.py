@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import DriverUnavailableError, EncoderFailedError
+from turnkit.batteries.vector._errors import DriverUnavailableError, EncoderFailedError
 
 __all__ = [
     "EncodeKind",

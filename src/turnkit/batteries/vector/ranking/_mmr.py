@@ -9,42 +9,20 @@ a hybrid query), so diversification works the same after any ranking.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from ._records import VectorMatch
-    from ._spec import QuerySpec
-    from ._store import VectorStore
+    from turnkit.batteries.vector._matches import VectorMatch
+    from turnkit.batteries.vector.query._spec import QuerySpec
+    from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = ["DEFAULT_LAMBDA", "MmrSpec", "diversify", "mmr_select"]
 
-DEFAULT_LAMBDA = 0.5
-_MIN_POOL = 20
-
-
-@dataclass(frozen=True, slots=True)
-class MmrSpec:
-    """How a query diversifies its results (see ``QueryBuilder.diversify``).
-
-    Attributes:
-        lambda_mult: 1 is pure relevance, 0 is pure diversity.
-        fetch_k: Candidates fetched before picking; ``None`` picks
-            ``max(20, 4 × (limit + offset))``.
-    """
-
-    lambda_mult: float = DEFAULT_LAMBDA
-    fetch_k: int | None = None
-
-    def pool(self, limit: int, offset: int) -> int:
-        """Candidates to fetch for a page of ``limit`` after ``offset``."""
-        from ._builder import MAX_LIMIT
-
-        wanted = self.fetch_k if self.fetch_k is not None else max(_MIN_POOL, 4 * (limit + offset))
-        return min(MAX_LIMIT, max(wanted, limit + offset))
+from turnkit.batteries.vector.query._ranking_specs import DEFAULT_LAMBDA, MmrSpec
 
 
 def mmr_select(

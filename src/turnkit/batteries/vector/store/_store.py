@@ -22,10 +22,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..._aio import on_loop, run_sync
-from ._builder import QueryBuilder
-from ._encoders import EncodeKind, Encoder, encode_texts
-from ._errors import (
+from turnkit._aio import on_loop, run_sync
+from turnkit.batteries.vector._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
@@ -40,12 +38,19 @@ from ._errors import (
     RecordNotFoundError,
     UnsafeDeleteError,
 )
-from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from ._filters import MAX_IN_VALUES, condition, to_sql
-from ._lancedb import import_lancedb, translate_errors
-from ._records import collection_schema, match_from_row, prepare_records
-from ._scores import Metric, distance_bound, normalize_metric, score_from_distance
-from ._spec import NearId, NearVector, QuerySpec
+from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_texts
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
+from turnkit.batteries.vector.query._builder import QueryBuilder
+from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
+from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
+from turnkit.batteries.vector.store._records import collection_schema, match_from_row, prepare_records
+from turnkit.batteries.vector.store._scores import (
+    Metric,
+    distance_bound,
+    normalize_metric,
+    score_from_distance,
+)
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore", "create_vector_store"]
 
@@ -674,14 +679,14 @@ class VectorStore:
 
     # -- reads ---------------------------------------------------------------------------
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
-        # Diversity and hybrid fusion wrap this same search (see _mmr.py, _hybrid.py).
+        # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
         if spec.mmr is not None:
-            from ._mmr import mmr_search
+            from turnkit.batteries.vector.ranking._mmr import mmr_search
 
             return await mmr_search(self, spec, vector)
         coll = await self._collection(spec.collection)
         if spec.hybrid is not None:
-            from ._hybrid import hybrid_search
+            from turnkit.batteries.vector.store._hybrid import hybrid_search
 
             return await hybrid_search(self, coll, spec, vector)
         select = spec.select or ("*",)

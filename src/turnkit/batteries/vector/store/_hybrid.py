@@ -16,17 +16,16 @@ similarity, the score the same match would have in a plain vector search
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Union
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from ._builder import QueryBuilder
-    from ._records import VectorMatch
-    from ._spec import QuerySpec
-    from ._store import VectorStore, _Collection
+    from turnkit.batteries.vector._matches import VectorMatch
+    from turnkit.batteries.vector.query._spec import QuerySpec
+    from turnkit.batteries.vector.store._store import VectorStore, _Collection
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -40,103 +39,14 @@ __all__ = [
     "rrf_fuse",
 ]
 
-Fusion = Literal["rrf", "linear"]
-DEFAULT_ALPHA = 0.5
-DEFAULT_RRF_K = 60
-_MIN_POOL = 30
-
-
-@dataclass(frozen=True, slots=True)
-class HybridSpec:
-    """How a query mixes full-text and vector search (see ``QueryBuilder.hybrid``).
-
-    Attributes:
-        alpha: Weight of the dense leg; ``1 - alpha`` goes to the lexical leg.
-        fusion: ``"rrf"`` (reciprocal rank fusion) or ``"linear"`` (normalized scores).
-        rrf_k: RRF's rank offset (60 in the original paper and in LanceDB).
-        text: The full-text query; ``None`` uses the ``near_text`` text.
-        candidates: Matches fetched per leg before fusing; ``None`` picks
-            ``max(30, 3 × (limit + offset))``.
-    """
-
-    alpha: float = DEFAULT_ALPHA
-    fusion: Fusion = "rrf"
-    rrf_k: int = DEFAULT_RRF_K
-    text: str | None = None
-    candidates: int | None = None
-
-    def pool(self, limit: int, offset: int) -> int:
-        """Matches to fetch per leg for a page of ``limit`` after ``offset``."""
-        from ._builder import MAX_LIMIT
-
-        wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
-        return min(MAX_LIMIT, max(wanted, limit + offset))
-
-
-HybridOption = Union["HybridSpec", Mapping[str, Any], bool, float, None]
-"""How options spell hybrid search: ``True`` (the defaults), an ``alpha``, a
-dict of `HybridSpec` fields (``alpha``, ``fusion``, ``rrf_k``, ``candidates``),
-a `HybridSpec`, or ``None``/``False`` (vector search only)."""
-
-_HYBRID_KEYS = ("alpha", "fusion", "rrf_k", "candidates")
-
-
-def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec | None:
-    """Validate a hybrid option into a `HybridSpec` (``None`` when hybrid search is off).
-
-    Raises:
-        InvalidRankingConfigError: an unknown key or a value out of range.
-    """
-    from ._builder import MAX_LIMIT
-    from ._rank_errors import InvalidRankingConfigError
-
-    def bad(detail: str) -> InvalidRankingConfigError:
-        return InvalidRankingConfigError(f"{option}: {detail}", field=option)
-
-    if value is None or value is False:
-        return None
-    if value is True:
-        return HybridSpec()
-    if isinstance(value, int | float):
-        data: dict[str, Any] = {"alpha": value}
-    elif isinstance(value, HybridSpec):
-        data = {k: getattr(value, k) for k in _HYBRID_KEYS}
-        if value.text is not None:
-            raise bad("set no text: the query text is the full-text query.")
-    elif isinstance(value, Mapping):
-        data = dict(value)
-        unknown = sorted(map(str, set(data) - set(_HYBRID_KEYS)))
-        if unknown:
-            raise bad(f"unknown keys {unknown}; use {', '.join(_HYBRID_KEYS)}.")
-    else:
-        raise bad(f"must be true, an alpha, a dict or a HybridSpec, got {type(value).__name__}.")
-    alpha = data.get("alpha", DEFAULT_ALPHA)
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
-        raise bad(f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}.")
-    fusion = data.get("fusion", "rrf")
-    if fusion not in ("rrf", "linear"):
-        raise bad(f"fusion must be 'rrf' or 'linear', got {fusion!r}.")
-    for key, default, ceiling in (("rrf_k", DEFAULT_RRF_K, 10_000), ("candidates", None, MAX_LIMIT)):
-        number = data.get(key, default)
-        if number is not None and (
-            isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= ceiling
-        ):
-            raise bad(f"{key} must be an integer in [1, {ceiling}], got {number!r}.")
-    return HybridSpec(
-        alpha=float(alpha),
-        fusion=fusion,
-        rrf_k=data.get("rrf_k", DEFAULT_RRF_K),
-        candidates=data.get("candidates"),
-    )
-
-
-def apply_hybrid(builder: QueryBuilder, spec: HybridSpec | None, text: str) -> QueryBuilder:
-    """``builder.hybrid(...)`` with ``spec``'s options and ``text`` as the full-text query."""
-    if spec is None:
-        return builder
-    return builder.hybrid(
-        spec.alpha, fusion=spec.fusion, rrf_k=spec.rrf_k, text=text, candidates=spec.candidates
-    )
+from turnkit.batteries.vector.query._ranking_specs import (
+    DEFAULT_ALPHA,
+    DEFAULT_RRF_K,
+    Fusion,
+    HybridOption,
+    HybridSpec,
+    coerce_hybrid,
+)
 
 
 def rrf_fuse(
@@ -223,7 +133,7 @@ def linear_fuse(
 async def _query_vector(
     store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
 ) -> np.ndarray[Any, Any] | None:
-    from ._spec import NearId, NearText, NearVector
+    from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector
 
     if vector is not None:
         return np.asarray(vector, dtype=np.float32)
@@ -239,7 +149,7 @@ async def _query_vector(
 
 def _similarities(metric: str, query: np.ndarray[Any, Any], vectors: np.ndarray[Any, Any]) -> list[float]:
     """What a vector search would score each row of ``vectors`` (the distances LanceDB computes)."""
-    from ._scores import score_from_distance
+    from turnkit.batteries.vector.store._scores import score_from_distance
 
     q = np.asarray(query, dtype=np.float64)
     v = np.asarray(vectors, dtype=np.float64)
@@ -259,9 +169,9 @@ async def _dense_scores(coll: _Collection, matches: Sequence[VectorMatch], query
     ``query`` is an async callable returning the query vector; it is only
     awaited when a match lacks a distance (the full-text leg alone found it).
     """
-    from ._filters import condition, to_sql
-    from ._lancedb import translate_errors
-    from ._scores import score_from_distance
+    from turnkit.batteries.vector.filters._core import condition, to_sql
+    from turnkit.batteries.vector.store._lancedb import translate_errors
+    from turnkit.batteries.vector.store._scores import score_from_distance
 
     out: list[float | None] = [
         None if m.distance is None else score_from_distance(coll.metric, m.distance) for m in matches
@@ -295,7 +205,7 @@ async def dense_scores(
     This, not the fused score, is what ``min_score`` is compared with when
     hybrid search is on.
     """
-    from ..._aio import on_loop
+    from turnkit._aio import on_loop
 
     async def run() -> list[float | None]:
         coll = await store._collection(collection)
@@ -314,7 +224,7 @@ async def ensure_fts_index(coll: _Collection) -> None:
         return
     from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
 
-    from ._lancedb import translate_errors
+    from turnkit.batteries.vector.store._lancedb import translate_errors
 
     async with coll.lock:
         with translate_errors("create_index", coll.name):
@@ -333,10 +243,10 @@ async def hybrid_search(
     ``min_score`` is compared with each match's dense similarity (see
     `dense_scores`), not with the fused score, which only ranks.
     """
-    from ._filters import to_sql
-    from ._lancedb import translate_errors
-    from ._records import match_from_row
-    from ._store import _columns, _contains_raw, _trim_metadata
+    from turnkit.batteries.vector.filters._core import to_sql
+    from turnkit.batteries.vector.store._lancedb import translate_errors
+    from turnkit.batteries.vector.store._records import match_from_row
+    from turnkit.batteries.vector.store._store import _columns, _contains_raw, _trim_metadata
 
     hybrid = spec.hybrid
     assert hybrid is not None

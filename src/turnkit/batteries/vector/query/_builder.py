@@ -9,23 +9,28 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..._aio import on_loop, run_sync
-from ._errors import (
+from turnkit._aio import on_loop, run_sync
+from turnkit.batteries.vector._errors import (
     InvalidQueryError,
     ProjectionRequiredError,
     QueryConflictError,
     UnknownFieldError,
 )
-from ._filter_ast import FilterNode
-from ._filters import validate_field
-from ._hybrid import DEFAULT_ALPHA, DEFAULT_RRF_K, HybridSpec
-from ._mmr import DEFAULT_LAMBDA, MmrSpec
-from ._records import VectorMatch
-from ._spec import NearId, NearText, NearVector, QuerySpec
-from ._where import Filterable
+from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector.filters._ast import FilterNode
+from turnkit.batteries.vector.filters._core import validate_field
+from turnkit.batteries.vector.filters._where import Filterable
+from turnkit.batteries.vector.query._ranking_specs import (
+    DEFAULT_ALPHA,
+    DEFAULT_LAMBDA,
+    DEFAULT_RRF_K,
+    HybridSpec,
+    MmrSpec,
+)
+from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
 
 if TYPE_CHECKING:
-    from ._store import CollectionInfo, UpsertResult, VectorStore
+    from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
 __all__ = ["MAX_LIMIT", "QueryBuilder"]
 
@@ -192,6 +197,23 @@ class QueryBuilder(Filterable):
         return self._with(prefilter=enabled)
 
     # -- ranking ------------------------------------------------------------------------
+    def with_hybrid(self, spec: HybridSpec | None, text: str) -> QueryBuilder:
+        """``hybrid(...)`` with ``spec``'s options and ``text`` as the full-text query.
+
+        Args:
+            spec: The hybrid options, as ``coerce_hybrid`` of a tool's or callback's option
+                gives them; ``None`` returns this builder unchanged.
+            text: The words the full-text leg matches.
+
+        Returns:
+            A new builder.
+        """
+        if spec is None:
+            return self
+        return self.hybrid(
+            spec.alpha, fusion=spec.fusion, rrf_k=spec.rrf_k, text=text, candidates=spec.candidates
+        )
+
     def hybrid(
         self,
         alpha: float = DEFAULT_ALPHA,

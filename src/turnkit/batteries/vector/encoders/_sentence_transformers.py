@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ._encoders import EncodeKind, Vectors
-from ._errors import DriverUnavailableError
+from turnkit.batteries.vector._errors import DriverUnavailableError
+from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 
 __all__ = ["SentenceTransformerEncoder"]
 

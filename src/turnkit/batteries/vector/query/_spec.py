@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._filter_ast import FilterNode
-from ._hybrid import HybridSpec
-from ._mmr import MmrSpec
+from turnkit.batteries.vector.filters._ast import FilterNode
+from turnkit.batteries.vector.query._ranking_specs import HybridSpec, MmrSpec
 
 __all__ = ["NearId", "NearText", "NearVector", "QuerySpec"]
 
@@ -61,13 +60,13 @@ class QuerySpec:
     @property
     def where_sql(self) -> str | None:
         """The compiled filter, or ``None`` without one."""
-        from ._filters import to_sql
+        from turnkit.batteries.vector.filters._core import to_sql
 
         return None if self.filter is None else to_sql(self.filter)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly view of the spec (vectors shortened), for logs and tests."""
-        from ._filters import filter_to_dict
+        from turnkit.batteries.vector.filters._core import filter_to_dict
 
         near: dict[str, Any] | None
         if isinstance(self.near, NearText):

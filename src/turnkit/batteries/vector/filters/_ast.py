@@ -2,7 +2,7 @@
 
 Builder calls (``where``, ``or_where``, ``where_in``…), Mongo-style dicts and
 the Vertex-style text expressions all produce these immutable nodes. One SQL
-compiler and one pure-Python reference evaluator (``_filters.py``) consume them.
+compiler and one pure-Python reference evaluator (``_core.py``) consume them.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..._errors import TurnkitError
-from ._errors import (
+from turnkit._errors import TurnkitError
+from turnkit.batteries.vector._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     DeleteFailedError,

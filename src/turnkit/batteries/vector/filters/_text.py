@@ -31,9 +31,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from ._errors import InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError
-from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from ._filters import and_, condition, not_, or_
+from turnkit.batteries.vector._errors import (
+    InvalidFilterError,
+    UnknownFieldError,
+    UnsupportedFilterOperatorError,
+)
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import and_, condition, not_, or_
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "format_filter_expression", "parse_filter_expression"]
 

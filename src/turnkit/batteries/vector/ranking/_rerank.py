@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..._aio import run_sync
-from ..._messages import ChatMessage
-from ._rank_errors import InvalidRankingConfigError, RerankFailedError
-from ._records import VectorMatch
+from turnkit._aio import run_sync
+from turnkit._messages import ChatMessage
+from turnkit.batteries.vector._errors import InvalidRankingConfigError, RerankFailedError
+from turnkit.batteries.vector._matches import VectorMatch
 
 if TYPE_CHECKING:
-    from ..._models import ChatModel
-    from ._builder import QueryBuilder
-    from ._encoders import Encoder
+    from turnkit._models import ChatModel
+    from turnkit.batteries.vector.encoders._base import Encoder
+    from turnkit.batteries.vector.query._builder import QueryBuilder
 
 __all__ = [
     "DEFAULT_RERANK_WEIGHTS",
@@ -232,7 +232,7 @@ class EncoderScorer:
 
     async def score(self, query: str, passages: Sequence[str], /) -> list[float | None]:
         """Cosine relevance of each passage, mapped to [0, 1]."""
-        from ._encoders import encode_texts
+        from turnkit.batteries.vector.encoders._base import encode_texts
 
         if not passages:
             return []
@@ -275,7 +275,7 @@ def local_scorer(encoder: Encoder | None, kind: LocalScorerKind = "auto") -> Enc
     global _minilm_scorer
     if kind not in ("auto", "encoder", "minilm"):
         raise _bad(f"The local scorer is 'auto', 'encoder' or 'minilm', got {kind!r}.", field="scorer")
-    from ._minilm import MiniLMEncoder
+    from turnkit.batteries.vector.encoders._minilm import MiniLMEncoder
 
     installed = _minilm_installed()
     if kind == "minilm" and not installed:
@@ -693,7 +693,7 @@ async def rerank_search(
         InvalidRankingConfigError: no query text (a ``near_vector`` search
             without ``query=``) or unusable options.
     """
-    from ._spec import NearText
+    from turnkit.batteries.vector.query._spec import NearText
 
     opts = options if options is not None else RerankOptions()
     _resolve_scorer(scorer, model, opts.weights)  # fail before searching

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Self
 
-from ._errors import InvalidFilterError
-from ._filter_ast import And, Condition, FilterNode, Not, Or, Raw
-from ._filters import and_, bind_raw, condition, not_, or_, parse_mongo
+from turnkit.batteries.vector._errors import InvalidFilterError
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import and_, bind_raw, condition, not_, or_, parse_mongo
 
 __all__ = ["FilterGroup", "Filterable"]
 

@@ -1,7 +1,7 @@
 """Filters of the vector battery: build, validate, compile to LanceDB SQL, evaluate.
 
 Every filter form (builder calls, Mongo-style dicts, text expressions) ends up
-as a tree of `Condition`/`And`/`Or`/`Not`/`Raw` nodes (``_filter_ast.py``).
+as a tree of `Condition`/`And`/`Or`/`Not`/`Raw` nodes (``_ast.py``).
 This module owns the two consumers of that tree and keeps them in lock-step:
 
 - :func:`evaluate` is the pure-Python *reference semantics*;
@@ -39,13 +39,13 @@ from datetime import UTC, datetime
 from functools import lru_cache, partial
 from typing import Any, Final, TypeAlias
 
-from ._errors import (
+from turnkit.batteries.vector._errors import (
     InvalidFilterError,
     RawBindingMismatchError,
     UnknownFieldError,
     UnsupportedFilterOperatorError,
 )
-from ._filter_ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
+from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
 
 __all__ = [
     "MAX_IN_VALUES",
@@ -387,7 +387,9 @@ def _check_scalar(field: str, op: str, value: Any) -> Any:
 
 
 def _check_timestamp(field: str, op: str, value: Any) -> datetime:
-    from ._records import parse_timestamp  # the same rule as on upsert: aware datetimes only
+    from turnkit.batteries.vector._matches import (
+        parse_timestamp,  # the same rule as on upsert: aware datetimes only
+    )
 
     if isinstance(value, str | datetime):
         try:

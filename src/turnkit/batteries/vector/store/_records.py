@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
-from ._errors import DimensionMismatchError, InvalidVectorRecordError
+from turnkit.batteries.vector._errors import DimensionMismatchError, InvalidVectorRecordError
+from turnkit.batteries.vector._matches import VectorMatch, VectorRecord, parse_timestamp
 
 __all__ = [
     "PreparedBatch",
@@ -31,52 +32,6 @@ __all__ = [
 
 RECORD_KEYS = frozenset({"id", "document", "vector", "metadata", "created_at", "updated_at"})
 MAX_ID_LENGTH = 1024
-
-
-class VectorRecord(TypedDict, total=False):
-    """A record as given to ``upsert``. Only ``id`` is required.
-
-    A record needs a ``vector`` or a ``document`` (which the store encodes).
-    """
-
-    id: str
-    document: str | None
-    vector: Sequence[float] | npt.NDArray[np.floating[Any]] | None
-    metadata: Mapping[str, Any] | None
-    created_at: datetime | str | None
-    updated_at: datetime | str | None
-
-
-@dataclass(frozen=True, slots=True)
-class VectorMatch:
-    """One record returned by a search, scan or ``get``.
-
-    Every field but ``id`` is ``None`` unless it was selected (``score`` and
-    ``distance`` are set for searches with a near clause and absent on
-    filter-only scans).
-
-    Attributes:
-        id: The record id.
-        score: Similarity in [0, 1], higher is closer, for every metric.
-        distance: The raw metric value LanceDB computed (lower is closer).
-        document: The stored text.
-        metadata: The stored JSON object.
-        vector: The stored vector.
-        created_at: The ``created_at`` given to the upsert that wrote this
-            version, else that upsert's time. An upsert replaces the whole
-            record, so pass the original ``created_at`` to keep it across
-            updates (the retrieval callbacks do).
-        updated_at: The ``updated_at`` given, else the time of the last write.
-    """
-
-    id: str
-    score: float | None = None
-    distance: float | None = None
-    document: str | None = None
-    metadata: dict[str, Any] | None = None
-    vector: list[float] | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
 
 
 def collection_schema(dimension: int, meta: Mapping[str, Any]) -> pa.Schema:
@@ -94,20 +49,6 @@ def collection_schema(dimension: int, meta: Mapping[str, Any]) -> pa.Schema:
         ],
         metadata={b"turnkit": json.dumps(dict(meta), sort_keys=True).encode()},
     )
-
-
-def parse_timestamp(value: Any, *, what: str = "timestamp") -> datetime:
-    """An aware UTC datetime from a datetime or an ISO-8601 string (naive values are rejected)."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValueError(f"{what} {value!r} is not an ISO-8601 timestamp") from exc
-    if not isinstance(value, datetime):
-        raise ValueError(f"{what} must be a datetime or an ISO-8601 string, not {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{what} {value.isoformat()!r} has no timezone; pass an aware datetime")
-    return value.astimezone(UTC)
 
 
 @dataclass(slots=True)

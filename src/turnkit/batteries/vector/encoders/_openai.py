@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
-from ._encoders import EncodeKind, Vectors
-from ._errors import EncoderFailedError, InvalidVectorStoreConfigError
+from turnkit._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
+from turnkit.batteries.vector._errors import EncoderFailedError, InvalidVectorStoreConfigError
+from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 
 __all__ = ["OpenAIEmbeddingEncoder"]
 

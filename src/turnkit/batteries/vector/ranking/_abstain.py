@@ -13,10 +13,10 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..._context import TurnContext, invoke
-from ..._retrievable import Retrievable
-from ..._runner import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER
-from ._rank_errors import InvalidRankingConfigError
+from turnkit._context import TurnContext, invoke
+from turnkit._retrievable import Retrievable
+from turnkit._runner import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER
+from turnkit.batteries.vector._errors import InvalidRankingConfigError
 
 __all__ = [
     "GROUNDING_STASH_KEY",

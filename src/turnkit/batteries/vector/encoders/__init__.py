@@ -1,0 +1,1 @@
+"""Encoders: the protocol and each encoder (imports only ``_errors``/``_matches`` and the core)."""

@@ -1,0 +1,132 @@
+"""What a query asks of ranking: the hybrid and diversity options a spec carries (no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_LAMBDA",
+    "DEFAULT_RRF_K",
+    "Fusion",
+    "HybridOption",
+    "HybridSpec",
+    "MmrSpec",
+    "coerce_hybrid",
+]
+
+Fusion = Literal["rrf", "linear"]
+DEFAULT_ALPHA = 0.5
+DEFAULT_RRF_K = 60
+_MIN_POOL = 30
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSpec:
+    """How a query mixes full-text and vector search (see ``QueryBuilder.hybrid``).
+
+    Attributes:
+        alpha: Weight of the dense leg; ``1 - alpha`` goes to the lexical leg.
+        fusion: ``"rrf"`` (reciprocal rank fusion) or ``"linear"`` (normalized scores).
+        rrf_k: RRF's rank offset (60 in the original paper and in LanceDB).
+        text: The full-text query; ``None`` uses the ``near_text`` text.
+        candidates: Matches fetched per leg before fusing; ``None`` picks
+            ``max(30, 3 × (limit + offset))``.
+    """
+
+    alpha: float = DEFAULT_ALPHA
+    fusion: Fusion = "rrf"
+    rrf_k: int = DEFAULT_RRF_K
+    text: str | None = None
+    candidates: int | None = None
+
+    def pool(self, limit: int, offset: int) -> int:
+        """Matches to fetch per leg for a page of ``limit`` after ``offset``."""
+        from turnkit.batteries.vector.query._builder import MAX_LIMIT
+
+        wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
+        return min(MAX_LIMIT, max(wanted, limit + offset))
+
+
+HybridOption = Union["HybridSpec", Mapping[str, Any], bool, float, None]
+"""How options spell hybrid search: ``True`` (the defaults), an ``alpha``, a
+dict of `HybridSpec` fields (``alpha``, ``fusion``, ``rrf_k``, ``candidates``),
+a `HybridSpec`, or ``None``/``False`` (vector search only)."""
+
+_HYBRID_KEYS = ("alpha", "fusion", "rrf_k", "candidates")
+
+
+def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec | None:
+    """Validate a hybrid option into a `HybridSpec` (``None`` when hybrid search is off).
+
+    Raises:
+        InvalidRankingConfigError: an unknown key or a value out of range.
+    """
+    from turnkit.batteries.vector._errors import InvalidRankingConfigError
+    from turnkit.batteries.vector.query._builder import MAX_LIMIT
+
+    def bad(detail: str) -> InvalidRankingConfigError:
+        return InvalidRankingConfigError(f"{option}: {detail}", field=option)
+
+    if value is None or value is False:
+        return None
+    if value is True:
+        return HybridSpec()
+    if isinstance(value, int | float):
+        data: dict[str, Any] = {"alpha": value}
+    elif isinstance(value, HybridSpec):
+        data = {k: getattr(value, k) for k in _HYBRID_KEYS}
+        if value.text is not None:
+            raise bad("set no text: the query text is the full-text query.")
+    elif isinstance(value, Mapping):
+        data = dict(value)
+        unknown = sorted(map(str, set(data) - set(_HYBRID_KEYS)))
+        if unknown:
+            raise bad(f"unknown keys {unknown}; use {', '.join(_HYBRID_KEYS)}.")
+    else:
+        raise bad(f"must be true, an alpha, a dict or a HybridSpec, got {type(value).__name__}.")
+    alpha = data.get("alpha", DEFAULT_ALPHA)
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
+        raise bad(f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}.")
+    fusion = data.get("fusion", "rrf")
+    if fusion not in ("rrf", "linear"):
+        raise bad(f"fusion must be 'rrf' or 'linear', got {fusion!r}.")
+    for key, default, ceiling in (("rrf_k", DEFAULT_RRF_K, 10_000), ("candidates", None, MAX_LIMIT)):
+        number = data.get(key, default)
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= ceiling
+        ):
+            raise bad(f"{key} must be an integer in [1, {ceiling}], got {number!r}.")
+    return HybridSpec(
+        alpha=float(alpha),
+        fusion=fusion,
+        rrf_k=data.get("rrf_k", DEFAULT_RRF_K),
+        candidates=data.get("candidates"),
+    )
+
+
+DEFAULT_LAMBDA = 0.5
+_MIN_MMR_POOL = 20
+
+
+@dataclass(frozen=True, slots=True)
+class MmrSpec:
+    """How a query diversifies its results (see ``QueryBuilder.diversify``).
+
+    Attributes:
+        lambda_mult: 1 is pure relevance, 0 is pure diversity.
+        fetch_k: Candidates fetched before picking; ``None`` picks
+            ``max(20, 4 × (limit + offset))``.
+    """
+
+    lambda_mult: float = DEFAULT_LAMBDA
+    fetch_k: int | None = None
+
+    def pool(self, limit: int, offset: int) -> int:
+        """Candidates to fetch for a page of ``limit`` after ``offset``."""
+        from turnkit.batteries.vector.query._builder import MAX_LIMIT
+
+        wanted = self.fetch_k if self.fetch_k is not None else max(_MIN_MMR_POOL, 4 * (limit + offset))
+        return min(MAX_LIMIT, max(wanted, limit + offset))

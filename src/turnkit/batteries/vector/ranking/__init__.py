@@ -1,0 +1,1 @@
+"""Ranking over matches: fusion, rerank, scorers, judge, MMR, abstention (never imports ``store``)."""

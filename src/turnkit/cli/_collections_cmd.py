@@ -1,0 +1,87 @@
+"""``turnkit collections list | path | drop``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ._config import store_uri
+from ._connect import Connection, connection_of
+from ._errors import EXIT_OK, CliUsageError
+from ._output import emit_json
+
+__all__ = ["collection_path", "run_collections"]
+
+
+def collection_path(conn: Connection, name: str) -> str | None:
+    """Where LanceDB keeps a collection's data (``<database>/<name>.lance``); None on LanceDB Cloud."""
+    if conn.is_cloud or conn.uri.startswith("memory://"):
+        return None
+    return f"{store_uri(conn.uri).rstrip('/')}/{name}.lance"
+
+
+def _not_found(conn: Connection, name: str) -> Exception:
+    from ..batteries.vector import CollectionNotFoundError
+
+    return CollectionNotFoundError(
+        f"No collection {name!r} in the database at {conn.uri!r}.",
+        hint="Run `turnkit collections list` to see the collections.",
+        collection=name,
+        uri=conn.uri,
+    )
+
+
+def _confirm(name: str, rows: int) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    answer = input(f"Drop collection {name!r} and its {rows} rows? Type the name to confirm: ")
+    return answer.strip() == name
+
+
+def run_collections(args: argparse.Namespace) -> int:
+    """List the collections, print where one lives, or drop one."""
+    conn = connection_of(args)
+    if args.action != "list" and not args.name:
+        raise CliUsageError(
+            f"`turnkit collections {args.action}` needs a collection name.",
+            hint=f"turnkit collections {args.action} NAME",
+        )
+    local_missing = conn.is_local and not Path(conn.uri).expanduser().exists()
+    store = None if local_missing else conn.store()
+    names: list[str] = [] if store is None else store.list_collections_sync()
+    if args.action == "list":
+        rows = {n: store.collection_info_sync(n).rows for n in names} if store is not None else {}
+        if args.json:
+            emit_json({"uri": conn.uri, "collections": [{"name": n, "rows": rows[n]} for n in names]})
+        elif not names:
+            print(f"No collections in {conn.uri!r} yet. Add some with: turnkit ingest PATH --uri {conn.uri}")
+        else:
+            width = max(len(n) for n in names)
+            for n in names:
+                print(f"{n.ljust(width)}  {rows[n]} rows")
+        return EXIT_OK
+    name = args.name
+    if name not in names:
+        raise _not_found(conn, name)
+    if args.action == "path":
+        path = collection_path(conn, name)
+        if args.json:
+            emit_json({"uri": conn.uri, "collection": name, "path": path})
+        else:
+            print(path if path is not None else f"{conn.uri} (collection {name!r}, managed by LanceDB Cloud)")
+        return EXIT_OK
+    assert store is not None  # `name in names` needs a database
+    count = store.collection_info_sync(name).rows
+    if not args.yes and not _confirm(name, count):
+        raise CliUsageError(
+            f"Not dropping {name!r} ({count} rows) without confirmation.",
+            hint=f"Add --yes to drop it: turnkit collections drop {name} --yes",
+            collection=name,
+        )
+    store.drop_collection_sync(name)
+    if args.json:
+        emit_json({"uri": conn.uri, "dropped": name, "rows": count})
+    else:
+        print(f"Dropped {name!r} ({count} rows) from {conn.uri}.")
+    return EXIT_OK

@@ -1,0 +1,124 @@
+"""An extractive answer: the retrieved sentences closest to the question, each with its source.
+
+What the demo prints when no model is configured. Nothing is generated: every
+sentence is quoted from a retrieved chunk, so the answer is only as good as the
+retrieval, and it says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .. import Retrievable
+    from ..batteries.vector import Encoder
+
+__all__ = ["Quote", "extract_answer", "sentences_of"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`(\"'])")
+_MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+\.\s+|>\s*)")
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about what a question is after.
+_STOP = frozenset(
+    "a an and are as at be by can do does for from how i in is it me my of on or the this to what "
+    "when where which who why will with you your".split()
+)
+_MIN_CHARS = 30
+_MAX_CHARS = 320
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One sentence of the answer and where it came from."""
+
+    text: str
+    source: str
+    score: float
+
+
+def sentences_of(text: str) -> list[str]:
+    """The prose sentences of a chunk: code blocks, tables and headings left out."""
+    out: list[str] = []
+    in_code = False
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            joined = " ".join(paragraph)
+            out.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
+            paragraph.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("```"):
+            in_code = not in_code
+            flush()
+            continue
+        if in_code or not line or line.startswith(("|", "#")):
+            flush()
+            continue
+        if _MARKUP.match(line):
+            flush()
+            line = _MARKUP.sub("", line)
+        paragraph.append(line)
+    flush()
+    return [s for s in out if _MIN_CHARS <= len(s) <= _MAX_CHARS]
+
+
+def _stems(text: str) -> set[str]:
+    # A five-letter prefix is a crude stem: "chunks"/"chunking", "split"/"splits" meet.
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _encode(encoder: Encoder, texts: Sequence[str], kind: Any) -> np.ndarray[Any, Any]:
+    result = encoder.encode(list(texts), kind=kind)
+    if inspect.isawaitable(result):
+        result = asyncio.run(_awaited(result))
+    vectors = np.asarray(result, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    normalized: np.ndarray[Any, Any] = vectors / norms
+    return normalized
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def extract_answer(
+    question: str, retrieved: Sequence[Retrievable], encoder: Encoder, *, sentences: int = 3
+) -> list[Quote]:
+    """The ``sentences`` retrieved sentences that best answer ``question``, best first, no repeats.
+
+    A sentence scores by its similarity to the question under ``encoder``, plus
+    the share of the question's words it contains, plus a little for coming
+    from a higher-ranked chunk.
+    """
+    candidates: list[tuple[str, str]] = []
+    prior: list[float] = []
+    seen: set[str] = set()
+    for rank, record in enumerate(retrieved):
+        for sentence in sentences_of(record.content):
+            key = sentence.lower()
+            if key not in seen:
+                seen.add(key)
+                candidates.append((sentence, record.source or record.id))
+                prior.append(0.05 / (rank + 1))
+    if not candidates:
+        return []
+    q = _encode(encoder, [question], "query")[0]
+    wanted = _stems(question)
+    overlap = np.array(
+        [len(wanted & _stems(c[0])) / len(wanted) if wanted else 0.0 for c in candidates], dtype=np.float32
+    )
+    similarity = _encode(encoder, [c[0] for c in candidates], "document") @ q
+    scores = similarity + 0.5 * overlap + np.asarray(prior, dtype=np.float32)
+    order = np.argsort(-scores, kind="stable")[:sentences]
+    return [Quote(candidates[i][0], candidates[i][1], float(scores[i])) for i in order]
