@@ -30,7 +30,7 @@ def test_demo_from_scratch_then_again(run: Run, tmp_path: Path) -> None:
     first = run("demo", timeout=300)
     assert first.code == EXIT_OK, first.err
     out = first.out
-    pages = sorted(p.name for p in shipped_docs().glob("*.md"))
+    pages = sorted(p.name for p in shipped_docs().rglob("*.md"))  # docs/integrations/ included
     assert f"{len(pages)} files ({len(pages)} written, 0 unchanged" in out
     # The default location: .turnkit/demo under the working directory.
     assert (tmp_path / ".turnkit" / "demo" / "turnkit-docs.lance").is_dir()
@@ -43,9 +43,9 @@ def test_demo_from_scratch_then_again(run: Run, tmp_path: Path) -> None:
         # A newcomer's first screen: short, and an answer for every question.
         assert len(block.splitlines()) < 40, block
         assert "Answer (extractive:" in block
-        quotes = re.findall(r"^  • (.+)\n(?:    .+\n)*      — (docs/[\w.-]+\.md)", block, re.M)
+        quotes = re.findall(r"^  • (.+)\n(?:    .+\n)*      — (docs/[\w./-]+\.md)", block, re.M)
         assert 1 <= len(quotes) <= 3, block
-        hits = re.findall(r"^  \d\. score (0\.\d{3})  first-party  (docs/[\w.-]+\.md)", block, re.M)
+        hits = re.findall(r"^  \d\. score (0\.\d{3})  first-party  (docs/[\w./-]+\.md)", block, re.M)
         assert len(hits) == 3, block[:2000]
         scores = [float(s) for s, _ in hits]
         assert scores == sorted(scores, reverse=True)
@@ -91,8 +91,8 @@ def test_demo_json_and_custom_questions(run: Run, demo_db: Path) -> None:
 
 
 def test_the_demo_ingests_the_pages_readers_see_in_docs() -> None:
-    shipped = {p.name: p.read_bytes() for p in shipped_docs().glob("*.md")}
-    readers = {p.name: p.read_bytes() for p in (ROOT / "docs").glob("*.md")}
+    shipped = {str(p.relative_to(shipped_docs())): p.read_bytes() for p in shipped_docs().rglob("*.md")}
+    readers = {str(p.relative_to(ROOT / "docs")): p.read_bytes() for p in (ROOT / "docs").rglob("*.md")}
     assert shipped == readers
     assert {"cli.md", "ingesting.md", "trust-tiers.md"} <= set(shipped)
 

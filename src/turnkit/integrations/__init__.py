@@ -1,0 +1,12 @@
+"""Framework adapters, one module per framework, each behind its own extra.
+
+- `turnkit.integrations.pydantic_ai` (``turnkit[pydantic-ai]``)
+- `turnkit.integrations.langchain` (``turnkit[langchain]``)
+- `turnkit.integrations.llamaindex` (``turnkit[llamaindex]``)
+- `turnkit.integrations.openai_agents` (``turnkit[openai-agents]``)
+
+This package imports no framework; import the module of the one you use.
+See docs/integrations/index.md.
+"""
+
+__all__: list[str] = []

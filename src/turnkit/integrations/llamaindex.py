@@ -1,0 +1,85 @@
+"""LlamaIndex adapter: a ``BaseRetriever`` returning ``NodeWithScore`` from a turnkit vector query tool.
+
+Needs ``turnkit[llamaindex]`` (``llama-index-core``). See docs/integrations/llamaindex.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from .. import TrustTier, validate_trust_tier
+from ..tools import VectorQueryResult, VectorQueryTool
+from ._common import GuardFilter, ToolBridge, raise_error, source_metadata
+
+__all__ = ["TurnkitRetriever"]
+
+
+class TurnkitRetriever(BaseRetriever):
+    """Nodes from a turnkit vector query tool (its reranker, hybrid search and guard included).
+
+    Args:
+        tool: From `turnkit.tools.create_vector_query_tool`.
+        k: Nodes per query.
+        guard: A guard for every query (a Mongo dict over metadata keys, or a
+            filter node); its keys are removed from the nodes' metadata. Build
+            one retriever per tenant; the tool is shared.
+        request_context: Other request-context values (``collection``,
+            ``reranker``, a tenant id for a store resolver…).
+        trust_tier: When given, every node's metadata carries it as
+            ``trust_tier``, for a prompt that renders tiers.
+        hide_metadata_keys: Metadata keys removed besides the guard's.
+        callback_manager: LlamaIndex's callback manager.
+
+    A node's ``id_`` is the record id, its ``text`` the chunk, its metadata
+    the record's metadata (plus ``source_uri``, ``source_display_name`` and
+    ``page_span`` when known); ``NodeWithScore.score`` is the similarity in
+    [0, 1]. A failed search raises `turnkit.tools.ToolFailedError`, its message
+    led by the original code.
+    """
+
+    def __init__(
+        self,
+        tool: VectorQueryTool,
+        *,
+        k: int = 4,
+        guard: GuardFilter | None = None,
+        request_context: Mapping[str, Any] | None = None,
+        trust_tier: TrustTier | None = None,
+        hide_metadata_keys: Iterable[str] = (),
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
+        context = dict(request_context or {})
+        self._bridge: ToolBridge[None] = ToolBridge(
+            tool,
+            trust_tier=None,
+            guard=(lambda _: guard) if guard is not None else None,
+            request_context=lambda _: context,
+            hide_metadata_keys=hide_metadata_keys,
+        )
+        self._k = k
+        self._tier = validate_trust_tier(trust_tier) if trust_tier is not None else None
+
+    def _arguments(self, query: QueryBundle) -> dict[str, Any]:
+        return {"query_text": query.query_str, "top_k": self._k}
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(self._bridge.run_sync(self._arguments(query_bundle), None))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(await self._bridge.run(self._arguments(query_bundle), None))
+
+    def _nodes(self, result: VectorQueryResult) -> list[NodeWithScore]:
+        if result.error is not None:
+            raise_error(result.error)
+        nodes = []
+        for source in result.sources:
+            metadata = source_metadata(source, self._tier)
+            node = TextNode(id_=source.id, text=source.document or "", metadata=metadata)
+            nodes.append(NodeWithScore(node=node, score=source.score))
+        return nodes
