@@ -144,7 +144,10 @@ def render_sources(result: VectorQueryResult, trust_tier: TierRule) -> str:
         for s in sources
         if s.document and s.document.strip()  # no text: nothing to show (and no valid Retrievable)
     ]
-    return render_prompt(retrievables=records).context
+    # One block: the directive and corpus, then the fenced untrusted records (a tool result or
+    # instructions text is a single message, so the core's user-role split does not apply here).
+    prompt = render_prompt(retrievables=records)
+    return "\n\n".join(part for part in (prompt.context, prompt.untrusted_context) if part)
 
 
 @dataclass(frozen=True, slots=True)
