@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 import textwrap
+import types
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +93,30 @@ def run_snippet(code: str, *, name: str = "<snippet>", namespace: dict[str, Any]
             f"{name}: the `#>` lines {expected!r} do not match what was printed: {printed!r}"
         )
 
-    scope: dict[str, Any] = {"__name__": "__snippet__"}
+    # A real module, so dataclasses (and pydantic models) defined in a snippet can resolve it.
+    module = types.ModuleType("__snippet__")
+    scope: dict[str, Any] = module.__dict__
     scope.update(namespace or {})
     scope["__snippet_check__"] = check
-    with contextlib.redirect_stdout(buffer):
-        exec(compile(source, name, "exec"), scope)
+    previous = sys.modules.get(module.__name__)
+    sys.modules[module.__name__] = module
+    try:
+        with contextlib.redirect_stdout(buffer):
+            exec(compile(source, name, "exec"), scope)
+    finally:
+        if previous is None:
+            sys.modules.pop(module.__name__, None)
+        else:
+            sys.modules[module.__name__] = previous
     return buffer.getvalue()
+
+
+# Pages whose snippets need an optional framework; without it they are skipped, not failed.
+REQUIRES = {
+    "docs/integrations/pydantic-ai.md": "pydantic_ai",
+    "docs/integrations/langchain.md": "langchain_core",
+    "docs/integrations/llamaindex.md": "llama_index.core",
+    "docs/integrations/openai-agents.md": "agents",
+    # Not installable next to turnkit's pins (see the page): documented, skipped here.
+    "docs/integrations/google-adk.md": "google.adk",
+}

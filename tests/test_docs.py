@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
-from ._snippets import ROOT, doc_pages, page_snippets, python_blocks, run_snippet
+from ._snippets import REQUIRES, ROOT, doc_pages, page_snippets, python_blocks, run_snippet
 
 PAGES = doc_pages()
 
@@ -20,9 +22,29 @@ PAGES = doc_pages()
 def test_snippet_runs_and_prints_what_it_says(
     name: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    page = name.split("#")[0]
+    if page in REQUIRES:
+        pytest.importorskip(REQUIRES[page])
     # Snippets that use the default location write under the current directory.
     monkeypatch.chdir(tmp_path)
-    run_snippet(code, name=name)
+    try:
+        run_snippet(code, name=name)
+    finally:
+        _close_leftover_loop()
+
+
+def _close_leftover_loop() -> None:
+    """Finish the event loop a framework's ``run_sync`` leaves set (pydantic-ai does), as exiting would."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running() and not loop.is_closed():
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    asyncio.set_event_loop(None)
 
 
 def test_there_are_snippets_on_the_main_pages() -> None:
