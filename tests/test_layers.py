@@ -7,6 +7,7 @@ are exempt; imports inside functions (lazy imports) count for the layer rules bu
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,16 @@ def _known(name: str, modules: set[str]) -> str | None:
 
 
 def _imports() -> tuple[set[str], list[Import]]:
+    # Parsed in a fresh thread: CPython 3.11's ast.parse can fail with "AST constructor recursion
+    # depth mismatch" in a thread where an earlier test ran into a RecursionError.
+    result: list[tuple[set[str], list[Import]]] = []
+    worker = threading.Thread(target=lambda: result.append(_parse_imports()))
+    worker.start()
+    worker.join()
+    return result[0]
+
+
+def _parse_imports() -> tuple[set[str], list[Import]]:
     files = sorted(SRC.joinpath("turnkit").rglob("*.py"))
     modules = {_module_name(f) for f in files}
     found: list[Import] = []
