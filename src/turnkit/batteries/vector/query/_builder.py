@@ -109,6 +109,13 @@ class QueryBuilder(Filterable):
 
     def near_vector(self, vector: Sequence[float] | np.ndarray[Any, Any]) -> QueryBuilder:
         """Search near ``vector`` (its length must match the collection's dimension)."""
+        if (isinstance(vector, np.ndarray) and vector.dtype.kind == "b") or (
+            not isinstance(vector, np.ndarray)
+            and isinstance(vector, Sequence)
+            and len(vector) > 0
+            and isinstance(vector[0], bool | np.bool_)
+        ):
+            raise InvalidQueryError("near_vector() got booleans; it needs a vector of numbers.")
         try:
             array = np.asarray(vector, dtype=np.float64)
         except (TypeError, ValueError):

@@ -34,6 +34,12 @@ RECORD_KEYS = frozenset({"id", "document", "vector", "metadata", "created_at", "
 MAX_ID_LENGTH = 1024
 
 
+DEFAULT_MAX_DOCUMENT_CHARS = 1_000_000
+"""The longest ``document`` an upsert accepts by default (``create_vector_store(max_document_chars=)``)."""
+MAX_METADATA_DEPTH = 64
+"""How deeply ``metadata`` may nest (objects and lists); deeper is refused with the record named."""
+
+
 def collection_schema(dimension: int, meta: Mapping[str, Any]) -> pa.Schema:
     """The explicit Arrow schema of a collection (turnkit's own metadata under ``turnkit``)."""
     return pa.schema(
@@ -74,6 +80,14 @@ class PreparedBatch:
         ``dimension=None`` takes it from the first record (a collection about to be created).
         """
         out: npt.NDArray[np.float32] | None = None
+        for index, vec in enumerate(self.vectors):
+            if _is_boolean(vec):
+                raise InvalidVectorRecordError(
+                    f"Record {index} (id {self.ids[index]!r}): vector holds booleans, not numbers.",
+                    hint="Pass float vectors from an encoder; True/False are not coordinates.",
+                    index=index,
+                    record_id=self.ids[index],
+                )
         try:
             # One C-level conversion for the common case; the loop below explains failures.
             stacked = np.asarray(self.vectors, dtype=np.float32)
@@ -149,12 +163,27 @@ class PreparedBatch:
         )
 
 
+def _is_boolean(vector: Any) -> bool:
+    """Whether a vector is booleans (numpy would silently read True/False as 1.0/0.0).
+
+    An array by its dtype; a list by its first element, so the check stays O(1) per record.
+    """
+    if isinstance(vector, np.ndarray):
+        return bool(vector.dtype.kind == "b")
+    try:
+        return len(vector) > 0 and isinstance(vector[0], bool | np.bool_)
+    except (TypeError, IndexError, KeyError):
+        return False
+
+
 def _bad(index: int, record_id: Any, detail: str) -> InvalidVectorRecordError:
     who = f"Record {index}" + (f" (id {record_id!r})" if isinstance(record_id, str) and record_id else "")
     return InvalidVectorRecordError(f"{who}: {detail}", index=index, record_id=record_id)
 
 
-def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
+def prepare_records(
+    records: Iterable[Mapping[str, Any]], *, max_document_chars: int | None = None
+) -> PreparedBatch:
     """Validate a batch of records; raise `InvalidVectorRecordError` naming the first bad one."""
     batch = PreparedBatch([], [], [], [], [], [])
     seen: dict[str, int] = {}
@@ -187,6 +216,15 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> PreparedBatch:
         document = record.get("document")
         if document is not None and type(document) is not str and not isinstance(document, str):
             raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
+        if document is not None and max_document_chars is not None and len(document) > max_document_chars:
+            raise InvalidVectorRecordError(
+                f"Record {index} (id {rid!r}): `document` has {len(document):,} characters; "
+                f"the store accepts at most {max_document_chars:,}.",
+                hint="Split it into chunks (turnkit.ingest does), or raise create_vector_store("
+                "max_document_chars=...).",
+                index=index,
+                record_id=rid,
+            )
         if document is not None and not _utf8(document):
             raise _bad(index, rid, "`document` is not valid Unicode (it holds a lone surrogate).")
         metadata = record.get("metadata")
@@ -261,12 +299,14 @@ _JSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLA
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
-def _json_problem(value: Any, path: str = "metadata") -> str | None:
+def _json_problem(value: Any, path: str = "metadata", depth: int = 0) -> str | None:
     """Why ``value`` would not come back from LanceDB's JSON as it went in, or ``None``.
 
     Catches what JSON would change silently (a non-string key made a string,
     an integer beyond 64 bits rounded or nulled, NaN or infinity made null,
-    a non-JSON value such as a UUID made a string) and invalid Unicode.
+    a non-JSON value such as a UUID made a string), invalid Unicode, and
+    nesting deeper than `MAX_METADATA_DEPTH` (which would otherwise end in a
+    RecursionError here or in the JSON encoder).
     """
     kind = type(value)
     # Exact-type checks first: this runs once per record on every upsert.
@@ -285,9 +325,16 @@ def _json_problem(value: Any, path: str = "metadata") -> str | None:
         if math.isfinite(value):
             return None
         return f"`metadata` number at {path} is NaN or infinite, which JSON cannot hold."
+    if (
+        kind is list or kind is tuple or kind is dict or isinstance(value, Mapping)
+    ) and depth >= MAX_METADATA_DEPTH:
+        return (
+            f"`metadata` is nested more than {MAX_METADATA_DEPTH} levels deep (at {path[:200]}); "
+            "flatten it or store the deep part as a JSON string."
+        )
     if kind is list or kind is tuple:
         for i, item in enumerate(value):
-            found = _json_problem(item, f"{path}[{i}]")
+            found = _json_problem(item, f"{path}[{i}]", depth + 1)
             if found is not None:
                 return found
         return None
@@ -295,13 +342,15 @@ def _json_problem(value: Any, path: str = "metadata") -> str | None:
         for key, item in value.items():
             if type(key) is not str:
                 return f"`{path}` keys must be strings, not {type(key).__name__} ({key!r})."
-            found = _json_problem(key, f"{path} key {key!r}") or _json_problem(item, f"{path}.{key}")
+            found = _json_problem(key, f"{path} key {key!r}", depth) or _json_problem(
+                item, f"{path}.{key}", depth + 1
+            )
             if found is not None:
                 return found
         return None
     for base in (bool, int, float, str):  # subclasses (IntEnum, StrEnum): judge the plain value
         if isinstance(value, base):
-            return _json_problem(base(value), path)
+            return _json_problem(base(value), path, depth)
     return (
         f"`metadata` value at {path} is a {kind.__name__}, not JSON; "
         "use text, numbers, booleans, null, lists and objects."

@@ -63,7 +63,12 @@ from turnkit.batteries.vector.store._memory_index import (
     MemoryCacheStats,
     MemoryIndex,
 )
-from turnkit.batteries.vector.store._records import collection_schema, match_from_row, prepare_records
+from turnkit.batteries.vector.store._records import (
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    collection_schema,
+    match_from_row,
+    prepare_records,
+)
 from turnkit.batteries.vector.store._scores import (
     Metric,
     distance_bound,
@@ -198,7 +203,8 @@ def _contains_raw(node: FilterNode | None) -> bool:
 
 
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    # "." and ".." match the character set but name directories, not tables.
+    if not isinstance(name, str) or not _NAME.match(name) or not name.strip("."):
         raise InvalidCollectionNameError(f"Invalid collection name {name!r}.", collection=str(name))
     return name
 
@@ -222,8 +228,10 @@ class VectorStore:
         connect_options: Mapping[str, Any],
         auto_optimize: AutoOptimize | None,
         memory_cache: MemoryCache | None = None,
+        max_document_chars: int | None = None,
     ) -> None:
         self.uri = uri
+        self.max_document_chars = max_document_chars
         self._memory = MemoryIndex(memory_cache)
         self.encoder = encoder
         self.metric: Metric = metric
@@ -557,7 +565,7 @@ class VectorStore:
         replace: QuerySpec | None = None,
         guard: FilterNode | None = None,
     ) -> UpsertResult:
-        batch = prepare_records(records)
+        batch = prepare_records(records, max_document_chars=self.max_document_chars)
         if guard is not None:  # guard: every record must be inside it
             check_inside_guard(batch, guard)
         if replace is not None:
@@ -799,6 +807,13 @@ class VectorStore:
                     collection=coll.name,
                     expected=coll.dimension,
                 )
+            if coll.metric == "cosine" and not np.any(vector):
+                # LanceDB answers [] for it; upsert refuses such vectors for the same reason.
+                raise InvalidQueryError(
+                    "The query vector is all zeros, which has no direction under the cosine metric.",
+                    hint="Search with a non-zero vector (an encoder never returns a zero vector).",
+                    collection=coll.name,
+                )
             # Small collections: an exact search from memory (None: LanceDB answers).
             key = coll.seen_version if self.read_consistency_interval is None else await coll.table.version()
             cached = await self._memory.search(
@@ -865,6 +880,7 @@ class VectorStore:
             or coll.generation != coll.tracker.generation
             or coll.seen_version != coll.tracker.version
             or len(near.vector) != coll.dimension
+            or (coll.metric == "cosine" and not near.vector.any())  # `_search` explains it
         ):
             return None
         select = spec.select or ("*",)
@@ -1001,6 +1017,7 @@ def create_vector_store(
     storage_options: Mapping[str, str] | None = None,
     auto_optimize: AutoOptimize | None = AutoOptimize(),
     memory_cache: MemoryCache | None = MemoryCache(),
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -1019,8 +1036,12 @@ def create_vector_store(
         auto_optimize: Background compaction policy; ``None`` disables it.
         memory_cache: Which collections are held in memory for exact searches
             (`MemoryCache`); ``None`` always searches through LanceDB.
+        max_document_chars: The longest ``document`` an upsert accepts (default
+            1,000,000 characters); a longer one is refused with the record named
+            and nothing is written. ``None`` lifts the limit.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
-            ``region``, ``host_override``, ``session``…).
+            ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
+            API key defaults to the ``LANCEDB_API_KEY`` environment variable.
 
     Returns:
         A `VectorStore`; call it with a collection name to get a builder.
@@ -1052,6 +1073,15 @@ def create_vector_store(
         raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
     if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
         raise InvalidVectorStoreConfigError("memory_cache must be a MemoryCache or None.")
+    if max_document_chars is not None and (
+        isinstance(max_document_chars, bool)
+        or not isinstance(max_document_chars, int)
+        or max_document_chars < 1
+    ):
+        raise InvalidVectorStoreConfigError("max_document_chars must be a positive integer or None.")
+    if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
+        # The sync client reads it; LanceDB's async connect does not.
+        connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
     if "://" not in uri:
         from pathlib import Path
 
@@ -1065,6 +1095,7 @@ def create_vector_store(
         connect_options=connect_options,
         auto_optimize=auto_optimize,
         memory_cache=memory_cache,
+        max_document_chars=max_document_chars,
     )
 
 
