@@ -2,6 +2,8 @@ import asyncio
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
     EncoderFailedError,
@@ -52,3 +54,26 @@ def test_wordllama_is_offline_and_semantic():
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)
     related, unrelated = float(v[0] @ v[1]), float(v[0] @ v[2])
     assert related > unrelated + 0.2
+
+
+_WORDS = "refunds reach the original card within five business days orders ship from Lyon".split()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(_WORDS) | st.text(min_size=1, max_size=12), min_size=1, max_size=400),
+    window=st.integers(min_value=40, max_value=400),
+)
+def test_wordllama_windows_give_the_whole_text_mean(words: list[str], window: int) -> None:
+    """A long text embedded window by window is the same vector as embedded whole (bounded memory)."""
+    pytest.importorskip("wordllama")
+    from turnkit.batteries.vector import WordLlamaEncoder
+
+    encoder = WordLlamaEncoder()
+    encoder.WINDOW_CHARS = window  # small windows: many of them, on texts of a few kB
+    text = " ".join(words)
+    whole = encoder._load().embed([text], norm=True)[0]
+    windowed, short = encoder.encode([text, "short text"], kind="document")
+    if np.linalg.norm(whole) > 0:
+        assert float(np.dot(whole, windowed)) > 0.999
+    assert float(np.dot(encoder._load().embed(["short text"], norm=True)[0], short)) > 0.9999

@@ -67,6 +67,9 @@ def _normalize(vectors: npt.NDArray[Any]) -> Vectors:
     return out
 
 
+_WORD = re.compile(r"\w+")
+
+
 class HashEncoder:
     """A deterministic lexical encoder for tests and examples (not semantic).
 
@@ -88,7 +91,9 @@ class HashEncoder:
         """Encode texts by hashing their words."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
+            # Word by word over the text as given: memory stays flat in the text's length.
+            for match in _WORD.finditer(text):
+                word = match.group().lower()
                 digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")
                 out[row, value % self.dimension] += 1.0 if (value >> 63) & 1 else -1.0
@@ -96,6 +101,22 @@ class HashEncoder:
 
     def __repr__(self) -> str:
         return f"HashEncoder(dimension={self.dimension})"
+
+
+def _windows(text: str, size: int) -> list[str]:
+    """``text`` cut into pieces of at most ``size`` characters, at whitespace where there is some."""
+    out: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(start + size, len(text))
+        if end < len(text):
+            cut = text.rfind(" ", start + size // 2, end)
+            cut = max(cut, text.rfind("\n", start + size // 2, end))
+            if cut > start:
+                end = cut
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 class WordLlamaEncoder:
@@ -109,6 +130,10 @@ class WordLlamaEncoder:
         dimension: 64, 128 or 256 (WordLlama's truncations of the same model).
         batch_size: Texts per call into the model.
     """
+
+    WINDOW_CHARS = 8192
+    """Texts longer than this are embedded window by window (see `encode`)."""
+    _WINDOW_BATCH = 4  # windows per model call: bounds the padded batch to ~4 x 2k tokens
 
     def __init__(self, dimension: int = 256, *, batch_size: int = 256) -> None:
         if dimension not in (64, 128, 256):
@@ -143,10 +168,39 @@ class WordLlamaEncoder:
         return self._model
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
-        """Encode texts with WordLlama (same model for queries and documents)."""
+        """Encode texts with WordLlama (same model for queries and documents).
+
+        WordLlama pads a batch to its longest text, so one long text would cost
+        memory in proportion to its length times the batch. Texts longer than
+        `WINDOW_CHARS` are cut into windows at whitespace, each window is
+        embedded, and the window means are averaged weighted by their token
+        counts: the same token mean WordLlama computes for the whole text, in
+        bounded memory.
+        """
         model = self._load()
-        raw = model.embed(list(texts), norm=False, batch_size=self.batch_size)
-        return _normalize(np.asarray(raw).reshape(len(texts), self.dimension))
+        texts = list(texts)
+        if all(len(t) <= self.WINDOW_CHARS for t in texts):
+            raw = model.embed(texts, norm=False, batch_size=self.batch_size)
+            return _normalize(np.asarray(raw).reshape(len(texts), self.dimension))
+        out = np.zeros((len(texts), self.dimension), dtype=np.float64)
+        weight = np.zeros(len(texts), dtype=np.float64)
+        short = [i for i, t in enumerate(texts) if len(t) <= self.WINDOW_CHARS]
+        if short:
+            raw = model.embed([texts[i] for i in short], norm=False, batch_size=self.batch_size)
+            out[short] = np.asarray(raw).reshape(len(short), self.dimension)
+            weight[short] = 1.0
+        for i, text in enumerate(texts):
+            if len(text) <= self.WINDOW_CHARS:
+                continue
+            windows = _windows(text, self.WINDOW_CHARS)
+            for start in range(0, len(windows), self._WINDOW_BATCH):
+                batch = windows[start : start + self._WINDOW_BATCH]
+                counts = np.array([sum(e.attention_mask) for e in model.tokenize(batch)], dtype=np.float64)
+                means = np.asarray(model.embed(batch, norm=False, batch_size=len(batch)), dtype=np.float64)
+                out[i] += (means.reshape(len(batch), self.dimension) * counts[:, None]).sum(axis=0)
+                weight[i] += counts.sum()
+        out /= np.where(weight > 0, weight, 1.0)[:, None]
+        return _normalize(out)
 
     def __repr__(self) -> str:
         return f"WordLlamaEncoder(dimension={self.dimension})"

@@ -26,6 +26,8 @@ __all__ = ["MiniLMEncoder"]
 
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _MAX_TOKENS = 256
+# A WordPiece token rarely spans more than a few characters; 64 per token leaves a wide margin.
+_MAX_INPUT_CHARS = _MAX_TOKENS * 64
 
 
 def _sha256(path: Path) -> str:
@@ -102,7 +104,9 @@ class MiniLMEncoder:
         self._load()
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
+            # The model reads the first 256 tokens; cutting the text first keeps the tokenizer from
+            # tokenizing megabytes it would then drop (memory in proportion to the text otherwise).
+            batch = [t[:_MAX_INPUT_CHARS] for t in texts[start : start + self.batch_size]]
             encodings = self._tokenizer.encode_batch(batch)
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)

@@ -84,8 +84,12 @@ class SentenceTransformerEncoder:
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
         """Encode texts, normalized, with the query or document prefix."""
         prefix = self.query_prefix if kind == "query" else self.document_prefix
-        vectors = self._load().encode(
-            [prefix + t for t in texts],
+        model = self._load()
+        # The model reads its first max_seq_length tokens; cut the text first so the tokenizer
+        # never works through megabytes it would drop (64 characters per token is a wide margin).
+        limit = 64 * int(getattr(model, "max_seq_length", None) or 512)
+        vectors = model.encode(
+            [prefix + t[:limit] for t in texts],
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
