@@ -110,6 +110,7 @@ from turnkit.batteries.vector.store._hybrid import (
     coerce_hybrid,
     linear_fuse,
     rrf_fuse,
+    zscore_fuse,
 )
 from turnkit.batteries.vector.store._memory_index import CachedCollection, MemoryCache, MemoryCacheStats
 from turnkit.batteries.vector.store._scores import Metric, score_from_distance
@@ -231,4 +232,5 @@ __all__ = [
     "to_sql",
     "validate_field",
     "with_min_score",
+    "zscore_fuse",
 ]

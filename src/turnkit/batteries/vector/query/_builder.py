@@ -230,7 +230,7 @@ class QueryBuilder(Filterable):
         self,
         alpha: float = DEFAULT_ALPHA,
         *,
-        fusion: Literal["rrf", "linear"] = "rrf",
+        fusion: Literal["rrf", "linear", "zscore"] = "rrf",
         rrf_k: int = DEFAULT_RRF_K,
         text: str | None = None,
         candidates: int | None = None,
@@ -254,8 +254,8 @@ class QueryBuilder(Filterable):
         """
         if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
             raise InvalidQueryError(f"hybrid() takes alpha in [0, 1], got {alpha!r}.")
-        if fusion not in ("rrf", "linear"):
-            raise InvalidQueryError(f"hybrid() takes fusion='rrf' or 'linear', got {fusion!r}.")
+        if fusion not in ("rrf", "linear", "zscore"):
+            raise InvalidQueryError(f"hybrid() takes fusion='rrf', 'linear' or 'zscore', got {fusion!r}.")
         if text is not None and (not isinstance(text, str) or not text.strip()):
             raise InvalidQueryError("hybrid(text=...) needs a non-empty string.")
         spec = HybridSpec(

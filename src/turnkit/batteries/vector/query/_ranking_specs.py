@@ -17,7 +17,7 @@ __all__ = [
     "coerce_hybrid",
 ]
 
-Fusion = Literal["rrf", "linear"]
+Fusion = Literal["rrf", "linear", "zscore"]
 DEFAULT_ALPHA = 0.5
 DEFAULT_RRF_K = 60
 _MIN_POOL = 30
@@ -29,7 +29,8 @@ class HybridSpec:
 
     Attributes:
         alpha: Weight of the dense leg; ``1 - alpha`` goes to the lexical leg.
-        fusion: ``"rrf"`` (reciprocal rank fusion) or ``"linear"`` (normalized scores).
+        fusion: ``"rrf"`` (reciprocal rank fusion), ``"linear"`` (min-max normalized
+            scores) or ``"zscore"`` (scores z-scored over both legs' candidates).
         rrf_k: RRF's rank offset (60 in the original paper and in LanceDB).
         text: The full-text query; ``None`` uses the ``near_text`` text.
         candidates: Matches fetched per leg before fusing; ``None`` picks
@@ -91,8 +92,8 @@ def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec 
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
         raise bad(f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}.")
     fusion = data.get("fusion", "rrf")
-    if fusion not in ("rrf", "linear"):
-        raise bad(f"fusion must be 'rrf' or 'linear', got {fusion!r}.")
+    if fusion not in ("rrf", "linear", "zscore"):
+        raise bad(f"fusion must be 'rrf', 'linear' or 'zscore', got {fusion!r}.")
     for key, default, ceiling in (("rrf_k", DEFAULT_RRF_K, 10_000), ("candidates", None, MAX_LIMIT)):
         number = data.get(key, default)
         if number is not None and (

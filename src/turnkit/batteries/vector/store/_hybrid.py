@@ -37,6 +37,7 @@ __all__ = [
     "coerce_hybrid",
     "linear_fuse",
     "rrf_fuse",
+    "zscore_fuse",
 ]
 
 from turnkit.batteries.vector.query._ranking_specs import (
@@ -125,6 +126,64 @@ def linear_fuse(
     scores = {d: alpha * dense_n.get(d, 0.0) + (1.0 - alpha) * lexical_n.get(d, 0.0) for d in docs}
     ranked = sorted(docs, key=lambda d: (-scores[d], position[d]))
     return [(d, min(1.0, max(0.0, scores[d]))) for d in ranked]
+
+
+def zscore_fuse(
+    dense: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    pool: int | None = None,
+) -> list[tuple[str, float]]:
+    """Fuse two scored lists by z-scores taken over both legs' candidates; best first.
+
+    Each leg's raw scores are z-scored over the union of both legs' ids. A
+    document a leg did not return scores that leg's floor: the dense leg's
+    lowest similarity, and BM25 0 for the lexical leg when it came back short
+    of ``pool`` (it then returned every document holding a query term), else
+    its lowest score. So a lone exact lexical hit stays far ahead instead of
+    being pulled down to the dense leg's ranks, which is what RRF does. The
+    fused ``alpha·z_dense + (1 - alpha)·z_lexical`` is mapped into (0, 1) by
+    the logistic function, which keeps the order. Ties keep the dense order,
+    then the lexical order.
+
+    Args:
+        dense: ``(id, similarity)`` in vector-search order.
+        lexical: ``(id, bm25)`` in full-text order.
+        alpha: Weight of the dense leg, in [0, 1].
+        pool: How many results each leg was asked for (``None``: the lexical
+            leg is taken as complete).
+
+    Returns:
+        ``(id, score)`` pairs with scores in (0, 1).
+    """
+    legs = []
+    for pairs in (dense, lexical):
+        first: dict[str, float] = {}
+        for doc, value in pairs:
+            first.setdefault(doc, float(value))
+        legs.append(first)
+    dense_s, lexical_s = legs
+    # Ties keep the dense order, then the lexical order (only the lexical order when it alone counts).
+    leading = [*lexical_s] if alpha <= 0 else [*dense_s, *lexical_s]
+    position = {d: i for i, d in enumerate(dict.fromkeys(leading))}
+    docs = list(dense_s) if alpha >= 1 else list(lexical_s) if alpha <= 0 else list(position)
+    if not docs:
+        return []
+    floors = (
+        min(dense_s.values(), default=0.0),
+        0.0 if pool is None or len(lexical_s) < pool else min(lexical_s.values(), default=0.0),
+    )
+    fused = np.zeros(len(docs), dtype=np.float64)
+    for weight, leg, floor in ((alpha, dense_s, floors[0]), (1.0 - alpha, lexical_s, floors[1])):
+        if weight <= 0:
+            continue
+        values = np.array([leg.get(d, floor) for d in docs], dtype=np.float64)
+        std = float(values.std())
+        if std > 1e-12:
+            fused += weight * (values - values.mean()) / std
+    ranked = sorted(range(len(docs)), key=lambda i: (-fused[i], position[docs[i]]))
+    return [(docs[i], float(1.0 / (1.0 + np.exp(-fused[i])))) for i in ranked]
 
 
 # -- the store side ------------------------------------------------------------------------------------
@@ -273,6 +332,13 @@ async def hybrid_search(
         bm25 = [float(row.get("_score") or 0.0) for row in rows]
     if hybrid.fusion == "rrf":
         fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=hybrid.alpha, k=hybrid.rrf_k)
+    elif hybrid.fusion == "zscore":
+        fused = zscore_fuse(
+            [(m.id, m.score or 0.0) for m in dense],
+            list(zip([m.id for m in lexical], bm25, strict=True)),
+            alpha=hybrid.alpha,
+            pool=pool,
+        )
     else:
         fused = linear_fuse(
             [(m.id, m.score or 0.0) for m in dense],
