@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 import textwrap
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +23,7 @@ from ._output import emit_json
 from ._shipped_docs import shipped_docs
 
 if TYPE_CHECKING:
-    from .. import ChatMessage, ChatModel, RawRetrievable, TurnResult
-    from ..batteries.vector import VectorMatch
+    from .. import ChatMessage, ChatModel, TurnResult
 
 __all__ = ["DEMO_COLLECTION", "DEMO_QUESTIONS", "run_demo"]
 
@@ -75,27 +73,6 @@ class _PromptOnly:
 
     async def complete(self, messages: Sequence[ChatMessage], /) -> str:
         return ""
-
-
-def _to_retrievable(match: VectorMatch) -> RawRetrievable:
-    """An ingested chunk as a record: its file (and heading section) is the citation handle."""
-    from .. import RawRetrievable
-
-    meta = match.metadata or {}
-    source = f"docs/{meta.get('source_display_name', match.id)}"
-    section = meta.get("section")
-    if isinstance(section, str):
-        # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
-        section = section.replace(" > ", " › ")
-    return RawRetrievable(
-        id=match.id,
-        content=match.document or "",
-        source=f"{source} § {section}" if section else source,
-        kind="docs",
-        score=match.score,
-        created_at=meta.get("mtime") or time.time(),
-        metadata={"section": section, "chunk_index": meta.get("chunk_index")},
-    )
 
 
 def _wrap(text: str, indent: str) -> str:
@@ -183,8 +160,7 @@ def run_demo(args: argparse.Namespace) -> int:
         store=store,
         collection=DEMO_COLLECTION,
         trust_tier="first-party",  # turnkit's own docs: vetted by us, so the deployer says so
-        top_k=args.top_k,
-        to_retrievable=_to_retrievable,
+        top_k=args.top_k,  # the default mapping gives each chunk its file, section and timestamps
     )
     runner = TurnRunner(
         TurnRunnerConfig(

@@ -92,7 +92,21 @@ FilterSpec: TypeAlias = (
 GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
 """Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
 
-_SELECT = ("id", "document", "metadata")
+def _source_of(meta: Mapping[str, Any]) -> str | None:
+    """Where a record came from: the glue's ``source``, else an ingested file's name and section."""
+    if isinstance(meta.get("source"), str):
+        return str(meta["source"])
+    name = meta.get("source_display_name") or meta.get("source_uri")
+    if not isinstance(name, str) or not name:
+        return None
+    section = meta.get("section")
+    if isinstance(section, str) and section:
+        # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
+        return f"{name} § {section.replace(' > ', ' › ')}"
+    return name
+
+
+_SELECT = ("id", "document", "metadata", "created_at", "updated_at")
 _NODE_TYPES = (Condition, And, Or, Not, Raw)
 
 
@@ -315,10 +329,14 @@ class VectorRetrievableGlue:
         """Map a match to a `RawRetrievable` (the tier is applied by the glue).
 
         Default: the ``to_retrievable`` function if one was given, else
-        ``id``; ``content`` from the document; ``source`` and ``kind`` from the
-        metadata when they are strings; ``score``; ``created_at`` and
-        ``updated_at`` from the metadata (now when absent); the rest of the
-        metadata as ``metadata``. Return ``None`` to drop a match on purpose.
+        ``id``; ``content`` from the document; ``kind`` from the metadata when
+        it is a string; ``score``; the rest of the metadata (an ingested
+        chunk's ``page_span`` included) as ``metadata``. ``source`` is the
+        metadata's ``source`` when the glue stored the record, else the name
+        `turnkit.ingest` gave the file (``source_display_name``, else
+        ``source_uri``) followed by ``§`` and its heading path (``section``).
+        ``created_at`` and ``updated_at`` are the glue's own (in the metadata),
+        else the record's stored timestamps. Return ``None`` to drop a match on purpose.
 
         Raises:
             InvalidRetrievableError: the match cannot make a valid record
@@ -333,12 +351,15 @@ class VectorRetrievableGlue:
             "score": match.score,
             "metadata": {k: v for k, v in meta.items() if k not in GLUE_METADATA_KEYS},
         }
-        for key in ("source", "kind"):
-            if isinstance(meta.get(key), str):
-                fields[key] = meta[key]
+        if isinstance(meta.get("kind"), str):
+            fields["kind"] = meta["kind"]
+        source = _source_of(meta)
+        if source is not None:
+            fields["source"] = source
         for key in ("created_at", "updated_at"):
-            if meta.get(key) is not None:
-                fields[key] = meta[key]
+            stamp = meta.get(key) if meta.get(key) is not None else getattr(match, key, None)
+            if stamp is not None:
+                fields[key] = stamp
         return RawRetrievable.model_validate(fields)
 
     def to_record(self, retrievable: Retrievable) -> VectorRecord:
