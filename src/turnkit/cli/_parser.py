@@ -329,7 +329,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="metadata filter, e.g. 'kind = \"faq\" AND year >= 2020' (fields are metadata keys)",
     )
     p.add_argument("-k", "--top-k", type=_positive_int, default=5, metavar="N", help="results (default 5)")
-    p.add_argument("--min-score", type=_unit_float, metavar="S", help="drop results scoring below S (0-1)")
+    p.add_argument(
+        "--min-score",
+        type=_unit_float,
+        metavar="S",
+        help="drop results whose vector similarity is below S (0-1; with --hybrid too, the dense similarity)",
+    )
+    p.add_argument(
+        "--hybrid",
+        type=_alpha,
+        nargs="?",
+        const=0.5,
+        metavar="ALPHA",
+        help="add BM25 full-text search: 0 full-text only, 1 vector only (default 0.5 when given bare)",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=["rrf", "linear", "zscore"],
+        default="rrf",
+        help="how --hybrid fuses the two legs (default rrf; zscore keeps exact-term hits first)",
+    )
+    p.add_argument(
+        "--rerank",
+        action="store_true",
+        help="over-fetch and rerank with the offline scorer (MiniLM if installed, else the collection's "
+        "encoder; weights 0.4/0.4/0.2)",
+    )
+    p.add_argument(
+        "--diversify",
+        type=_unit_float,
+        nargs="?",
+        const=0.5,
+        metavar="LAMBDA",
+        help="re-pick results by MMR for less repetition: 1 keeps the order, lower is more diverse "
+        "(default 0.5 when given bare)",
+    )
     p.add_argument("--full", action="store_true", help="print whole documents, not a one-line excerpt")
 
     p = _add(

@@ -149,7 +149,20 @@ def run_query(args: argparse.Namespace) -> int:
         q = q.where(node)
     if args.min_score is not None:
         q = q.min_score(args.min_score)
-    matches = q.select("id", "document", "metadata").limit(args.top_k).search_sync()
+    if args.hybrid is not None:
+        q = q.hybrid(args.hybrid, fusion=args.fusion)
+    if args.diversify is not None:
+        q = q.diversify(args.diversify)
+    q = q.select("id", "document", "metadata").limit(args.top_k)
+    if args.rerank:
+        from ..batteries.vector import RerankOptions, local_scorer, rerank_sync
+
+        options = RerankOptions(top_k=args.top_k)
+        pool = q.limit(options.pool()).search_sync()
+        ranked = rerank_sync(args.text, pool, options, scorer=local_scorer(store.encoder))
+        matches = [dataclasses.replace(r.match, score=r.score) for r in ranked]
+    else:
+        matches = q.search_sync()
     if args.json:
         emit_json(
             {
@@ -158,6 +171,10 @@ def run_query(args: argparse.Namespace) -> int:
                 "query": args.text,
                 "filter": args.filter,
                 "top_k": args.top_k,
+                "hybrid": args.hybrid,
+                "fusion": args.fusion if args.hybrid is not None else None,
+                "rerank": args.rerank,
+                "diversify": args.diversify,
                 "results": [_match_json(m) for m in matches],
             }
         )

@@ -283,14 +283,25 @@ async def ensure_fts_index(coll: _Collection) -> None:
         return
     from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
 
+    from turnkit.batteries.vector._errors import StoreOperationFailedError
     from turnkit.batteries.vector.store._lancedb import translate_errors
 
     async with coll.lock:
-        with translate_errors("create_index", coll.name):
-            indices = await coll.table.list_indices()
-            if not any("document" in list(getattr(i, "columns", []) or []) for i in indices):
-                await coll.table.create_index("document", config=FTS(), replace=False)
-                coll.wrote()
+        for attempt in range(3):
+            try:
+                with translate_errors("create_index", coll.name):
+                    indices = await coll.table.list_indices()
+                    if not any("document" in list(getattr(i, "columns", []) or []) for i in indices):
+                        await coll.table.create_index("document", config=FTS(), replace=False)
+                        coll.wrote()
+                break
+            except StoreOperationFailedError:
+                # Another process built it at the same moment (a commit conflict, or "exists"):
+                # look again at the latest version before giving up.
+                if attempt == 2:
+                    raise
+                with translate_errors("create_index", coll.name):
+                    await coll.table.checkout_latest()
         coll.fts_ready = True
 
 
