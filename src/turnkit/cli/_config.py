@@ -7,7 +7,6 @@ stays fast and never loads LanceDB.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,12 +46,6 @@ ENV_COLLECTION = "TURNKIT_COLLECTION"
 ENV_ENCODER = "TURNKIT_ENCODER"
 ENV_DEBUG = "TURNKIT_DEBUG"
 
-_SPEC = re.compile(r"^(wordllama|hash)(?::(\d+))?$")
-# The names the built-in encoders record in a collection, mapped back to a spec.
-_RECORDED = (
-    (re.compile(r"^wordllama-l2_supercat-(\d+)$"), "wordllama"),
-    (re.compile(r"^turnkit-hash-(\d+)$"), "hash"),
-)
 
 
 def store_uri(uri: str) -> str:
@@ -78,43 +71,36 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def encoder_for(spec: str) -> Encoder:
-    """Build an encoder from its command-line name (``wordllama``, ``wordllama:128``, ``hash:64``…).
+def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
+    """Build an encoder from its name in the one registry (``wordllama``, ``hash:64``, ``minilm``…).
 
     Raises:
-        UnknownEncoderError: the name is not one of the built-in encoders.
+        UnknownEncoderError: the registry knows no such encoder.
     """
-    from ..batteries.vector import HashEncoder, WordLlamaEncoder
+    from ..batteries.vector import ENCODER_SPECS, InvalidVectorStoreConfigError, encoder_from_spec
 
-    match = _SPEC.match(spec.strip().lower())
-    if match is None:
-        raise UnknownEncoderError(f"Unknown encoder {spec!r}.", encoder=spec)
-    kind, size = match.group(1), match.group(2)
-    if kind == "hash":
-        dimension = int(size) if size else 64
-        if dimension < 2:
-            raise UnknownEncoderError(f"Encoder {spec!r}: the hash dimension must be at least 2.")
-        return HashEncoder(dimension)
-    dimension = int(size) if size else 256
-    if dimension not in (64, 128, 256):
-        raise UnknownEncoderError(f"Encoder {spec!r}: WordLlama comes in 64, 128 or 256 dimensions.")
-    return WordLlamaEncoder(dimension)
+    try:
+        return encoder_from_spec(spec, dimension=dimension)
+    except InvalidVectorStoreConfigError as exc:
+        raise UnknownEncoderError(
+            exc.message, hint="Use --encoder " + ", ".join(ENCODER_SPECS) + ".", encoder=spec
+        ) from None
 
 
-def encoder_spec_of(recorded: str) -> str | None:
+def encoder_spec_of(recorded: str, dimension: int | None = None) -> str | None:
     """The command-line name of an encoder a collection recorded, or None if it is not built in."""
-    for pattern, kind in _RECORDED:
-        if (match := pattern.match(recorded)) is not None:
-            return f"{kind}:{match.group(1)}"
-    return None
+    from ..batteries.vector import encoder_for_recorded
+
+    return encoder_for_recorded(recorded, dimension)
 
 
-def recorded_encoder(connection: Connection, collection: str) -> str | None:
-    """The encoder name recorded in ``collection``, or None if it does not exist or recorded none."""
+def recorded_encoder(connection: Connection, collection: str) -> tuple[str, int] | None:
+    """The encoder name and dimension ``collection`` recorded; None if it is missing or recorded none."""
     store = connection.store()
     if not store.has_collection_sync(collection):
         return None
-    return store.collection_info_sync(collection).encoder
+    info = store.collection_info_sync(collection)
+    return None if info.encoder is None else (info.encoder, info.dimension)
 
 
 def open_store(
@@ -129,16 +115,18 @@ def open_store(
         UnknownEncoderError: no encoder could be chosen, or a name is unknown.
     """
     spec = encoder
+    dimension: int | None = None
     if spec is None:
         recorded = recorded_encoder(connection, collection)
         if recorded is not None:
-            spec = encoder_spec_of(recorded)
+            name, dimension = recorded
+            spec = encoder_spec_of(name, dimension)
             if spec is None:
                 raise UnknownEncoderError(
-                    f"Collection {collection!r} was built with encoder {recorded!r}, "
+                    f"Collection {collection!r} was built with encoder {name!r}, "
                     "which the command line cannot load.",
                     hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
-                    encoder=recorded,
+                    encoder=name,
                 )
         else:
             spec = fallback
@@ -146,4 +134,4 @@ def open_store(
         raise UnknownEncoderError(
             f"No encoder for collection {collection!r}.", hint="Pass --encoder or set TURNKIT_ENCODER."
         )
-    return connection.store(encoder=encoder_for(spec), maintenance=True)
+    return connection.store(encoder=encoder_for(spec, dimension=dimension), maintenance=True)

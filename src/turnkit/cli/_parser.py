@@ -128,7 +128,8 @@ def _common(
         group.add_argument(
             "--encoder",
             metavar="NAME",
-            help=f"wordllama[:64|128|256] or hash[:DIM] [${ENV_ENCODER}, default: the one the "
+            help=f"wordllama[:64|128|256], hash[:DIM], minilm, sentence-transformers:MODEL or "
+            f"openai:MODEL@DIM [${ENV_ENCODER}, default: the one the "
             "collection was built with, else wordllama]",
         )
     if json:

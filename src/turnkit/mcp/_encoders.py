@@ -2,49 +2,31 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from ..batteries.vector import Encoder, HashEncoder, VectorStore, WordLlamaEncoder
+from ..batteries.vector import (
+    Encoder,
+    InvalidVectorStoreConfigError,
+    VectorStore,
+    encoder_for_recorded,
+)
+from ..batteries.vector import encoder_from_spec as registry_spec
 from ._errors import InvalidMCPServerConfigError
 
 __all__ = ["encoder_from_name", "encoder_from_spec", "recorded_encoder"]
 
-_SPEC = re.compile(r"^(hash|wordllama)(?::(\d+))?$")
-_RECORDED = (
-    (re.compile(r"^turnkit-hash-(\d+)$"), "hash"),
-    (re.compile(r"^wordllama-l2_supercat-(\d+)$"), "wordllama"),
-)
-
-
-def _build(family: str, dimension: int | None) -> Encoder:
-    if family == "hash":
-        return HashEncoder(dimension or 64)
+def encoder_from_spec(spec: str, dimension: int | None = None) -> Encoder:
+    """Build an encoder from its name in the battery's one registry (``"hash:64"``, ``"minilm"``…)."""
     try:
-        return WordLlamaEncoder(dimension or 256)
-    except ValueError as exc:
-        raise InvalidMCPServerConfigError(f"encoder: {exc}.", option="encoder") from None
+        return registry_spec(spec, dimension=dimension)
+    except InvalidVectorStoreConfigError as exc:
+        raise InvalidMCPServerConfigError(exc.message, hint=exc.hint, option="encoder") from None
 
 
-def encoder_from_spec(spec: str) -> Encoder:
-    """Build an encoder from ``"hash"``, ``"hash:64"``, ``"wordllama"`` or ``"wordllama:128"``."""
-    match = _SPEC.match(spec.strip().lower()) if isinstance(spec, str) else None
-    if match is None:
-        raise InvalidMCPServerConfigError(
-            f"Unknown encoder {spec!r}.",
-            hint="Use 'hash', 'hash:<dimension>', 'wordllama' or 'wordllama:<64|128|256>'.",
-            option="encoder",
-        )
-    return _build(match.group(1), int(match.group(2)) if match.group(2) else None)
-
-
-def encoder_from_name(name: str) -> Encoder | None:
+def encoder_from_name(name: str, dimension: int | None = None) -> Encoder | None:
     """The encoder whose ``name`` a collection recorded, when turnkit knows how to build it."""
-    for pattern, family in _RECORDED:
-        match = pattern.match(name)
-        if match is not None:
-            return _build(family, int(match.group(1)))
-    return None
+    spec = encoder_for_recorded(name, dimension)
+    return None if spec is None else encoder_from_spec(spec, dimension)
 
 
 async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> Encoder | None:
@@ -54,10 +36,12 @@ async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> En
         InvalidMCPServerConfigError: The collections disagree, or the name is unknown.
     """
     names = set()
+    dimension: int | None = None
     for name in collections:
         info = await store.collection_info(name)
         if info.encoder:
             names.add(info.encoder)
+            dimension = info.dimension
     if not names:
         return None
     if len(names) > 1:
@@ -67,7 +51,7 @@ async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> En
             option="encoder",
         )
     (recorded,) = names
-    encoder = encoder_from_name(recorded)
+    encoder = encoder_from_name(recorded, dimension)
     if encoder is None:
         raise InvalidMCPServerConfigError(
             f"The collections were built with encoder {recorded!r}, which turnkit cannot build by name.",

@@ -62,6 +62,7 @@ from turnkit.batteries.vector.encoders._base import (
 )
 from turnkit.batteries.vector.encoders._minilm import MiniLMEncoder
 from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
+from turnkit.batteries.vector.encoders._registry import ENCODER_SPECS, encoder_for_recorded, encoder_from_spec
 from turnkit.batteries.vector.encoders._sentence_transformers import SentenceTransformerEncoder
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.filters._core import (
@@ -136,6 +137,7 @@ __all__ = [
     "DeleteFailedError",
     "DimensionMismatchError",
     "DriverUnavailableError",
+    "ENCODER_SPECS",
     "EncodeKind",
     "Encoder",
     "EncoderFailedError",
@@ -212,6 +214,8 @@ __all__ = [
     "create_vector_store",
     "diversify",
     "encode_texts",
+    "encoder_for_recorded",
+    "encoder_from_spec",
     "evaluate",
     "filter_to_dict",
     "format_filter_expression",
