@@ -234,6 +234,105 @@ def special_files(tmp: str, rounds: int) -> Result:
     return ok, f"exit={done.returncode} files_ingested={sorted(map(str, sources))} seconds={seconds:.0f}"
 
 
+def kill_ingest(tmp: str, rounds: int) -> Result:
+    """SIGKILL ``turnkit ingest`` right after its 2nd commit (the documented hook), then rerun it."""
+    root = Path(tmp) / "tree"
+    root.mkdir()
+    for i in range(12):
+        (root / f"doc{i}.md").write_text(
+            f"# Doc {i}\n\n" + " ".join(f"word{i}-{j}" for j in range(400)) + "\n"
+        )
+    uri = f"{tmp}/ingested"
+    args = [sys.executable, "-m", "turnkit.cli", "ingest", str(root), "--uri", uri, "--encoder", "hash:32"]
+    args += ["--batch-size", "4", "--no-progress"]
+    script = (
+        "import os, sys, runpy; "
+        "os.environ['_TURNKIT_INGEST_CRASH_AFTER_WRITES'] = '2'; "
+        "os.environ['_TURNKIT_INGEST_CRASH_PID'] = str(os.getpid()); "
+        "sys.argv = ['turnkit'] + sys.argv[1:]; runpy.run_module('turnkit.cli', run_name='__main__')"
+    )
+    killed = subprocess.run([sys.executable, "-c", script, *args[3:]], capture_output=True, timeout=120)
+    rerun = subprocess.run(args, capture_output=True, timeout=120)
+    from turnkit.batteries.vector import create_vector_store
+
+    rows = create_vector_store(uri, auto_optimize=None)("docs").select("id", "metadata").limit(10_000)
+    found = rows.search_sync()
+    ids = [m.id for m in found]
+    files = {(m.metadata or {}).get("source_display_name") for m in found}
+    ok = killed.returncode == -signal.SIGKILL and rerun.returncode == 0
+    ok = ok and len(ids) == len(set(ids)) and files == {f"doc{i}.md" for i in range(12)}
+    return ok, (
+        f"killed_exit={killed.returncode} rerun_exit={rerun.returncode} rows={len(ids)} "
+        f"duplicates={len(ids) - len(set(ids))} files={len(files)}/12"
+    )
+
+
+def http_flood(tmp: str, rounds: int) -> Result:
+    """200 unclosed initialize calls with a token, 50 without, then a client with the token still works."""
+    import json
+    import socket
+    import urllib.error
+    import urllib.request
+
+    from turnkit.batteries.vector import HashEncoder, create_vector_store
+
+    uri = f"{tmp}/served"
+    create_vector_store(uri, encoder=HashEncoder(16), auto_optimize=None)("kb").upsert_sync(
+        [{"id": "a", "document": "orders ship from Lyon"}]
+    )
+    token = "reliability-token-0123456789"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "turnkit.mcp", "--uri", uri, "--transport", "http", "--port", str(port)],
+        env={**os.environ, "TURNKIT_MCP_TOKEN": token},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "b", "version": "1"},
+        },
+    }
+
+    def post(auth: bool) -> int:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if auth:
+            headers["Authorization"] = f"Bearer {token}"
+        request = urllib.request.Request(url, json.dumps(init).encode(), headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    return False, "server did not start"
+                time.sleep(0.05)
+        with_token = Counter(post(True) for _ in range(200))
+        without = Counter(post(False) for _ in range(50))
+        after = post(True)
+    finally:
+        server.terminate()
+        server.wait(10)
+    ok = set(with_token) == {200} and set(without) == {401} and after == 200
+    return ok, f"flood_200={dict(with_token)} no_token_50={dict(without)} then_token_client={after}"
+
+
 SCENARIOS: dict[str, Callable[[str, int], Result]] = {
     "threads": threads,
     "processes": processes,
@@ -242,6 +341,8 @@ SCENARIOS: dict[str, Callable[[str, int], Result]] = {
     "guard race": guard_race,
     "big inputs": big_inputs,
     "special files in ingest": special_files,
+    "kill -9 during ingest": kill_ingest,
+    "HTTP flood": http_flood,
 }
 
 
