@@ -147,22 +147,19 @@ def run_query(args: argparse.Namespace) -> int:
     q = store(collection).near_text(args.text)
     if node is not None:
         q = q.where(node)
-    if args.min_score is not None:
-        q = q.min_score(args.min_score)
     if args.hybrid is not None:
         q = q.hybrid(args.hybrid, fusion=args.fusion)
     if args.diversify is not None:
         q = q.diversify(args.diversify)
-    q = q.select("id", "document", "metadata").limit(args.top_k)
-    if args.rerank:
-        from ..batteries.vector import RerankOptions, local_scorer, rerank_sync
+    from ..batteries.vector import RerankOptions, RetrieveOptions, local_scorer, retrieve_sync
 
-        options = RerankOptions(top_k=args.top_k)
-        pool = q.limit(options.pool()).search_sync()
-        ranked = rerank_sync(args.text, pool, options, scorer=local_scorer(store.encoder))
-        matches = [dataclasses.replace(r.match, score=r.score) for r in ranked]
-    else:
-        matches = q.search_sync()
+    steps = RetrieveOptions(
+        top_k=args.top_k,
+        min_score=args.min_score,
+        rerank=RerankOptions(top_k=args.top_k) if args.rerank else None,
+        rerank_scorer=local_scorer(store.encoder) if args.rerank else None,
+    )
+    matches = retrieve_sync(q.select("id", "document", "metadata"), steps).matches
     if args.json:
         emit_json(
             {

@@ -183,7 +183,9 @@ class DatabaseConfig:
         nprobes: IVF partitions to probe.
         refine_factor: Re-rank ``refine_factor × top_k`` candidates exactly (IVF_PQ).
         ef: HNSW candidate-list size.
-        min_score: Drop matches whose similarity (in [0, 1]) is lower.
+        min_score: Drop matches whose vector similarity (in [0, 1]) is lower.
+            Under hybrid search it reads the dense similarity, not the fused
+            ``score`` the result reports, so a kept match can show a lower score.
         prefilter: Filter before (``True``) or after (``False``) the vector search.
     """
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
@@ -17,11 +16,11 @@ from ..batteries.vector import (
     QueryBuilder,
     RelevanceScorer,
     RerankOptions,
-    VectorMatch,
+    RetrieveOptions,
     VectorStore,
     local_scorer,
     parse_filter_expression,
-    rerank,
+    retrieve,
 )
 from ._config import ModelResolver, check_models, resolve_model
 from ._errors import (
@@ -191,6 +190,7 @@ async def retrieve_contexts(
             metric value, lower is closer; cosine in [0, 2]) or
             ``"similarity"`` (turnkit's score in [0, 1], higher is closer; the
             fused score under hybrid search, the blended score after ranking).
+            The similarity threshold always reads the dense similarity.
         models: Chat models by name for ``llm_ranker`` (a mapping or a
             function returning ``None`` for an unknown name).
         scorers: Relevance scorers by name for ``rank_service``.
@@ -271,31 +271,22 @@ async def retrieve_contexts(
                 "metadata.source_display_name", file_ids
             )
         )
-    if distance_max is not None:
-        query = query.max_distance(distance_max)
-    if similarity_min is not None:
-        query = query.min_score(similarity_min)
     ranking = config.ranking if config is not None else None
     ranker = _ranker(ranking, store, models, checked_scorers) if ranking is not None else None
     hybrid = config.hybrid_search if config is not None else None
     if hybrid is not None:
         query = query.hybrid(hybrid.alpha if hybrid.alpha is not None else 0.5, text=req.query.text)
-    pool = top_k if ranker is None else options.pool(top_k)
-    found = await query.select("id", "document", "metadata").limit(pool).search()
-    matches: list[VectorMatch] = []
-    for match in found:
-        # Vertex thresholds are strict ("smaller than", "larger than").
-        if distance_max is not None and (match.distance is None or match.distance >= distance_max):
-            continue
-        if similarity_min is not None and (match.score is None or match.score <= similarity_min):
-            continue
-        matches.append(match)
-    if ranker is not None and matches:
-        model, scorer = ranker
-        ranked = await rerank(
-            req.query.text, matches, replace(options, top_k=top_k), model=model, scorer=scorer
-        )
-        matches = [r.as_match() for r in ranked]
+    model, scorer = ranker if ranker is not None else (None, None)
+    steps = RetrieveOptions(
+        top_k=top_k,
+        min_score=similarity_min,
+        max_distance=distance_max,
+        strict=True,  # Vertex thresholds are strict ("smaller than", "larger than")
+        rerank=options if ranker is not None else None,
+        rerank_model=model,
+        rerank_scorer=scorer,
+    )
+    matches = (await retrieve(query.select("id", "document", "metadata"), steps)).matches
 
     contexts: list[RagContext] = []
     for match in matches:

@@ -28,6 +28,7 @@ from ..batteries.vector import (
     QueryBuilder,
     RelevanceScorer,
     RerankFailedError,
+    RetrieveOptions,
     UnknownFieldError,
     UnsupportedFilterOperatorError,
     VectorMatch,
@@ -35,7 +36,7 @@ from ..batteries.vector import (
     coerce_hybrid,
     encode_texts,
     local_scorer,
-    rerank,
+    retrieve,
 )
 from ._config import DatabaseConfig, ModelResolver, RerankConfig, check_models, resolve_model
 from ._errors import (
@@ -613,22 +614,25 @@ class VectorQueryTool:
         if model_filter is not None:
             query = query.where(model_filter)
         fields = ["id", "document", "metadata"] + (["vector"] if include_vectors else [])
-        rank_opts = reranker.options(limit) if reranker is not None else None
-        fetch = rank_opts.pool() if rank_opts is not None else limit
-        query = _apply_database_config(query.select(*fields).limit(fetch), db)
+        model, scorer = judge if judge is not None else (None, None)
+        steps = RetrieveOptions(
+            top_k=limit,
+            min_score=db.min_score,
+            rerank=reranker.options(limit) if reranker is not None else None,
+            rerank_model=model,
+            rerank_scorer=scorer,
+        )
         try:
-            matches = await query.search()
+            found = await retrieve(_apply_database_config(query.select(*fields), db), steps)
         except CollectionNotFoundError as exc:
             raise _fail(exc, "configuration") from None
+        except RerankFailedError as exc:  # a judge's API error can quote keys or endpoints
+            raise _hidden(exc, self.id, "failed") from None
         except TurnkitError as exc:
             # Backend messages can quote the compiled SQL, guard values included: log, do not show.
             raise _hidden(exc, self.id) from None
-        if rank_opts is not None and judge is not None and matches:
-            model, scorer = judge
-            try:
-                ranked = await rerank(request.query_text, matches, rank_opts, model=model, scorer=scorer)
-            except RerankFailedError as exc:  # a judge's API error can quote keys or endpoints
-                raise _hidden(exc, self.id, "failed") from None
+        matches = found.matches
+        if found.reranked:
             name = (
                 scorer.name
                 if scorer is not None
@@ -636,10 +640,10 @@ class VectorQueryTool:
                 if model is None
                 else f"llm:{getattr(model, 'model', type(model).__name__)}"
             )
-            notes.append(f"Reranked {len(matches)} candidates with {name}; kept {len(ranked)}.")
-            if rank_opts.weights.semantic > 0 and all(r.semantic is None for r in ranked):
+            notes.append(f"Reranked {found.reranked} candidates with {name}; kept {len(matches)}.")
+            unscored = all(r.semantic is None for r in found.ranked)
+            if reranker is not None and reranker.weights.semantic > 0 and unscored:
                 notes.append("The reranker's scorer gave no usable scores; the retrieval order was kept.")
-            matches = [r.as_match() for r in ranked]
         return self._result(matches, top_k, notes, include_vectors, include_sources)
 
     def _options(
@@ -813,8 +817,6 @@ def _apply_database_config(query: QueryBuilder, db: DatabaseConfig) -> QueryBuil
         query = query.refine_factor(db.refine_factor)
     if db.ef is not None:
         query = query.ef(db.ef)
-    if db.min_score is not None:
-        query = query.min_score(db.min_score)
     if db.prefilter is not None:
         query = query.prefilter(db.prefilter)
     return query

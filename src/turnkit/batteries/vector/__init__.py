@@ -52,6 +52,7 @@ from turnkit.batteries.vector._errors import (
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
+from turnkit.batteries.vector._retrieve import Retrieval, RetrieveOptions, retrieve, retrieve_sync
 from turnkit.batteries.vector.encoders._base import (
     EncodeKind,
     Encoder,
@@ -189,6 +190,8 @@ __all__ = [
     "ReservedMetadataKeyError",
     "RetrievableCallbacks",
     "RetrievableSkippedWarning",
+    "Retrieval",
+    "RetrieveOptions",
     "SearchFailedError",
     "SentenceTransformerEncoder",
     "StoreOperationFailedError",
@@ -230,6 +233,8 @@ __all__ = [
     "rerank",
     "rerank_search",
     "rerank_sync",
+    "retrieve",
+    "retrieve_sync",
     "rrf_fuse",
     "score_from_distance",
     "sql_literal",

@@ -46,15 +46,15 @@ from turnkit.batteries.vector._errors import (
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
+from turnkit.batteries.vector._retrieve import RetrieveOptions, retrieve
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.query._builder import MAX_LIMIT, QueryBuilder
 from turnkit.batteries.vector.ranking._abstain import check_min_score, grounding_verdict
-from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions, local_scorer, rerank
+from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions, local_scorer
 from turnkit.batteries.vector.store._hybrid import (
     HybridOption,
     HybridSpec,
     coerce_hybrid,
-    dense_scores,
 )
 from turnkit.batteries.vector.store._store import VectorStore
 
@@ -295,6 +295,14 @@ class VectorRetrievableGlue:
         self._to_retrievable = to_retrievable
         # Build once now: a bad collection name or filter fails at creation, not mid-turn.
         _apply_filter(store(collection), filter)
+        self._steps = RetrieveOptions(
+            top_k=top_k,
+            min_score=self.min_score,
+            rerank=self.rerank,
+            rerank_model=rerank_model,
+            rerank_scorer=self._rerank_scorer,
+            missing_ok=True,
+        )
 
     def __repr__(self) -> str:
         tier = self._tier if self._tier is not None else "<function>"
@@ -424,33 +432,11 @@ class VectorRetrievableGlue:
         q = _apply_filter(self._near(self.store(self.collection), query), self.filter)
         if isinstance(query, str):
             q = q.with_hybrid(self.hybrid, query)  # a vector query has no words to match
-        limit = self.rerank.pool() if self.rerank is not None else self.top_k
-        q = q.select(*_SELECT).limit(limit)
-        try:
-            found = await q
-        except CollectionNotFoundError:
-            found = []
-        # Cut here rather than in the query: results come best first, so this keeps the
-        # same matches, and the verdict can still report the best score below the bar.
-        # A fused hybrid score only ranks (an off-topic query still tops out near 1), so
-        # with hybrid the cut and the verdict read each match's dense similarity instead.
-        gauged = found
-        if self.min_score is not None and self.hybrid is not None and isinstance(query, str) and found:
-            similar = await dense_scores(self.store, self.collection, query, found)
-            gauged = [dc_replace(m, score=s) for m, s in zip(found, similar, strict=True)]
-        matches = (
-            found
-            if self.min_score is None
-            else [m for m, g in zip(found, gauged, strict=True) if _at_least(g, self.min_score)]
-        )
-        if self.rerank is not None and matches:
-            text = query if isinstance(query, str) else await self._question(ctx)
-            if text:
-                ranked = await rerank(
-                    text, matches, self.rerank, model=self._rerank_model, scorer=self._rerank_scorer
-                )
-                matches = [r.as_match() for r in ranked]
-            matches = matches[: self.top_k]
+        options = self._steps
+        if not isinstance(query, str) and options.rerank is not None:
+            options = dc_replace(options, rerank_text=await self._question(ctx))
+        found = await retrieve(q.select(*_SELECT), options)
+        matches, gauged = found.matches, found.candidates
         out: list[Retrievable] = []
         for match in matches:
             tier = await self._tier_for(match)
@@ -555,10 +541,6 @@ def _declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
         return str(raw["trust_tier"])
     stored = (match.metadata or {}).get("trust_tier")
     return None if stored is None else str(stored)
-
-
-def _at_least(match: VectorMatch, min_score: float) -> bool:
-    return match.score is not None and match.score >= min_score
 
 
 def _rerank_options(

@@ -88,6 +88,11 @@ class QueryBuilder(Filterable):
         """The collection this builder targets."""
         return self._spec.collection
 
+    @property
+    def store(self) -> VectorStore:
+        """The store this builder searches."""
+        return self._store
+
     def __repr__(self) -> str:
         return f"<QueryBuilder {self._spec.to_dict()!r}>"
 
@@ -238,8 +243,9 @@ class QueryBuilder(Filterable):
         """Mix full-text (BM25 on ``document``) with the vector search; see docs/ranking.md.
 
         The full-text index is created on the first hybrid query. Both legs
-        take the filter; ``min_score`` applies to the fused score,
-        ``max_distance`` to the vector leg. Calling it again replaces the options.
+        take the filter; ``min_score`` reads each match's dense similarity
+        (never the fused score, which only ranks), ``max_distance`` the vector
+        leg's distance. Calling it again replaces the options.
 
         Args:
             alpha: Weight of the vector leg in [0, 1] (Vertex's meaning: 0 is
