@@ -431,7 +431,23 @@ def test_tool_encoder_and_provider_options(kb):
     other = HashEncoder(128)
     other.name = "another-model"
     mismatch = run(create_vector_query_tool(store=store, collection=coll, encoder=other), {"query_text": "x"})
-    assert mismatch.error.code == "E_INVALID_TOOL_CONFIG" and "another-model" in mismatch.error.message
+    # The store's meaning (an encoder mismatch), and a hint that names both encoders.
+    assert mismatch.error.code == "E_VECTOR_STORE_ENCODER_MISMATCH"
+    assert mismatch.error.kind == "configuration"
+    assert "another-model" in mismatch.error.message
+    assert "another-model" in mismatch.error.hint and store.encoder.name in mismatch.error.hint
+
+
+def test_provider_options_reach_the_stores_own_encoder(tmp_path):
+    """Without encoder=, provider options go to the store's encoder when it takes them."""
+    encoder = RecordingEncoder()
+    vs = create_vector_store(uri=str(tmp_path / "db"), encoder=encoder, auto_optimize=None)
+    vs("kb").upsert_sync([{"id": "r", "document": "refunds are paid in five days"}])
+    tool = create_vector_query_tool(store=vs, collection="kb", provider_options={"hash": {"dimensions": 128}})
+    assert run(tool, {"query_text": "refunds", "top_k": 1}).sources[0].id == "r"
+    assert encoder.seen[-1] == ("query", {"hash": {"dimensions": 128}})
+    run(tool, {"query_text": "refunds"}, provider_options={"hash": {"dimensions": 64}})
+    assert encoder.seen[-1] == ("query", {"hash": {"dimensions": 64}})
 
 
 def test_creation_errors_raise():

@@ -25,10 +25,10 @@ from ..tools import (
     RerankConfig,
     RetrieveContextsResponse,
     create_vector_query_tool,
+    filter_description,
     retrieve_contexts_input_schema,
 )
 from ..tools._filters import compile_guard
-from ..tools._vector_query import filter_description
 from ._encoders import encoder_from_spec, recorded_encoder
 from ._errors import InvalidMCPServerConfigError
 from ._tools import (

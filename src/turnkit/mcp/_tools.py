@@ -29,10 +29,10 @@ from ..tools import (
     ToolFailedError,
     VectorQueryTool,
     describe_metadata_fields,
+    filter_description,
     retrieve_contexts,
 )
 from ..tools._filters import _fields as guard_fields
-from ..tools._vector_query import filter_description
 from ._errors import MCPUnknownPrincipalError
 
 __all__ = ["READ_ONLY_ANNOTATIONS", "WRITE_ANNOTATIONS"]

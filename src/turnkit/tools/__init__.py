@@ -45,7 +45,7 @@ from ._retrieve import (
     retrieve_contexts_input_schema,
     retrieve_contexts_sync,
 )
-from ._vector_query import DEFAULT_DESCRIPTION, VectorQueryTool, create_vector_query_tool
+from ._vector_query import DEFAULT_DESCRIPTION, VectorQueryTool
 from ._vertex_models import (
     HybridSearch,
     LlmRanker,
@@ -62,6 +62,9 @@ from ._vertex_models import (
     RetrieveContextsResponse,
     VertexRagStore,
 )
+from ._vq_create import create_vector_query_tool
+from ._vq_input import VectorQueryInput, filter_description
+from ._vq_options import VectorQueryOptions
 
 __all__ = [
     "CollectionNotAllowedError",
@@ -97,6 +100,8 @@ __all__ = [
     "ToolRuntimeError",
     "ToolUsageError",
     "UnknownModelError",
+    "VectorQueryInput",
+    "VectorQueryOptions",
     "VectorQueryRequestContext",
     "VectorQueryResult",
     "VectorQuerySource",
@@ -104,6 +109,7 @@ __all__ = [
     "VertexRagStore",
     "create_vector_query_tool",
     "describe_metadata_fields",
+    "filter_description",
     "retrieve_contexts",
     "retrieve_contexts_input_schema",
     "retrieve_contexts_sync",

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from .._errors import RuntimeFailure, TurnkitError
 
-__all__ = ["ErrorKind", "PageSpan", "ToolErrorInfo", "VectorQueryResult", "VectorQuerySource"]
+if TYPE_CHECKING:
+    from ..batteries.vector import VectorMatch
+
+__all__ = ["Citation", "ErrorKind", "PageSpan", "ToolErrorInfo", "VectorQueryResult", "VectorQuerySource"]
 
 ErrorKind = Literal["invalid_input", "configuration", "failed"]
 
@@ -28,6 +32,39 @@ class PageSpan(BaseModel):
 
     first_page: int
     last_page: int
+
+    @classmethod
+    def from_metadata(cls, value: Any) -> PageSpan | None:
+        """The span stored in a chunk's ``page_span`` metadata, if it is a well-formed one."""
+        if isinstance(value, Mapping):
+            first, last = value.get("first_page"), value.get("last_page")
+            if isinstance(first, int) and isinstance(last, int) and not isinstance(first, bool):
+                if not isinstance(last, bool):
+                    return cls(first_page=first, last_page=last)
+        return None
+
+
+class Citation(NamedTuple):
+    """What both tools cite for a match: its text and where it came from."""
+
+    text: str
+    source_uri: str | None
+    source_display_name: str | None
+    page_span: PageSpan | None
+
+    @classmethod
+    def of(cls, match: VectorMatch) -> Citation:
+        """The citation of ``match`` (text from ``document``, else ``metadata.text``)."""
+        meta = match.metadata or {}
+        # Records written without a document may keep their text in metadata (a common ingest habit).
+        text = match.document or meta.get("text")
+        uri, name = meta.get("source_uri"), meta.get("source_display_name")
+        return cls(
+            text if isinstance(text, str) else "",
+            uri if isinstance(uri, str) else None,
+            name if isinstance(name, str) else None,
+            PageSpan.from_metadata(meta.get("page_span")),
+        )
 
 
 class ToolErrorInfo(BaseModel):

@@ -31,8 +31,8 @@ from ._errors import (
     UnknownModelError,
 )
 from ._filters import compile_guard
+from ._results import Citation
 from ._vertex_models import (
-    PageSpan,
     RagChunk,
     RagContext,
     RagContexts,
@@ -85,13 +85,6 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
 def retrieve_contexts_input_schema() -> dict[str, Any]:
     """The JSON Schema of a `RetrieveContextsRequest` (snake_case names; camelCase is accepted too)."""
     return RetrieveContextsRequest.model_json_schema(by_alias=False)
-
-
-def _text(document: str | None, metadata: Mapping[str, Any]) -> str:
-    if document:
-        return document
-    text = metadata.get("text")
-    return text if isinstance(text, str) else ""
 
 
 Ranker = tuple["ChatModel | None", "RelevanceScorer | None"]
@@ -290,24 +283,14 @@ async def retrieve_contexts(
 
     contexts: list[RagContext] = []
     for match in matches:
-        meta = match.metadata or {}
-        text = _text(match.document, meta)
-        span = meta.get("page_span")
-        page_span = None
-        if (
-            isinstance(span, Mapping)
-            and isinstance(span.get("first_page"), int)
-            and isinstance(span.get("last_page"), int)
-        ):
-            page_span = PageSpan(first_page=span["first_page"], last_page=span["last_page"])
-        uri, display = meta.get("source_uri"), meta.get("source_display_name")
+        cited = Citation.of(match)
         contexts.append(
             RagContext(
-                source_uri=uri if isinstance(uri, str) else None,
-                source_display_name=display if isinstance(display, str) else None,
-                text=text,
+                source_uri=cited.source_uri,
+                source_display_name=cited.source_display_name,
+                text=cited.text,
                 score=match.distance if score == "distance" else match.score,
-                chunk=RagChunk(text=text, page_span=page_span),
+                chunk=RagChunk(text=cited.text, page_span=cited.page_span),
             )
         )
     return RetrieveContextsResponse(contexts=RagContexts(contexts=contexts))
