@@ -9,22 +9,17 @@ other. Subclass `VectorRetrievableGlue` to change how a turn becomes a query
 
 from __future__ import annotations
 
+import inspect
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace as dc_replace
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import numpy as np
-import numpy.typing as npt
 
 from turnkit._aio import call_maybe_async
 from turnkit._context import (
-    DeleteRetrievableCallback,
-    FetchRetrievablesCallback,
-    MutateRetrievableCallback,
-    StoreRetrievableCallback,
     TurnContext,
     invoke,
 )
@@ -43,11 +38,27 @@ from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
     InvalidQueryError,
     InvalidRankingConfigError,
-    VectorStoreUsageError,
+)
+from turnkit.batteries.vector._glue_parts import (
+    GLUE_METADATA_KEYS,
+    DeriveQuery,
+    FilterSpec,
+    InvalidRetrievableGlueConfigError,
+    QueryValue,
+    RawResult,
+    ReservedMetadataKeyError,
+    RetrievableCallbacks,
+    RetrievableSkippedWarning,
+    TierFunction,
+    ToRetrievable,
+    VectorRetrievableCallbacks,
+    apply_filter,
+    declared_tier,
+    rerank_options,
+    source_of,
 )
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
 from turnkit.batteries.vector._retrieve import RetrieveOptions, retrieve
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.query._builder import MAX_LIMIT, QueryBuilder
 from turnkit.batteries.vector.ranking._abstain import check_min_score, grounding_verdict
 from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions, local_scorer
@@ -74,132 +85,8 @@ __all__ = [
 
 log = logging.getLogger("turnkit.vector.retrievables")
 
-QueryValue: TypeAlias = str | Sequence[float] | npt.NDArray[Any]
-"""What ``derive_query`` returns besides ``None``: text (the store encodes it) or a query vector."""
-DeriveQuery: TypeAlias = Callable[[TurnContext], QueryValue | None | Awaitable[QueryValue | None]]
-"""``derive_query(ctx)``: sync or async; ``None`` skips retrieval this turn."""
-RawResult: TypeAlias = RawRetrievable | Retrievable | Mapping[str, Any] | None
-"""What ``to_retrievable`` returns: the record minus its tier, or ``None`` to drop the match."""
-ToRetrievable: TypeAlias = Callable[[VectorMatch], RawResult | Awaitable[RawResult]]
-"""``to_retrievable(match)``: sync or async."""
-TierFunction: TypeAlias = Callable[[VectorMatch], str | Awaitable[str]]
-"""``trust_tier(match)``: the deployer's rule for a collection that mixes provenance."""
-FilterSpec: TypeAlias = (
-    FilterNode | Mapping[str, Any] | tuple[str, Sequence[Any]] | str | Callable[[Any], Any]
-)
-"""A filter node, a Mongo-style dict, a raw ``(sql, bindings)`` pair or SQL string, or a group callable."""
-
-GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
-"""Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
-
-def _source_of(meta: Mapping[str, Any]) -> str | None:
-    """Where a record came from: the glue's ``source``, else an ingested file's name and section."""
-    if isinstance(meta.get("source"), str):
-        return str(meta["source"])
-    name = meta.get("source_display_name") or meta.get("source_uri")
-    if not isinstance(name, str) or not name:
-        return None
-    section = meta.get("section")
-    if isinstance(section, str) and section:
-        # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
-        return f"{name} § {section.replace(' > ', ' › ')}"
-    return name
-
-
 _SELECT = ("id", "document", "metadata", "created_at", "updated_at")
-_NODE_TYPES = (Condition, And, Or, Not, Raw)
-
-
-class InvalidRetrievableGlueConfigError(VectorStoreUsageError):
-    """`create_vector_retrievable_callbacks` got an option it cannot use, or a hook returned one."""
-
-    code = "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
-    default_hint = "Check the option named in the message against docs/retrieval-callbacks.md."
-
-
-class ReservedMetadataKeyError(VectorStoreUsageError):
-    """A record's metadata holds a key the glue writes itself (trust_tier, source, kind, timestamps)."""
-
-    code = "E_VECTOR_GLUE_RESERVED_METADATA_KEY"
-    default_hint = (
-        "Set the record's own field (source=, kind=, created_at=...) instead, or rename the metadata "
-        "key; trust_tier, source, kind, created_at and updated_at are written by the glue."
-    )
-
-
-class RetrievableSkippedWarning(UserWarning):
-    """A match could not become a `Retrievable` (empty document, bad timestamp…) and was left out.
-
-    Attributes:
-        record_id: The id of the skipped match.
-        collection: The collection it came from.
-        reason: Why it was skipped.
-    """
-
-    def __init__(self, message: str, *, record_id: str, collection: str, reason: str) -> None:
-        super().__init__(message)
-        self.record_id = record_id
-        self.collection = collection
-        self.reason = reason
-
-
-class RetrievableCallbacks(TypedDict):
-    """The four callbacks as keyword arguments of `turnkit.TurnRunnerConfig`."""
-
-    fetch_retrievables: FetchRetrievablesCallback
-    store_retrievable: StoreRetrievableCallback
-    mutate_retrievable: MutateRetrievableCallback
-    delete_retrievable: DeleteRetrievableCallback
-
-
-@dataclass(frozen=True)
-class VectorRetrievableCallbacks(Mapping[str, Any]):
-    """The four retrieval callbacks, by attribute and by name.
-
-    It is a read-only mapping of the `TurnRunnerConfig` field names, so
-    ``TurnRunnerConfig(model=..., **callbacks)`` wires all four;
-    ``**callbacks.as_dict()`` does the same with precise static types.
-
-    Attributes:
-        fetch_retrievables: ``async (ctx) -> list[Retrievable]``.
-        store_retrievable: ``async (ctx, r) -> None``.
-        mutate_retrievable: ``async (ctx, r) -> None``.
-        delete_retrievable: ``async (ctx, id) -> None``.
-        glue: The `VectorRetrievableGlue` behind them.
-    """
-
-    fetch_retrievables: Callable[[TurnContext], Awaitable[list[Retrievable]]]
-    store_retrievable: Callable[[TurnContext, Retrievable], Awaitable[None]]
-    mutate_retrievable: Callable[[TurnContext, Retrievable], Awaitable[None]]
-    delete_retrievable: Callable[[TurnContext, str], Awaitable[None]]
-    glue: VectorRetrievableGlue
-
-    NAMES: ClassVar[tuple[str, ...]] = (
-        "fetch_retrievables",
-        "store_retrievable",
-        "mutate_retrievable",
-        "delete_retrievable",
-    )
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.NAMES:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.NAMES)
-
-    def __len__(self) -> int:
-        return len(self.NAMES)
-
-    def as_dict(self) -> RetrievableCallbacks:
-        """The four callbacks as a plain dict of `TurnRunnerConfig` keyword arguments."""
-        return RetrievableCallbacks(
-            fetch_retrievables=self.fetch_retrievables,
-            store_retrievable=self.store_retrievable,
-            mutate_retrievable=self.mutate_retrievable,
-            delete_retrievable=self.delete_retrievable,
-        )
+P = ParamSpec("P")
 
 
 class VectorRetrievableGlue:
@@ -208,8 +95,37 @@ class VectorRetrievableGlue:
     ``create_vector_retrievable_callbacks(...)`` is
     ``VectorRetrievableGlue(...).callbacks()``. Override `derive_query`,
     `to_retrievable` or `to_record` (sync or async) in a subclass, or pass
-    ``derive_query=`` / ``to_retrievable=`` functions; the options are those
-    of `create_vector_retrievable_callbacks`.
+    ``derive_query=`` / ``to_retrievable=`` functions.
+
+    Args:
+        store: The `VectorStore` (from `create_vector_store`).
+        collection: The collection to search and write.
+        trust_tier: Required. A tier for every match, or a function of the
+            `VectorMatch` returning one (sync or async). A record is never
+            returned more trusted than the ``trust_tier`` it was stored with.
+        top_k: Most matches per fetch.
+        filter: ANDed to every search: a filter node (``condition(...)``,
+            ``and_(...)``…), a Mongo-style dict (as for ``where(dict)``), a
+            raw ``(sql, bindings)`` pair, SQL string or `Raw`, or a group callable.
+        derive_query: ``(ctx) -> str | vector | None`` (sync or async). The
+            default is the last user message; ``None`` skips retrieval.
+        to_retrievable: ``(match) -> RawRetrievable | mapping | None`` (sync
+            or async); replaces the default mapping.
+        min_score: Matches whose vector similarity (in [0, 1]) is below it
+            are not returned. With ``hybrid`` too it is compared with the
+            dense similarity, never the fused score, which only ranks. When nothing is
+            left, fetch returns ``[]`` and marks the turn ungrounded: a
+            `TurnRunner` with the default input stage stops before the model
+            call with ``stop_reason == NO_GROUNDED_ANSWER``.
+        abstain_reply: The turn's reply when it abstains (needs ``min_score``).
+        hybrid: Full-text plus vector search for text queries: ``True``, an
+            ``alpha`` (0 full-text only, 1 vector only), or a dict of
+            ``alpha``, ``fusion``, ``rrf_k``, ``candidates``.
+        rerank: ``True`` or `RerankOptions`: over-fetch and rerank; ``top_k``
+            above is the number kept (the options' own ``top_k`` is replaced).
+        rerank_model: A `turnkit.ChatModel` used as the LLM judge.
+        rerank_scorer: A `RelevanceScorer`; without it or a model, the local
+            scorer (`local_scorer` over the store's encoder, or MiniLM when installed).
 
     Raises:
         TrustTierRequiredError: ``trust_tier`` was not given.
@@ -264,7 +180,7 @@ class VectorRetrievableGlue:
         try:
             self.min_score = None if min_score is None else check_min_score(min_score)
             self.hybrid: HybridSpec | None = coerce_hybrid(hybrid)
-            self.rerank = _rerank_options(rerank, rerank_model, rerank_scorer, top_k)
+            self.rerank = rerank_options(rerank, rerank_model, rerank_scorer, top_k)
             # Resolved now so a missing encoder or extra fails at creation, not mid-turn.
             self._rerank_scorer: RelevanceScorer | None = (
                 None
@@ -294,7 +210,7 @@ class VectorRetrievableGlue:
         self._derive_query = derive_query
         self._to_retrievable = to_retrievable
         # Build once now: a bad collection name or filter fails at creation, not mid-turn.
-        _apply_filter(store(collection), filter)
+        apply_filter(store(collection), filter)
         self._steps = RetrieveOptions(
             top_k=top_k,
             min_score=self.min_score,
@@ -361,7 +277,7 @@ class VectorRetrievableGlue:
         }
         if isinstance(meta.get("kind"), str):
             fields["kind"] = meta["kind"]
-        source = _source_of(meta)
+        source = source_of(meta)
         if source is not None:
             fields["source"] = source
         for key in ("created_at", "updated_at"):
@@ -429,7 +345,7 @@ class VectorRetrievableGlue:
         query = await invoke(self.derive_query, ctx)
         if query is None or (isinstance(query, str) and not query.strip()):
             return []
-        q = _apply_filter(self._near(self.store(self.collection), query), self.filter)
+        q = apply_filter(self._near(self.store(self.collection), query), self.filter)
         if isinstance(query, str):
             q = q.with_hybrid(self.hybrid, query)  # a vector query has no words to match
         options = self._steps
@@ -514,7 +430,7 @@ class VectorRetrievableGlue:
         except InvalidRetrievableError as exc:
             self._skip(match, exc.message)
             return None
-        stored = _declared_tier(raw, match)
+        stored = declared_tier(raw, match)
         if stored is not None and stored not in TRUST_TIERS:
             self._skip(match, f"its stored trust_tier {stored!r} is not a known tier")
             return None
@@ -533,83 +449,20 @@ class VectorRetrievableGlue:
         )
 
 
-def _declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
-    """The tier a record already carries: from the hook's result, else from the stored metadata."""
-    if isinstance(raw, Retrievable):
-        return raw.trust_tier
-    if isinstance(raw, Mapping) and raw.get("trust_tier") is not None:
-        return str(raw["trust_tier"])
-    stored = (match.metadata or {}).get("trust_tier")
-    return None if stored is None else str(stored)
 
+def _callbacks_of(glue: Callable[P, VectorRetrievableGlue]) -> Callable[P, VectorRetrievableCallbacks]:
+    # The factory takes exactly the glue's options: the signature is written once, on __init__.
+    def create_vector_retrievable_callbacks(*args: P.args, **kwargs: P.kwargs) -> VectorRetrievableCallbacks:
+        return glue(*args, **kwargs).callbacks()
 
-def _rerank_options(
-    value: RerankOptions | bool | None,
-    model: ChatModel | None,
-    scorer: RelevanceScorer | None,
-    top_k: int,
-) -> RerankOptions | None:
-    if value is None or value is False:
-        if model is not None or scorer is not None:
-            raise InvalidRankingConfigError(
-                "rerank_model / rerank_scorer need rerank=True or rerank=RerankOptions(...).", field="rerank"
-            )
-        return None
-    if model is not None and scorer is not None:
-        raise InvalidRankingConfigError("Pass rerank_model or rerank_scorer, not both.", field="rerank")
-    if model is not None and not callable(getattr(model, "complete", None)):
-        raise InvalidRankingConfigError(
-            f"rerank_model must be a ChatModel, got {type(model).__name__}.", field="rerank_model"
-        )
-    if scorer is not None and not callable(getattr(scorer, "score", None)):
-        raise InvalidRankingConfigError(
-            f"rerank_scorer must have .score(query, passages), got {type(scorer).__name__}.",
-            field="rerank_scorer",
-        )
-    options = RerankOptions() if value is True else value
-    if not isinstance(options, RerankOptions):
-        raise InvalidRankingConfigError(
-            f"rerank must be True or RerankOptions, got {type(value).__name__}.", field="rerank"
-        )
-    # The callbacks' top_k is how many records a turn gets; the pool is sized from it.
-    return dc_replace(options, top_k=top_k)
-
-
-def _apply_filter(q: QueryBuilder, spec: FilterSpec | None) -> QueryBuilder:
-    if spec is None:
-        return q
-    if isinstance(spec, str):
-        return q.where_raw(spec)
-    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
-        return q.where_raw(spec[0], spec[1])
-    if isinstance(spec, (*_NODE_TYPES, Mapping)) or callable(spec):
-        return q.where(spec)
-    raise InvalidRetrievableGlueConfigError(
-        f"filter must be a filter node, a dict, a (sql, bindings) pair or a callable, "
-        f"got {type(spec).__name__}.",
-        hint='Examples: condition("metadata.kind", "eq", "faq"), {"metadata.kind": "faq"}, '
-        "(\"json_get_int(metadata, 'year') >= ?\", [2020]).",
-        field="filter",
+    create_vector_retrievable_callbacks.__doc__ = inspect.cleandoc(_FACTORY_DOC)
+    create_vector_retrievable_callbacks.__signature__ = inspect.signature(glue).replace(  # type: ignore[attr-defined]
+        return_annotation="VectorRetrievableCallbacks"
     )
+    return create_vector_retrievable_callbacks
 
 
-def create_vector_retrievable_callbacks(
-    *,
-    store: VectorStore,
-    collection: str,
-    trust_tier: TrustTier | TierFunction | None = None,
-    top_k: int = 5,
-    filter: FilterSpec | None = None,
-    derive_query: DeriveQuery | None = None,
-    to_retrievable: ToRetrievable | None = None,
-    min_score: float | None = None,
-    abstain_reply: str | None = None,
-    hybrid: HybridOption = None,
-    rerank: RerankOptions | bool | None = None,
-    rerank_model: ChatModel | None = None,
-    rerank_scorer: RelevanceScorer | None = None,
-) -> VectorRetrievableCallbacks:
-    """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
+_FACTORY_DOC = """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
 
     Example:
         ```python
@@ -627,35 +480,7 @@ def create_vector_retrievable_callbacks(
         runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["ok"]), **callbacks))
         ```
 
-    Args:
-        store: The `VectorStore` (from `create_vector_store`).
-        collection: The collection to search and write.
-        trust_tier: Required. A tier for every match, or a function of the
-            `VectorMatch` returning one (sync or async). A record is never
-            returned more trusted than the ``trust_tier`` it was stored with.
-        top_k: Most matches per fetch.
-        filter: ANDed to every search: a filter node (``condition(...)``,
-            ``and_(...)``…), a Mongo-style dict (as for ``where(dict)``), a
-            raw ``(sql, bindings)`` pair, SQL string or `Raw`, or a group callable.
-        derive_query: ``(ctx) -> str | vector | None`` (sync or async). The
-            default is the last user message; ``None`` skips retrieval.
-        to_retrievable: ``(match) -> RawRetrievable | mapping | None`` (sync
-            or async); replaces the default mapping.
-        min_score: Matches whose vector similarity (in [0, 1]) is below it
-            are not returned. With ``hybrid`` too it is compared with the
-            dense similarity, never the fused score, which only ranks. When nothing is
-            left, fetch returns ``[]`` and marks the turn ungrounded: a
-            `TurnRunner` with the default input stage stops before the model
-            call with ``stop_reason == NO_GROUNDED_ANSWER``.
-        abstain_reply: The turn's reply when it abstains (needs ``min_score``).
-        hybrid: Full-text plus vector search for text queries: ``True``, an
-            ``alpha`` (0 full-text only, 1 vector only), or a dict of
-            ``alpha``, ``fusion``, ``rrf_k``, ``candidates``.
-        rerank: ``True`` or `RerankOptions`: over-fetch and rerank; ``top_k``
-            above is the number kept (the options' own ``top_k`` is replaced).
-        rerank_model: A `turnkit.ChatModel` used as the LLM judge.
-        rerank_scorer: A `RelevanceScorer`; without it or a model, the local
-            scorer (`local_scorer` over the store's encoder, or MiniLM when installed).
+    Its options are `VectorRetrievableGlue`'s (see there for each one).
 
     Returns:
         A frozen `VectorRetrievableCallbacks`, which unpacks into
@@ -666,19 +491,6 @@ def create_vector_retrievable_callbacks(
         UnknownTrustTierError: ``trust_tier`` is not a known tier.
         InvalidRetrievableGlueConfigError: ``store``, ``top_k``, ``filter`` or a hook is unusable.
         InvalidFilterError: ``filter`` is malformed.
-    """
-    return VectorRetrievableGlue(
-        store=store,
-        collection=collection,
-        trust_tier=trust_tier,
-        top_k=top_k,
-        filter=filter,
-        derive_query=derive_query,
-        to_retrievable=to_retrievable,
-        min_score=min_score,
-        abstain_reply=abstain_reply,
-        hybrid=hybrid,
-        rerank=rerank,
-        rerank_model=rerank_model,
-        rerank_scorer=rerank_scorer,
-    ).callbacks()
+"""
+
+create_vector_retrievable_callbacks = _callbacks_of(VectorRetrievableGlue)

@@ -1,0 +1,241 @@
+"""The retrieval glue's types, errors and option checks (the glue itself is in ``_callbacks``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import replace as dc_replace
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
+
+import numpy.typing as npt
+
+from turnkit._context import (
+    DeleteRetrievableCallback,
+    FetchRetrievablesCallback,
+    MutateRetrievableCallback,
+    StoreRetrievableCallback,
+    TurnContext,
+)
+from turnkit._retrievable import (
+    RawRetrievable,
+    Retrievable,
+)
+from turnkit.batteries.vector._errors import (
+    InvalidRankingConfigError,
+    VectorStoreUsageError,
+)
+from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.query._builder import QueryBuilder
+from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions
+
+if TYPE_CHECKING:
+    from turnkit._models import ChatModel
+    from turnkit.batteries.vector._callbacks import VectorRetrievableGlue
+
+__all__ = [
+    "GLUE_METADATA_KEYS",
+    "DeriveQuery",
+    "FilterSpec",
+    "InvalidRetrievableGlueConfigError",
+    "QueryValue",
+    "RawResult",
+    "ReservedMetadataKeyError",
+    "RetrievableCallbacks",
+    "RetrievableSkippedWarning",
+    "TierFunction",
+    "ToRetrievable",
+    "VectorRetrievableCallbacks",
+    "apply_filter",
+    "declared_tier",
+    "rerank_options",
+    "source_of",
+]
+
+QueryValue: TypeAlias = str | Sequence[float] | npt.NDArray[Any]
+"""What ``derive_query`` returns besides ``None``: text (the store encodes it) or a query vector."""
+DeriveQuery: TypeAlias = Callable[[TurnContext], QueryValue | None | Awaitable[QueryValue | None]]
+"""``derive_query(ctx)``: sync or async; ``None`` skips retrieval this turn."""
+RawResult: TypeAlias = RawRetrievable | Retrievable | Mapping[str, Any] | None
+"""What ``to_retrievable`` returns: the record minus its tier, or ``None`` to drop the match."""
+ToRetrievable: TypeAlias = Callable[[VectorMatch], RawResult | Awaitable[RawResult]]
+"""``to_retrievable(match)``: sync or async."""
+TierFunction: TypeAlias = Callable[[VectorMatch], str | Awaitable[str]]
+"""``trust_tier(match)``: the deployer's rule for a collection that mixes provenance."""
+FilterSpec: TypeAlias = (
+    FilterNode | Mapping[str, Any] | tuple[str, Sequence[Any]] | str | Callable[[Any], Any]
+)
+"""A filter node, a Mongo-style dict, a raw ``(sql, bindings)`` pair or SQL string, or a group callable."""
+
+GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
+"""Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
+
+def source_of(meta: Mapping[str, Any]) -> str | None:
+    """Where a record came from: the glue's ``source``, else an ingested file's name and section."""
+    if isinstance(meta.get("source"), str):
+        return str(meta["source"])
+    name = meta.get("source_display_name") or meta.get("source_uri")
+    if not isinstance(name, str) or not name:
+        return None
+    section = meta.get("section")
+    if isinstance(section, str) and section:
+        # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
+        return f"{name} § {section.replace(' > ', ' › ')}"
+    return name
+
+
+_NODE_TYPES = (Condition, And, Or, Not, Raw)
+
+
+class InvalidRetrievableGlueConfigError(VectorStoreUsageError):
+    """`create_vector_retrievable_callbacks` got an option it cannot use, or a hook returned one."""
+
+    code = "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
+    default_hint = "Check the option named in the message against docs/retrieval-callbacks.md."
+
+
+class ReservedMetadataKeyError(VectorStoreUsageError):
+    """A record's metadata holds a key the glue writes itself (trust_tier, source, kind, timestamps)."""
+
+    code = "E_VECTOR_GLUE_RESERVED_METADATA_KEY"
+    default_hint = (
+        "Set the record's own field (source=, kind=, created_at=...) instead, or rename the metadata "
+        "key; trust_tier, source, kind, created_at and updated_at are written by the glue."
+    )
+
+
+class RetrievableSkippedWarning(UserWarning):
+    """A match could not become a `Retrievable` (empty document, bad timestamp…) and was left out.
+
+    Attributes:
+        record_id: The id of the skipped match.
+        collection: The collection it came from.
+        reason: Why it was skipped.
+    """
+
+    def __init__(self, message: str, *, record_id: str, collection: str, reason: str) -> None:
+        super().__init__(message)
+        self.record_id = record_id
+        self.collection = collection
+        self.reason = reason
+
+
+class RetrievableCallbacks(TypedDict):
+    """The four callbacks as keyword arguments of `turnkit.TurnRunnerConfig`."""
+
+    fetch_retrievables: FetchRetrievablesCallback
+    store_retrievable: StoreRetrievableCallback
+    mutate_retrievable: MutateRetrievableCallback
+    delete_retrievable: DeleteRetrievableCallback
+
+
+@dataclass(frozen=True)
+class VectorRetrievableCallbacks(Mapping[str, Any]):
+    """The four retrieval callbacks, by attribute and by name.
+
+    It is a read-only mapping of the `TurnRunnerConfig` field names, so
+    ``TurnRunnerConfig(model=..., **callbacks)`` wires all four;
+    ``**callbacks.as_dict()`` does the same with precise static types.
+
+    Attributes:
+        fetch_retrievables: ``async (ctx) -> list[Retrievable]``.
+        store_retrievable: ``async (ctx, r) -> None``.
+        mutate_retrievable: ``async (ctx, r) -> None``.
+        delete_retrievable: ``async (ctx, id) -> None``.
+        glue: The `VectorRetrievableGlue` behind them.
+    """
+
+    fetch_retrievables: Callable[[TurnContext], Awaitable[list[Retrievable]]]
+    store_retrievable: Callable[[TurnContext, Retrievable], Awaitable[None]]
+    mutate_retrievable: Callable[[TurnContext, Retrievable], Awaitable[None]]
+    delete_retrievable: Callable[[TurnContext, str], Awaitable[None]]
+    glue: VectorRetrievableGlue
+
+    NAMES: ClassVar[tuple[str, ...]] = (
+        "fetch_retrievables",
+        "store_retrievable",
+        "mutate_retrievable",
+        "delete_retrievable",
+    )
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.NAMES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+    def as_dict(self) -> RetrievableCallbacks:
+        """The four callbacks as a plain dict of `TurnRunnerConfig` keyword arguments."""
+        return RetrievableCallbacks(
+            fetch_retrievables=self.fetch_retrievables,
+            store_retrievable=self.store_retrievable,
+            mutate_retrievable=self.mutate_retrievable,
+            delete_retrievable=self.delete_retrievable,
+        )
+
+
+
+def declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
+    """The tier a record already carries: from the hook's result, else from the stored metadata."""
+    if isinstance(raw, Retrievable):
+        return raw.trust_tier
+    if isinstance(raw, Mapping) and raw.get("trust_tier") is not None:
+        return str(raw["trust_tier"])
+    stored = (match.metadata or {}).get("trust_tier")
+    return None if stored is None else str(stored)
+
+
+def rerank_options(
+    value: RerankOptions | bool | None,
+    model: ChatModel | None,
+    scorer: RelevanceScorer | None,
+    top_k: int,
+) -> RerankOptions | None:
+    if value is None or value is False:
+        if model is not None or scorer is not None:
+            raise InvalidRankingConfigError(
+                "rerank_model / rerank_scorer need rerank=True or rerank=RerankOptions(...).", field="rerank"
+            )
+        return None
+    if model is not None and scorer is not None:
+        raise InvalidRankingConfigError("Pass rerank_model or rerank_scorer, not both.", field="rerank")
+    if model is not None and not callable(getattr(model, "complete", None)):
+        raise InvalidRankingConfigError(
+            f"rerank_model must be a ChatModel, got {type(model).__name__}.", field="rerank_model"
+        )
+    if scorer is not None and not callable(getattr(scorer, "score", None)):
+        raise InvalidRankingConfigError(
+            f"rerank_scorer must have .score(query, passages), got {type(scorer).__name__}.",
+            field="rerank_scorer",
+        )
+    options = RerankOptions() if value is True else value
+    if not isinstance(options, RerankOptions):
+        raise InvalidRankingConfigError(
+            f"rerank must be True or RerankOptions, got {type(value).__name__}.", field="rerank"
+        )
+    # The callbacks' top_k is how many records a turn gets; the pool is sized from it.
+    return dc_replace(options, top_k=top_k)
+
+
+def apply_filter(q: QueryBuilder, spec: FilterSpec | None) -> QueryBuilder:
+    if spec is None:
+        return q
+    if isinstance(spec, str):
+        return q.where_raw(spec)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+        return q.where_raw(spec[0], spec[1])
+    if isinstance(spec, (*_NODE_TYPES, Mapping)) or callable(spec):
+        return q.where(spec)
+    raise InvalidRetrievableGlueConfigError(
+        f"filter must be a filter node, a dict, a (sql, bindings) pair or a callable, "
+        f"got {type(spec).__name__}.",
+        hint='Examples: condition("metadata.kind", "eq", "faq"), {"metadata.kind": "faq"}, '
+        "(\"json_get_int(metadata, 'year') >= ?\", [2020]).",
+        field="filter",
+    )
+
