@@ -14,13 +14,14 @@ import inspect
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from ._errors import SyncInLoopThreadError
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
-__all__ = ["call_maybe_async", "loop", "on_loop", "run_sync"]
+__all__ = ["call_maybe_async", "loop", "on_loop", "run_sync", "sync_form"]
 
 
 class _BackgroundLoop:
@@ -72,6 +73,23 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except KeyboardInterrupt:
         future.cancel()
         raise
+
+
+def sync_form(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The sync form of the coroutine function ``fn``: same parameters, run with `run_sync`.
+
+    The signature is written once, on ``fn``; type checkers and ``inspect``
+    see it on the sync form too.
+    """
+
+    def sync(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(fn(*args, **kwargs))
+
+    sync.__name__ = sync.__qualname__ = f"{fn.__name__}_sync"
+    sync.__module__ = fn.__module__
+    sync.__doc__ = f"Sync form of `{fn.__name__}` (works inside a running event loop too)."
+    sync.__wrapped__ = fn  # type: ignore[attr-defined]  # inspect.signature reads fn's parameters
+    return sync
 
 
 async def on_loop(coro: Coroutine[Any, Any, T]) -> T:

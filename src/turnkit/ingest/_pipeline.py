@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._aio import run_sync
+from .._aio import sync_form
 from ._chunking import (
     DEFAULT_CHUNK_ENCODING,
     DEFAULT_CHUNK_OVERLAP,
@@ -316,37 +316,5 @@ async def ingest(
     return report
 
 
-def ingest_sync(
-    paths: PathInput | Iterable[PathInput],
-    *,
-    store: VectorStore,
-    collection: str,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-    encoding: str = DEFAULT_CHUNK_ENCODING,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    prune: bool = False,
-    progress: bool = True,
-    extensions: ExtensionMap | None = None,
-    workers: int | None = None,
-    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
-    follow_external_symlinks: bool = False,
-) -> IngestReport:
-    """Sync form of `ingest` (works inside a running event loop too)."""
-    return run_sync(
-        ingest(
-            paths,
-            store=store,
-            collection=collection,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            encoding=encoding,
-            batch_size=batch_size,
-            prune=prune,
-            progress=progress,
-            extensions=extensions,
-            workers=workers,
-            max_file_size=max_file_size,
-            follow_external_symlinks=follow_external_symlinks,
-        )
-    )
+ingest_sync = sync_form(ingest)
+

@@ -121,6 +121,22 @@ class VectorQuerySource(BaseModel):
     source_display_name: str | None = None
     page_span: PageSpan | None = None
 
+    @classmethod
+    def of(cls, match: VectorMatch, *, with_vector: bool = False) -> VectorQuerySource:
+        """The source of ``match`` (its vector only ``with_vector``)."""
+        cited = Citation.of(match)
+        return cls(
+            id=match.id,
+            score=match.score,
+            distance=match.distance,
+            document=cited.text or None,
+            metadata=match.metadata,
+            vector=match.vector if with_vector else None,
+            source_uri=cited.source_uri,
+            source_display_name=cited.source_display_name,
+            page_span=cited.page_span,
+        )
+
 
 class VectorQueryResult(BaseModel):
     """The answer of a vector query tool call.

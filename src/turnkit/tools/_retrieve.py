@@ -8,7 +8,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from .._aio import run_sync
+from .._aio import sync_form
 from .._models import ChatModel
 from ..batteries.vector import (
     FilterNode,
@@ -296,35 +296,4 @@ async def retrieve_contexts(
     return RetrieveContextsResponse(contexts=RagContexts(contexts=contexts))
 
 
-def retrieve_contexts_sync(
-    request: RetrieveContextsRequest | Mapping[str, Any],
-    *,
-    store: VectorStore,
-    collection: str | None = None,
-    allowed_collections: Collection[str] | None = None,
-    guard_filter: Mapping[str, Any] | FilterNode | None = None,
-    default_top_k: int = 10,
-    max_top_k: int = 50,
-    score: ScoreKind = "distance",
-    models: ModelResolver | None = None,
-    scorers: Mapping[str, RelevanceScorer] | None = None,
-    rerank_options: RerankOptions | None = None,
-    max_query_chars: int = 2000,
-) -> RetrieveContextsResponse:
-    """Sync form of `retrieve_contexts` (works inside a running event loop too)."""
-    return run_sync(
-        retrieve_contexts(
-            request,
-            store=store,
-            collection=collection,
-            allowed_collections=allowed_collections,
-            guard_filter=guard_filter,
-            default_top_k=default_top_k,
-            max_top_k=max_top_k,
-            score=score,
-            models=models,
-            scorers=scorers,
-            rerank_options=rerank_options,
-            max_query_chars=max_query_chars,
-        )
-    )
+retrieve_contexts_sync = sync_form(retrieve_contexts)

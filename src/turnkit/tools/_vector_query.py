@@ -33,7 +33,7 @@ from ._filters import (
     compile_model_filter,
     describe_metadata_fields,
 )
-from ._results import Citation, ToolErrorInfo, VectorQueryResult, VectorQuerySource
+from ._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
 from ._vq_errors import ToolCallFailure, classify
 from ._vq_input import FieldsCache, input_schema, parse_input, without_values
 from ._vq_options import (
@@ -397,22 +397,7 @@ class VectorQueryTool:
     def _result(
         self, matches: list[VectorMatch], top_k: int, notes: list[str], options: VectorQueryOptions
     ) -> VectorQueryResult:
-        sources: list[VectorQuerySource] = []
-        for match in matches:
-            cited = Citation.of(match)
-            sources.append(
-                VectorQuerySource(
-                    id=match.id,
-                    score=match.score,
-                    distance=match.distance,
-                    document=cited.text or None,
-                    metadata=match.metadata,
-                    vector=match.vector if options.include_vectors else None,
-                    source_uri=cited.source_uri,
-                    source_display_name=cited.source_display_name,
-                    page_span=cited.page_span,
-                )
-            )
+        sources = [VectorQuerySource.of(m, with_vector=options.include_vectors) for m in matches]
         if not sources:
             notes.append("The search ran and no chunk matched; try other words or a looser filter.")
             return VectorQueryResult(status="no_results", top_k=top_k, notes=notes)

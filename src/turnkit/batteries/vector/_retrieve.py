@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING
 
-from turnkit._aio import run_sync
+from turnkit._aio import sync_form
 from turnkit.batteries.vector._errors import CollectionNotFoundError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.query._spec import NearText
@@ -137,9 +137,8 @@ async def retrieve(query: QueryBuilder, options: RetrieveOptions | None = None) 
     return Retrieval(matches[: opts.top_k], gauged, reranked, ranked[: opts.top_k])
 
 
-def retrieve_sync(query: QueryBuilder, options: RetrieveOptions | None = None) -> Retrieval:
-    """Sync form of `retrieve` (works inside a running event loop too)."""
-    return run_sync(retrieve(query, options))
+retrieve_sync = sync_form(retrieve)
+
 
 
 def _passes(match: VectorMatch, opts: RetrieveOptions) -> bool:
