@@ -16,7 +16,6 @@ from ..batteries.vector import (
     InvalidRankingConfigError,
     QueryBuilder,
     and_,
-    coerce_hybrid,
 )
 from ._config import DatabaseConfig, RerankConfig
 from ._errors import InvalidToolConfigError, ToolOptionMissingError
@@ -98,7 +97,7 @@ class OptionsEncoder:
 def coerce_tool_hybrid(value: HybridOption) -> HybridSpec | None:
     """A hybrid option as the tool reports it: an `InvalidToolConfigError` on ``hybrid``."""
     try:
-        return coerce_hybrid(value, option="hybrid")
+        return HybridSpec.from_option(value, option="hybrid")
     except InvalidRankingConfigError as exc:
         raise InvalidToolConfigError(exc.message, hint=exc.hint, option="hybrid") from None
 

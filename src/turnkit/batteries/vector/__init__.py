@@ -109,7 +109,6 @@ from turnkit.batteries.vector.ranking._rerank import (
 from turnkit.batteries.vector.store._hybrid import (
     HybridOption,
     HybridSpec,
-    coerce_hybrid,
     linear_fuse,
     rrf_fuse,
     zscore_fuse,
@@ -211,7 +210,6 @@ __all__ = [
     "abstaining_fetch_stage",
     "and_",
     "bind_raw",
-    "coerce_hybrid",
     "condition",
     "create_vector_retrievable_callbacks",
     "create_vector_store",

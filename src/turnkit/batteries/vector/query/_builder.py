@@ -218,7 +218,7 @@ class QueryBuilder(Filterable):
         """``hybrid(...)`` with ``spec``'s options and ``text`` as the full-text query.
 
         Args:
-            spec: The hybrid options, as ``coerce_hybrid`` of a tool's or callback's option
+            spec: The hybrid options, as ``HybridSpec.from_option`` of a tool's or callback's option
                 gives them; ``None`` returns this builder unchanged.
             text: The words the full-text leg matches.
 

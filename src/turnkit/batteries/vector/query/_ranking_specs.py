@@ -50,6 +50,16 @@ class HybridSpec:
         wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
         return min(MAX_LIMIT, max(wanted, limit + offset))
 
+    @classmethod
+    def from_option(cls, value: HybridOption, *, option: str = "hybrid") -> HybridSpec | None:
+        """A `HybridOption` as a spec, or ``None`` when hybrid search is off.
+
+        Raises:
+            InvalidRankingConfigError: ``value`` is not a usable option (the
+                message names ``option``).
+        """
+        return coerce_hybrid(value, option=option)
+
 
 HybridOption = Union["HybridSpec", Mapping[str, Any], bool, float, None]
 """How options spell hybrid search: ``True`` (the defaults), an ``alpha``, a
