@@ -426,8 +426,9 @@ class QueryBuilder(Filterable):
     async def get(self, ids: Iterable[str]) -> list[VectorMatch]:
         """Fetch records by id, in the order given; missing ids are skipped.
 
-        Uses the builder's ``select`` (default: every field but ``vector``) and
-        ANDs its filter.
+        An id asked for twice is returned once, where it was first asked for
+        (``get(["a", "a", "b"])`` gives ``a, b``). Uses the builder's ``select``
+        (default: every field but ``vector``) and ANDs its filter.
         """
         id_list = list(ids) if not isinstance(ids, str) else [ids]
         for rid in id_list:
