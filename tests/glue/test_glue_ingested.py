@@ -36,3 +36,39 @@ def test_ingested_chunk_reaches_the_prompt_with_its_source_and_timestamps(tmp_pa
     assert record.metadata["source_uri"].startswith("file://")
     rendered = "\n".join(m.content for m in result.prompt)
     assert 'source="guides/refunds.md § Payments › Refunds"' in rendered
+
+
+def test_turnkit_ingest_to_a_rendered_prompt_with_page_spans(tmp_path: Path) -> None:
+    """The command line's ingest, then the default mapping: source, section, page span, stored times."""
+    import subprocess
+    import sys
+
+    from tests.ingest.conftest import write_pdf
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "faq.md").write_text("# Shipping\n\nParcels leave the Lyon warehouse within two days.\n")
+    write_pdf(root / "manual.pdf", [["Unpack the kettle carefully."], ["Descale the kettle every month."]])
+    uri = str(tmp_path / "db")
+    before = datetime.now(UTC)
+    argv = [sys.executable, "-m", "turnkit.cli", "ingest", str(root), "--uri", uri, "-c", "kb"]
+    done = subprocess.run([*argv, "--encoder", "hash:64", "--no-progress"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    after_ingest = datetime.now(UTC)
+
+    store = create_vector_store(uri, encoder=HashEncoder(64), auto_optimize=None)
+    callbacks = create_vector_retrievable_callbacks(
+        store=store, collection="kb", trust_tier="third-party", top_k=5
+    )
+    runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["ok"]), **callbacks))
+    result = runner.run_sync("how often should the kettle be descaled?")
+
+    by_source = {r.source: r for r in result.retrievables}
+    assert "faq.md § Shipping" in by_source
+    (pdf,) = [r for r in result.retrievables if r.source.startswith("manual.pdf")]
+    assert pdf.metadata["page_span"] == {"first_page": 1, "last_page": 2}
+    assert pdf.source == "manual.pdf (pp. 1–2)"
+    for record in result.retrievables:
+        assert before <= record.created_at <= after_ingest  # written by the ingest, not the fetch
+    rendered = "\n".join(m.content for m in result.prompt)
+    assert 'source="faq.md § Shipping"' in rendered and 'source="manual.pdf (pp. 1–2)"' in rendered

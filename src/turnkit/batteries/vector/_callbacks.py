@@ -258,7 +258,8 @@ class VectorRetrievableGlue:
         chunk's ``page_span`` included) as ``metadata``. ``source`` is the
         metadata's ``source`` when the glue stored the record, else the name
         `turnkit.ingest` gave the file (``source_display_name``, else
-        ``source_uri``) followed by ``§`` and its heading path (``section``).
+        ``source_uri``) followed by ``§`` and its heading path (``section``)
+        and, for paged input, its pages (``manual.pdf (pp. 3–4)``).
         ``created_at`` and ``updated_at`` are the glue's own (in the metadata),
         else the record's stored timestamps. Return ``None`` to drop a match on purpose.
 

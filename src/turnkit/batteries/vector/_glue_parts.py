@@ -80,7 +80,12 @@ def source_of(meta: Mapping[str, Any]) -> str | None:
     section = meta.get("section")
     if isinstance(section, str) and section:
         # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
-        return f"{name} § {section.replace(' > ', ' › ')}"
+        name = f"{name} § {section.replace(' > ', ' › ')}"
+    span = meta.get("page_span")
+    if isinstance(span, Mapping):
+        first, last = span.get("first_page"), span.get("last_page")
+        if isinstance(first, int) and isinstance(last, int):
+            name += f" (p. {first})" if first == last else f" (pp. {first}–{last})"
     return name
 
 
