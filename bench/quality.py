@@ -14,11 +14,13 @@ the other 49; graded nDCG@10 with the averaged human rating as gain.
 Every system ranks the same chunks. BM25 and TF-IDF are gensim's
 (``OkapiBM25Model``, ``TfidfModel``) on lowercased word tokens. turnkit's legs
 are its vector search and the LanceDB full-text query ``.hybrid(alpha=0)`` runs,
-read with raw BM25 scores, on turnkit's index (stemmed, stop words removed) and
-on a plain one (neither). Each candidate fusion in bench/_fusion_candidates.py
-fuses those two legs (30 hits each, as a 10-result hybrid search fetches).
-"old default" is turnkit's ``.hybrid()`` itself. The stores live in temporary
-directories, removed at exit.
+read with raw BM25 scores, on turnkit's index (no stemming, stop words kept) and
+on a stemmed one without stop words (LanceDB's defaults, turnkit's index before
+0.2). Each candidate fusion in bench/_fusion_candidates.py fuses those two legs
+(30 hits each, as a 10-result hybrid search fetches). "new default .hybrid()"
+is turnkit's ``.hybrid()`` itself, end to end; "old default" is RRF at
+alpha 0.5 on the stemmed index, what ``.hybrid()`` did before 0.2. The stores
+live in temporary directories, removed at exit.
 """
 
 from __future__ import annotations
@@ -118,9 +120,9 @@ def legs(
     """turnkit's two legs with raw scores: vector similarity, and BM25 from the same LanceDB full-text index.
 
     The lexical leg is the query ``.hybrid(alpha=0)`` runs, read with its raw
-    ``_score`` (turnkit returns it rescaled): ``fts="stem"`` reads the index
-    turnkit builds (LanceDB's defaults: English stemming, stop words removed),
-    ``fts="plain"`` a copy of the text indexed without either.
+    ``_score`` (turnkit returns it rescaled): ``fts="plain"`` reads the index
+    turnkit builds (no stemming, stop words kept), ``fts="stem"`` a copy of the
+    text indexed with LanceDB's defaults (English stemming, stop words removed).
     """
     q = vs(coll).near_text(query).select("id")
     q = q.where("id", "!=", exclude) if exclude else q
@@ -136,7 +138,7 @@ def legs(
 _tables: dict[tuple[int, str, str], Any] = {}
 
 
-def old_default(vs: VectorStore, coll: str, query: str, exclude: str | None, limit: int) -> list[str]:
+def new_default(vs: VectorStore, coll: str, query: str, exclude: str | None, limit: int) -> list[str]:
     q = vs(coll).near_text(query).select("id")
     q = q.where("id", "!=", exclude) if exclude else q
     return [m.id for m in q.hybrid().limit(limit).search_sync()]
@@ -201,15 +203,15 @@ def build(
         ingest_s[name] = time.perf_counter() - started
         db = lancedb.connect(uri)
         for b in [*benches, lee_bench]:
-            old_default(
+            new_default(
                 vs, b.name, "index", None, 1
             )  # builds the full-text index, as the first hybrid query does
-            _tables[(id(vs), b.name, "stem")] = db.open_table(b.name)
-            plain = db.create_table(
-                f"{b.name}_plain", pa.table({"id": list(b.texts), "document": list(b.texts.values())})
+            _tables[(id(vs), b.name, "plain")] = db.open_table(b.name)
+            stem = db.create_table(
+                f"{b.name}_stem", pa.table({"id": list(b.texts), "document": list(b.texts.values())})
             )
-            plain.create_index("document", config=FTS(stem=False, remove_stop_words=False))
-            _tables[(id(vs), b.name, "plain")] = plain
+            stem.create_index("document", config=FTS())
+            _tables[(id(vs), b.name, "stem")] = stem
         print(f"  indexed with {name} in {ingest_s[name]:.1f} s", file=sys.stderr)
     return [*benches, lee_bench], ingest_s
 
@@ -324,15 +326,18 @@ def main() -> None:
                 _, stemmed = legs(b.stores[enc], b.name, q.text, exclude, pool, fts="stem")
                 ranked: dict[str, list[str]] = {
                     f"vector only ({enc})": [d for d, _ in dense],
-                    "full-text only (turnkit index: stemmed, no stop words)": [d for d, _ in stemmed],
-                    "full-text only (plain index: no stemming, stop words kept)": [d for d, _ in lexical],
+                    "full-text only (stemmed index, no stop words)": [d for d, _ in stemmed],
+                    PLAIN_FULL_TEXT: [d for d, _ in lexical],
                     **{
                         f"{label} on the stemmed index ({enc})": [
                             d for d, _ in CANDIDATES[label](q.text, dense, stemmed, pool=pool)
                         ]
                         for label in (DEFAULT_CANDIDATE, "min-max linear a=0.2")
                     },
-                    f"old default .hybrid() ({enc})": old_default(
+                    f"old default: rrf a=0.5 on the stemmed index ({enc})": [
+                        d for d, _ in CANDIDATES["rrf a=0.5 (old default)"](q.text, dense, stemmed, pool=pool)
+                    ],
+                    f"new default .hybrid() ({enc})": new_default(
                         b.stores[enc], b.name, q.text, exclude, 10 if b.name != "lee" else pool
                     ),
                 }
@@ -430,6 +435,7 @@ def main() -> None:
 
 
 DEFAULT_CANDIDATE = "union z a=0.2, long=passage"
+PLAIN_FULL_TEXT = "full-text only (plain index: no stemming, stop words kept; turnkit's)"
 
 
 def rerank_section(

@@ -40,12 +40,12 @@ DEFAULT_COLLECTION = "docs"
 DEMO_URI = ".turnkit/demo"
 """The demo's own database, kept apart from the default one."""
 DEFAULT_ENCODER = "wordllama"
+AUTO_ALPHA = "auto"  # --hybrid given bare: the store picks alpha from the query's length
 
 ENV_URI = "TURNKIT_URI"
 ENV_COLLECTION = "TURNKIT_COLLECTION"
 ENV_ENCODER = "TURNKIT_ENCODER"
 ENV_DEBUG = "TURNKIT_DEBUG"
-
 
 
 def store_uri(uri: str) -> str:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
-from ._config import DEFAULT_COLLECTION, DEFAULT_URI, DEMO_URI, ENV_COLLECTION, ENV_ENCODER, ENV_URI
+from ._config import (
+    AUTO_ALPHA,
+    DEFAULT_COLLECTION,
+    DEFAULT_URI,
+    DEMO_URI,
+    ENV_COLLECTION,
+    ENV_ENCODER,
+    ENV_URI,
+)
 from ._connect import ENV_API_KEY, ENV_REGION
 from ._errors import CliUsageError
 
@@ -55,11 +63,13 @@ class _Parser(argparse.ArgumentParser):
         raise CliUsageError(f"{where}{message}.", hint=f"Run `{self.prog} --help` for the options.")
 
 
-def _alpha(text: str) -> float:
+def _alpha(text: str) -> float | str:
+    if text == AUTO_ALPHA:
+        return AUTO_ALPHA
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number from 0 to 1, got {text!r}") from None
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
     return value
@@ -340,15 +350,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--hybrid",
         type=_alpha,
         nargs="?",
-        const=0.5,
+        const=AUTO_ALPHA,
         metavar="ALPHA",
-        help="add BM25 full-text search: 0 full-text only, 1 vector only (default 0.5 when given bare)",
+        help="add BM25 full-text search: 0 full-text only, 1 vector only; bare or 'auto': 0.2 for "
+        "queries up to 40 words, 0.5 above",
     )
     p.add_argument(
         "--fusion",
-        choices=["rrf", "linear", "zscore"],
-        default="rrf",
-        help="how --hybrid fuses the two legs (default rrf; zscore keeps exact-term hits first)",
+        choices=["zscore", "linear", "rrf"],
+        default="zscore",
+        help="how --hybrid fuses the two legs (default zscore, which keeps exact-term hits first)",
     )
     p.add_argument(
         "--rerank",
@@ -420,8 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hybrid",
         type=_alpha,
+        nargs="?",
+        const=AUTO_ALPHA,
         metavar="ALPHA",
-        help="vector_query uses hybrid search: 0 full-text only, 1 vector only (try 0.5)",
+        help="vector_query uses hybrid search: 0 full-text only, 1 vector only; bare or 'auto': "
+        "0.2 for queries up to 40 words, 0.5 above",
     )
     p.add_argument(
         "--rerank",

@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config import DEFAULT_COLLECTION, DEFAULT_ENCODER, ENV_COLLECTION, ENV_ENCODER, open_store, resolve
+from ._config import (
+    AUTO_ALPHA,
+    DEFAULT_COLLECTION,
+    DEFAULT_ENCODER,
+    ENV_COLLECTION,
+    ENV_ENCODER,
+    open_store,
+    resolve,
+)
 from ._connect import Connection, connection_of
 from ._errors import EXIT_OK, EXIT_PARTIAL, CliUsageError
 from ._output import emit_json, one_line, source_label
@@ -148,7 +156,7 @@ def run_query(args: argparse.Namespace) -> int:
     if node is not None:
         q = q.where(node)
     if args.hybrid is not None:
-        q = q.hybrid(args.hybrid, fusion=args.fusion)
+        q = q.hybrid(None if args.hybrid == AUTO_ALPHA else args.hybrid, fusion=args.fusion)
     if args.diversify is not None:
         q = q.diversify(args.diversify)
     from ..batteries.vector import RerankOptions, RetrieveOptions, local_scorer, retrieve_sync

@@ -268,7 +268,7 @@ async def retrieve_contexts(
     ranker = _ranker(ranking, store, models, checked_scorers) if ranking is not None else None
     hybrid = config.hybrid_search if config is not None else None
     if hybrid is not None:
-        query = query.hybrid(hybrid.alpha if hybrid.alpha is not None else 0.5, text=req.query.text)
+        query = query.hybrid(hybrid.alpha, text=req.query.text)  # no alpha: turnkit's default
     model, scorer = ranker if ranker is not None else (None, None)
     steps = RetrieveOptions(
         top_k=top_k,

@@ -21,7 +21,7 @@ from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import validate_field
 from turnkit.batteries.vector.filters._where import Filterable
 from turnkit.batteries.vector.query._ranking_specs import (
-    DEFAULT_ALPHA,
+    DEFAULT_FUSION,
     DEFAULT_LAMBDA,
     DEFAULT_RRF_K,
     HybridSpec,
@@ -233,9 +233,9 @@ class QueryBuilder(Filterable):
 
     def hybrid(
         self,
-        alpha: float = DEFAULT_ALPHA,
+        alpha: float | None = None,
         *,
-        fusion: Literal["rrf", "linear", "zscore"] = "rrf",
+        fusion: Literal["rrf", "linear", "zscore"] = DEFAULT_FUSION,
         rrf_k: int = DEFAULT_RRF_K,
         text: str | None = None,
         candidates: int | None = None,
@@ -249,23 +249,28 @@ class QueryBuilder(Filterable):
 
         Args:
             alpha: Weight of the vector leg in [0, 1] (Vertex's meaning: 0 is
-                full-text only, 1 is vector only).
-            fusion: ``"rrf"`` (reciprocal rank fusion) or ``"linear"``
-                (min-max normalized scores blended by ``alpha``).
+                full-text only, 1 is vector only). ``None`` (default) picks it
+                from the query's length: 0.2 up to 40 words (a lookup), 0.5 above
+                (a passage).
+            fusion: ``"zscore"`` (default: each leg's scores z-scored over both
+                legs' candidates, blended by ``alpha``), ``"linear"`` (min-max
+                normalized scores) or ``"rrf"`` (reciprocal rank fusion).
             rrf_k: RRF's rank offset.
             text: The full-text query; defaults to the ``near_text`` text
                 (required with ``near_vector``/``near_id``).
             candidates: Matches per leg before fusing (default
                 ``max(30, 3 × (limit + offset))``).
         """
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
-            raise InvalidQueryError(f"hybrid() takes alpha in [0, 1], got {alpha!r}.")
+        if alpha is not None and (
+            isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0
+        ):
+            raise InvalidQueryError(f"hybrid() takes alpha in [0, 1] or None, got {alpha!r}.")
         if fusion not in ("rrf", "linear", "zscore"):
             raise InvalidQueryError(f"hybrid() takes fusion='rrf', 'linear' or 'zscore', got {fusion!r}.")
         if text is not None and (not isinstance(text, str) or not text.strip()):
             raise InvalidQueryError("hybrid(text=...) needs a non-empty string.")
         spec = HybridSpec(
-            alpha=float(alpha),
+            alpha=None if alpha is None else float(alpha),
             fusion=fusion,
             rrf_k=_positive_int(rrf_k, "hybrid(rrf_k=...)", maximum=10_000),
             text=text,

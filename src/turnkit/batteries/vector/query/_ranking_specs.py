@@ -8,6 +8,10 @@ from typing import Any, Literal, Union
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "DEFAULT_FUSION",
+    "PASSAGE_ALPHA",
+    "PASSAGE_WORDS",
+    "SHORT_QUERY_ALPHA",
     "DEFAULT_LAMBDA",
     "DEFAULT_RRF_K",
     "Fusion",
@@ -18,7 +22,13 @@ __all__ = [
 ]
 
 Fusion = Literal["rrf", "linear", "zscore"]
+DEFAULT_FUSION: Fusion = "zscore"
 DEFAULT_ALPHA = 0.5
+# The default alpha follows the query's length (docs/ranking.md, "Measured"): a short query is
+# usually a lookup, where the full-text leg is right far more often; a passage is "more like this".
+SHORT_QUERY_ALPHA = 0.2
+PASSAGE_ALPHA = 0.5
+PASSAGE_WORDS = 40
 DEFAULT_RRF_K = 60
 _MIN_POOL = 30
 
@@ -29,19 +39,28 @@ class HybridSpec:
 
     Attributes:
         alpha: Weight of the dense leg; ``1 - alpha`` goes to the lexical leg.
-        fusion: ``"rrf"`` (reciprocal rank fusion), ``"linear"`` (min-max normalized
-            scores) or ``"zscore"`` (scores z-scored over both legs' candidates).
+            ``None`` (the default) picks it from the query: ``SHORT_QUERY_ALPHA``
+            (0.2) up to ``PASSAGE_WORDS`` (40) words, ``PASSAGE_ALPHA`` (0.5) above.
+        fusion: ``"zscore"`` (default: scores z-scored over both legs' candidates),
+            ``"linear"`` (min-max normalized scores) or ``"rrf"`` (reciprocal rank fusion).
         rrf_k: RRF's rank offset (60 in the original paper and in LanceDB).
         text: The full-text query; ``None`` uses the ``near_text`` text.
         candidates: Matches fetched per leg before fusing; ``None`` picks
             ``max(30, 3 × (limit + offset))``.
     """
 
-    alpha: float = DEFAULT_ALPHA
-    fusion: Fusion = "rrf"
+    alpha: float | None = None
+    fusion: Fusion = DEFAULT_FUSION
     rrf_k: int = DEFAULT_RRF_K
     text: str | None = None
     candidates: int | None = None
+
+    def alpha_for(self, text: str | None) -> float:
+        """The dense leg's weight for a query with this full-text ``text``."""
+        if self.alpha is not None:
+            return self.alpha
+        words = len(text.split()) if text else 0
+        return SHORT_QUERY_ALPHA if words <= PASSAGE_WORDS else PASSAGE_ALPHA
 
     def pool(self, limit: int, offset: int) -> int:
         """Matches to fetch per leg for a page of ``limit`` after ``offset``."""
@@ -98,10 +117,12 @@ def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec 
             raise bad(f"unknown keys {unknown}; use {', '.join(_HYBRID_KEYS)}.")
     else:
         raise bad(f"must be true, an alpha, a dict or a HybridSpec, got {type(value).__name__}.")
-    alpha = data.get("alpha", DEFAULT_ALPHA)
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0:
+    alpha = data.get("alpha")
+    if alpha is not None and (
+        isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0
+    ):
         raise bad(f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}.")
-    fusion = data.get("fusion", "rrf")
+    fusion = data.get("fusion", DEFAULT_FUSION)
     if fusion not in ("rrf", "linear", "zscore"):
         raise bad(f"fusion must be 'rrf', 'linear' or 'zscore', got {fusion!r}.")
     for key, default, ceiling in (("rrf_k", DEFAULT_RRF_K, 10_000), ("candidates", None, MAX_LIMIT)):
@@ -111,7 +132,7 @@ def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec 
         ):
             raise bad(f"{key} must be an integer in [1, {ceiling}], got {number!r}.")
     return HybridSpec(
-        alpha=float(alpha),
+        alpha=None if alpha is None else float(alpha),
         fusion=fusion,
         rrf_k=data.get("rrf_k", DEFAULT_RRF_K),
         candidates=data.get("candidates"),

@@ -1,7 +1,7 @@
 """Hybrid search: LanceDB full-text (BM25) and vector search, fused in Python.
 
-Both legs run with the same filter; their rankings are fused by reciprocal
-rank fusion (default) or a linear blend of normalized scores. ``alpha`` has
+Both legs run with the same filter; their scores are fused by a z-score blend
+(default), a min-max linear blend, or reciprocal rank fusion. ``alpha`` has
 Vertex's meaning: 0 is lexical only, 1 is dense only. Fusion is done here, not
 by LanceDB's hybrid builder, so the legs, the weights and the tie-breaking are
 ours to test.
@@ -292,7 +292,10 @@ async def ensure_fts_index(coll: _Collection) -> None:
                 with translate_errors("create_index", coll.name):
                     indices = await coll.table.list_indices()
                     if not any("document" in list(getattr(i, "columns", []) or []) for i in indices):
-                        await coll.table.create_index("document", config=FTS(), replace=False)
+                        # No stemming, stop words kept: on known-item queries that index matches
+                        # plain BM25, where LanceDB's default loses 2 to 7 points (docs/ranking.md).
+                        config = FTS(stem=False, remove_stop_words=False)
+                        await coll.table.create_index("document", config=config, replace=False)
                         coll.wrote()
                 break
             except StoreOperationFailedError:
@@ -322,13 +325,14 @@ async def hybrid_search(
     assert hybrid is not None
     text = hybrid.text if hybrid.text is not None else getattr(spec.near, "text", None)
     pool = hybrid.pool(spec.limit, spec.offset)
+    alpha = hybrid.alpha_for(text)
     dense: list[VectorMatch] = []
-    if hybrid.alpha > 0 and spec.near is not None:
+    if alpha > 0 and spec.near is not None:
         leg = replace(spec, hybrid=None, limit=pool, offset=0, min_score=None)
         dense = await store._search(leg, vector)
     lexical: list[VectorMatch] = []
     bm25: list[float] = []
-    if hybrid.alpha < 1 and text:
+    if alpha < 1 and text:
         await ensure_fts_index(coll)
         select = spec.select or ("*",)
         query = coll.table.query().nearest_to_text(text, columns="document")
@@ -342,19 +346,19 @@ async def hybrid_search(
         lexical = _trim_metadata([match_from_row(row, None) for row in rows], select)
         bm25 = [float(row.get("_score") or 0.0) for row in rows]
     if hybrid.fusion == "rrf":
-        fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=hybrid.alpha, k=hybrid.rrf_k)
+        fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=alpha, k=hybrid.rrf_k)
     elif hybrid.fusion == "zscore":
         fused = zscore_fuse(
             [(m.id, m.score or 0.0) for m in dense],
             list(zip([m.id for m in lexical], bm25, strict=True)),
-            alpha=hybrid.alpha,
+            alpha=alpha,
             pool=pool,
         )
     else:
         fused = linear_fuse(
             [(m.id, m.score or 0.0) for m in dense],
             list(zip([m.id for m in lexical], bm25, strict=True)),
-            alpha=hybrid.alpha,
+            alpha=alpha,
         )
     by_id = {m.id: m for m in lexical}
     by_id.update({m.id: m for m in dense})  # the dense copy carries the raw distance
