@@ -119,7 +119,9 @@ def test_markdown_heading_paths(tmp_path):
     path.write_text(MARKDOWN)
     doc = load_document(path)
     assert doc.kind == "markdown"
-    assert doc.text == MARKDOWN  # sections concatenate back to the file
+    # Front matter is metadata; the sections concatenate back to the rest of the file.
+    assert doc.front_matter == {"title": "front matter"}
+    assert doc.text == MARKDOWN.removeprefix("---\ntitle: front matter\n---\n")
     paths = [s.heading_path for s in doc.sections]
     assert paths == [
         (),
@@ -130,7 +132,7 @@ def test_markdown_heading_paths(tmp_path):
         ("Setext title",),
         ("Setext title", "Sub setext"),
     ]
-    assert doc.sections[0].text.startswith("---\ntitle: front matter")
+    assert doc.sections[0].text.startswith("Intro before any heading.")
     install = doc.sections[2].text
     assert "# not a heading: inside a fence" in install
     assert doc.sections[5].text.startswith("Setext title\n====")

@@ -322,6 +322,37 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also read symlinked files whose targets are outside the given paths",
     )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="read only walked files matching GLOB (git's syntax, e.g. '*.md' or 'docs/**'); repeatable",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out walked files and folders matching GLOB (e.g. 'drafts/'); repeatable",
+    )
+    p.add_argument(
+        "--no-gitignore", action="store_true", help="read files the walked folders' .gitignore files exclude"
+    )
+    p.add_argument(
+        "--html-extractor",
+        choices=["turnkit", "trafilatura"],
+        default="turnkit",
+        help="how HTML becomes text: turnkit's reader (default) or trafilatura's main-content "
+        "extraction (pip install 'turnkit[html]')",
+    )
+    p.add_argument(
+        "--fallback-encoding",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="try this encoding on text that is not UTF-8 (e.g. cp1252); repeatable, tried in order",
+    )
 
     p = _add(
         subs,

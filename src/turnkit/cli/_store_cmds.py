@@ -101,6 +101,11 @@ def run_ingest(args: argparse.Namespace) -> int:
         progress=progress,
         max_file_size=args.max_file_size,
         follow_external_symlinks=args.follow_external_symlinks,
+        include=args.include,
+        exclude=args.exclude,
+        gitignore=not args.no_gitignore,
+        fallback_encodings=args.fallback_encoding,
+        html_extractor=args.html_extractor,
     )
     # Let a compaction the writes triggered finish rather than die with the process.
     store.wait_for_maintenance_sync()

@@ -27,7 +27,8 @@ import functools
 import hashlib
 import json
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,7 @@ DEFAULT_CHUNK_OVERLAP = 200
 """Tokens shared by consecutive chunks, as Vertex AI RAG Engine's default."""
 DEFAULT_CHUNK_ENCODING = "cl100k_base"
 """The tiktoken encoding chunks are measured in (the one OpenAI's embedding models use)."""
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Bumped whenever the same input would be cut differently; part of the ingest fingerprint."""
 
 _PARAGRAPH, _SENTENCE, _LINE, _WORD, _TOKEN, _UNUSABLE = 4, 3, 2, 1, 0, -1
@@ -137,6 +138,8 @@ class Chunk:
     """``sha256`` of the file's bytes."""
     fingerprint: str
     """Identifies the file content *and* the chunking settings that produced this chunk."""
+    front_matter: Mapping[str, Any] = field(default_factory=dict)
+    """The file's YAML front matter (Markdown), stored as ``metadata["front_matter"]``."""
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -151,6 +154,9 @@ class Chunk:
             meta["section"] = " > ".join(self.heading_path)
         if self.page_span is not None:
             meta["page_span"] = self.page_span.to_dict()
+        if self.front_matter:
+            # One key of its own: front matter cannot pose as turnkit's keys (source, kind, trust_tier…).
+            meta["front_matter"] = dict(self.front_matter)
         meta.update(
             mtime=self.mtime.isoformat(),
             file_hash=self.file_hash,
@@ -192,14 +198,28 @@ def chunk_id(source_uri: str, index: int, content_hash: str) -> str:
 
 
 def document_fingerprint(
-    *, file_hash: str, kind: str, source_uri: str, chunk_size: int, chunk_overlap: int, encoding: str
+    *,
+    file_hash: str,
+    kind: str,
+    source_uri: str,
+    chunk_size: int,
+    chunk_overlap: int,
+    encoding: str,
+    fallback_encodings: Sequence[str] = (),
+    html_extractor: str = "turnkit",
 ) -> str:
     """Everything that decides a file's chunks; equal fingerprints mean equal chunk sets.
 
     The source is its resolved ``source_uri``, never the display name: the same
     file reached from another root (``ingest docs/`` then ``ingest .``) is unchanged.
     """
-    key = json.dumps([CHUNKER_VERSION, file_hash, kind, source_uri, chunk_size, chunk_overlap, encoding])
+    parts: list[object] = [CHUNKER_VERSION, file_hash, kind, source_uri, chunk_size, chunk_overlap, encoding]
+    # Added only when set: fingerprints written without these options stay valid.
+    if fallback_encodings:
+        parts.append(list(fallback_encodings))
+    if html_extractor != "turnkit" and kind == "html":
+        parts.append(html_extractor)
+    key = json.dumps(parts)
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -388,6 +408,8 @@ def chunk_document(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     encoding: str = DEFAULT_CHUNK_ENCODING,
+    fallback_encodings: Sequence[str] = (),
+    html_extractor: str = "turnkit",
 ) -> list[Chunk]:
     """Cut a loaded document into chunks of at most ``chunk_size`` tokens.
 
@@ -401,6 +423,9 @@ def chunk_document(
         chunk_overlap: Maximum tokens shared by consecutive chunks of a section
             (default 200); overlaps start at a sentence or word boundary.
         encoding: The tiktoken encoding (``"cl100k_base"`` or ``"o200k_base"``).
+        fallback_encodings: The text encodings the document was read with, and
+        html_extractor: the HTML extractor (both are part of the chunks'
+            fingerprint, as `turnkit.ingest.ingest` records it).
 
     Returns:
         The chunks in document order, with deterministic ids.
@@ -435,6 +460,8 @@ def chunk_document(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         encoding=encoding,
+        fallback_encodings=fallback_encodings,
+        html_extractor=html_extractor,
     )
     chunks: list[Chunk] = []
     for index, (a, b, piece, count, path) in enumerate(pieces):
@@ -462,6 +489,7 @@ def chunk_document(
                 mtime=doc.mtime,
                 file_hash=doc.content_hash,
                 fingerprint=fingerprint,
+                front_matter=doc.front_matter,
             )
         )
     return chunks

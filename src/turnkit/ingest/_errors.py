@@ -140,7 +140,10 @@ class DocumentDecodeError(DocumentLoadError):
     """The file's bytes are not text in a supported encoding (or look binary)."""
 
     code = "E_INGEST_DECODE_FAILED"
-    default_hint = "Save the file as UTF-8 (HTML may also declare its charset in a <meta> tag)."
+    default_hint = (
+        "Save the file as UTF-8, or name its encoding as a fallback (--fallback-encoding cp1252, "
+        "fallback_encodings=['cp1252']); HTML may also declare its charset in a <meta> tag."
+    )
 
 
 class DocumentParseError(DocumentLoadError):

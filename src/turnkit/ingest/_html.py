@@ -4,6 +4,10 @@ What a reader sees is kept; what the browser does not render as text is
 dropped (``head``, ``script``, ``style``, ``noscript``, ``template``, ``svg``…),
 and so are elements hidden by their own attributes: ``hidden``,
 ``aria-hidden="true"``, or an inline ``display: none`` / ``visibility: hidden``.
+Site chrome is dropped too: ``nav`` (and ``role="navigation"``/``"search"``)
+everywhere, and the page's own ``header``, ``footer`` and ``aside`` (and roles
+``banner``, ``contentinfo``, ``complementary``) outside ``main``, ``article``
+and ``section``, where they belong to the content; "Skip to content" links go.
 Block elements become line or paragraph breaks so the chunker can prefer them;
 inline whitespace collapses as a browser collapses it, except inside ``pre``.
 ``h1``–``h6`` start sections that carry their heading path, as in Markdown.
@@ -11,12 +15,15 @@ inline whitespace collapses as a browser collapses it, except inside ``pre``.
 
 from __future__ import annotations
 
+import importlib
 import re
 from html.parser import HTMLParser
+from typing import Any, Literal, cast, get_args
 
+from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
 from ._model import Section
 
-__all__ = ["split_html"]
+__all__ = ["HTML_EXTRACTORS", "HtmlExtractor", "check_html_extractor", "split_html", "split_html_main"]
 
 _SKIP = frozenset(
     "head title script style noscript template svg math iframe object canvas select datalist".split()
@@ -35,6 +42,11 @@ _VOID = frozenset("area base br col embed hr img input link meta param source tr
 _SIBLINGS = {t: frozenset({t}) for t in ("li", "dt", "dd", "tr", "td", "th", "option")}
 _SIBLINGS.update(dt=frozenset({"dt", "dd"}), dd=frozenset({"dt", "dd"}), td=frozenset({"td", "th"}))
 _SIBLINGS.update(th=frozenset({"td", "th"}), p=_PARAGRAPH - {"body", "html"} | {"li", "dd", "dt"})
+_CONTENT = frozenset({"main", "article", "section"})  # a header or footer inside one is content
+_PAGE_CHROME = frozenset({"header", "footer", "aside"})
+_CHROME_ROLES = frozenset({"banner", "contentinfo", "complementary"})
+_NAV_ROLES = frozenset({"navigation", "search"})
+_SKIP_LINK = re.compile(r"^\s*skip\s+(?:to|navigation)\b", re.I)
 _HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\b", re.I)
 
 
@@ -88,6 +100,17 @@ class _VisibleText(HTMLParser):
         self.stack: list[tuple[int, str]] = []
         self.heading: tuple[int, list[str]] | None = None
         self.hidden: list[str] = []  # the open elements from the outermost hidden one in
+        # Open main/article/section (or role="main") elements, as (tag, how many such tags were open).
+        self.content: list[tuple[str, int]] = []
+        self.depth: dict[str, int] = {}
+        self.in_anchor = 0  # open <a href="#…"> (skip links live there)
+
+    def _chrome(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        """Whether the element is site chrome: navigation, or the page's header, footer or sidebar."""
+        role = next(((v or "").strip().lower() for k, v in attrs if k == "role"), "")
+        if tag == "nav" or role in _NAV_ROLES:
+            return True
+        return not self.content and (tag in _PAGE_CHROME or role in _CHROME_ROLES)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self.hidden:
@@ -104,9 +127,15 @@ class _VisibleText(HTMLParser):
             return
         if self.skip:
             return
-        if tag not in _VOID and _hidden(attrs):
+        if tag not in _VOID and (_hidden(attrs) or self._chrome(tag, attrs)):
             self.hidden = [tag]
             return
+        if tag not in _VOID:
+            self.depth[tag] = self.depth.get(tag, 0) + 1
+        if tag in _CONTENT or any(k == "role" and (v or "").strip().lower() == "main" for k, v in attrs):
+            self.content.append((tag, self.depth[tag]))
+        if tag == "a" and any(k == "href" and (v or "").startswith("#") for k, v in attrs):
+            self.in_anchor += 1
         current = self.sections[-1]
         if tag in _HEADINGS:
             current.brk(2)
@@ -142,6 +171,12 @@ class _VisibleText(HTMLParser):
             return
         if self.skip:
             return
+        if self.depth.get(tag):
+            if self.content and self.content[-1] == (tag, self.depth[tag]):
+                self.content.pop()
+            self.depth[tag] -= 1
+        if tag == "a" and self.in_anchor:
+            self.in_anchor -= 1
         current = self.sections[-1]
         if tag in _HEADINGS and self.heading is not None:
             level, parts = self.heading
@@ -161,7 +196,7 @@ class _VisibleText(HTMLParser):
             self.pre -= 1
 
     def handle_data(self, data: str) -> None:
-        if self.skip or self.hidden:
+        if self.skip or self.hidden or (self.in_anchor and _SKIP_LINK.match(data)):
             return
         self.sections[-1].add(data, pre=self.pre > 0)
         if self.heading is not None:
@@ -179,3 +214,46 @@ def split_html(markup: str) -> tuple[Section, ...]:
         Section(text=text + ("\n\n" if i < len(texts) - 1 else ""), heading_path=path)
         for i, (path, text) in enumerate(texts)
     )
+
+
+HtmlExtractor = Literal["turnkit", "trafilatura"]
+"""How HTML becomes text: turnkit's visible-text reader, or trafilatura's main-content extraction."""
+
+HTML_EXTRACTORS: tuple[str, ...] = get_args(HtmlExtractor)
+
+
+def check_html_extractor(name: Any) -> HtmlExtractor:
+    """``name`` when it is a known extractor whose dependency is installed.
+
+    Raises:
+        InvalidIngestOptionError: an unknown name.
+        IngestDependencyMissingError: ``"trafilatura"`` without the ``html`` extra.
+    """
+    if name not in HTML_EXTRACTORS:
+        raise InvalidIngestOptionError(
+            f"Unknown HTML extractor {name!r}.", hint=f"Use one of {', '.join(HTML_EXTRACTORS)}."
+        )
+    if name == "trafilatura":
+        try:
+            importlib.import_module("trafilatura")
+        except ImportError as exc:
+            raise IngestDependencyMissingError(
+                f"The trafilatura HTML extractor is not installed ({exc}).",
+                hint="Install it: pip install 'turnkit[html]'.",
+            ) from None
+    return cast("HtmlExtractor", name)
+
+
+def split_html_main(markup: str) -> tuple[Section, ...]:
+    """The page's main content by trafilatura's heuristics, as Markdown heading sections.
+
+    It drops site chrome that only class names mark (``<div class="navbar">``),
+    which `split_html` keeps; see docs/performance.md for both on the same pages.
+    """
+    from ._markdown import split_markdown
+
+    trafilatura: Any = importlib.import_module("trafilatura")
+    text = trafilatura.extract(
+        markup, output_format="markdown", include_tables=True, include_comments=False, favor_recall=True
+    )
+    return split_markdown(text.strip() + "\n") if text and text.strip() else ()

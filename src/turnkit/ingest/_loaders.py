@@ -15,13 +15,13 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import get_args
+from typing import Any, get_args
 
 from ._errors import (
     DocumentDecodeError,
@@ -34,7 +34,8 @@ from ._errors import (
     SpecialFileError,
     UnsupportedDocumentError,
 )
-from ._html import split_html
+from ._front_matter import split_front_matter
+from ._html import HtmlExtractor, check_html_extractor, split_html, split_html_main
 from ._markdown import split_markdown
 from ._model import DocumentKind, LoadedDocument, Section
 
@@ -236,7 +237,38 @@ def _decode_error(path: str, reason: str) -> DocumentDecodeError:
     return DocumentDecodeError(f"Cannot decode {path!r}: {reason}.", path=path, reason=reason)
 
 
-def _decode(data: bytes, *, path: str, html: bool = False) -> str:
+def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Codec names to try, in order, on text that is not UTF-8 (each checked with `codecs.lookup`).
+
+    Raises:
+        InvalidIngestOptionError: a name Python does not know, or UTF-16/32 without a BOM.
+    """
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        names = (names,)
+    checked: list[str] = []
+    for name in names:
+        try:
+            codec = codecs.lookup(name).name if isinstance(name, str) else None
+        except LookupError:
+            codec = None
+        if codec is None:
+            raise InvalidIngestOptionError(
+                f"Unknown text encoding {name!r}.",
+                hint="Use a Python codec name such as cp1252, latin-1, shift_jis or gb18030.",
+            )
+        if codec.startswith(("utf-16", "utf-32")):
+            # They decode almost any even-length bytes into nonsense; a BOM already selects them.
+            raise InvalidIngestOptionError(
+                f"{name!r} cannot be a fallback encoding.",
+                hint="UTF-16 and UTF-32 files are read when they start with a byte-order mark.",
+            )
+        checked.append(codec)
+    return tuple(dict.fromkeys(checked))
+
+
+def _decode(data: bytes, *, path: str, html: bool = False, fallbacks: Sequence[str] = ()) -> str:
     for bom, codec in _BOMS:
         if data.startswith(bom):
             try:
@@ -259,7 +291,13 @@ def _decode(data: bytes, *, path: str, html: bool = False) -> str:
                 raise _decode_error(path, f"unknown declared charset {charset!r}") from exc
             except UnicodeDecodeError as exc:
                 raise _decode_error(path, f"not valid {charset} at byte {exc.start}") from exc
-    raise _decode_error(path, f"not valid UTF-8 at byte {utf8_error.start}") from utf8_error
+    for codec in fallbacks:
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+    nor = f", nor {', '.join(fallbacks)}" if fallbacks else ""
+    raise _decode_error(path, f"not valid UTF-8 at byte {utf8_error.start}{nor}") from utf8_error
 
 
 def _newlines(text: str) -> str:
@@ -354,8 +392,27 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
     )
 
 
-def parse_document(data: bytes, kind: DocumentKind, *, path: str = "<bytes>") -> tuple[Section, ...]:
+def parse_document(
+    data: bytes, kind: DocumentKind, *, path: str = "<bytes>", fallback_encodings: Sequence[str] = ()
+) -> tuple[Section, ...]:
+    """The sections of `parse_with_front_matter` (front matter is left out of them)."""
+    return parse_with_front_matter(data, kind, path=path, fallback_encodings=fallback_encodings)[0]
+
+
+def parse_with_front_matter(
+    data: bytes,
+    kind: DocumentKind,
+    *,
+    path: str = "<bytes>",
+    fallback_encodings: Sequence[str] = (),
+    html_extractor: HtmlExtractor = "turnkit",
+) -> tuple[tuple[Section, ...], dict[str, Any]]:
     """Turn a file's bytes into sections with the loader for ``kind``.
+
+    Text is read as UTF-8 (or UTF-16/32 with a byte-order mark, or an HTML
+    page's declared charset), then with each of ``fallback_encodings`` in order.
+    A Markdown file's YAML front matter is returned as metadata, not as text.
+    ``html_extractor="trafilatura"`` reads only an HTML page's main content.
 
     Raises:
         DocumentDecodeError: text that is not UTF-8/UTF-16 (or a declared HTML charset).
@@ -363,18 +420,20 @@ def parse_document(data: bytes, kind: DocumentKind, *, path: str = "<bytes>") ->
         IngestDependencyMissingError: a PDF without `pypdf` installed.
     """
     if kind == "pdf":
-        return _pdf_pages(data, path=path)
-    text = _clean(_newlines(_decode(data, path=path, html=kind == "html")))
+        return _pdf_pages(data, path=path), {}
+    fallbacks = check_fallback_encodings(fallback_encodings)
+    text = _clean(_newlines(_decode(data, path=path, html=kind == "html", fallbacks=fallbacks)))
     if kind == "markdown":
-        return split_markdown(text)
+        front_matter, body = split_front_matter(text, path=path)
+        return split_markdown(body), front_matter
     if kind == "html":
         try:
-            return split_html(text)
+            return (split_html_main(text) if html_extractor == "trafilatura" else split_html(text)), {}
         except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
             raise DocumentParseError(
                 f"Cannot parse {path!r} as HTML: {exc}.", path=path, reason=f"unparsable HTML ({exc})"
             ) from exc
-    return (Section(text=text),) if text else ()
+    return ((Section(text=text),) if text else ()), {}
 
 
 def load_document(
@@ -384,6 +443,8 @@ def load_document(
     display_name: str | None = None,
     extensions: ExtensionMap | None = None,
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
+    fallback_encodings: Sequence[str] = (),
+    html_extractor: HtmlExtractor = "turnkit",
 ) -> LoadedDocument:
     """Read one file into a :class:`LoadedDocument`.
 
@@ -393,6 +454,11 @@ def load_document(
         display_name: The name shown to people and agents; defaults to the file name.
         extensions: Extra extension → kind mappings (see :data:`DEFAULT_EXTENSIONS`).
         max_file_size: Largest file read, in bytes (``None``: no limit).
+        fallback_encodings: Codecs tried in order on text that is not UTF-8
+            (e.g. ``["cp1252"]``); ``latin-1`` decodes any bytes, so put it last.
+        html_extractor: ``"turnkit"`` (the visible text, site chrome marked by
+            HTML5 landmarks or ARIA roles dropped) or ``"trafilatura"`` (main
+            content by trafilatura's heuristics; the ``html`` extra).
 
     Raises:
         SpecialFileError: a FIFO, socket, device or directory.
@@ -410,11 +476,19 @@ def load_document(
             f"Unknown document kind {kind!r}.", hint=f"Use one of {sorted(_KINDS)}."
         )
     raw = read_file(path, max_size=max_file_size)
+    sections, front_matter = parse_with_front_matter(
+        raw.data,
+        kind,
+        path=os.fspath(path),
+        fallback_encodings=fallback_encodings,
+        html_extractor=check_html_extractor(html_extractor),
+    )
     return LoadedDocument(
         source_uri=source_uri_for(path),
         display_name=display_name if display_name is not None else Path(path).name,
         kind=kind,
-        sections=parse_document(raw.data, kind, path=os.fspath(path)),
+        sections=sections,
+        front_matter=MappingProxyType(front_matter),
         mtime=raw.mtime,
         content_hash=raw.content_hash,
         size=raw.size,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from types import MappingProxyType
+from typing import Any, Literal
 
 __all__ = ["DocumentKind", "LoadedDocument", "Section"]
 
@@ -44,6 +46,7 @@ class LoadedDocument:
         content_hash: ``sha256`` of the file's bytes (hex); unchanged bytes mean
             an unchanged document.
         size: The file's size in bytes.
+        front_matter: A Markdown file's YAML front matter (JSON values), else empty.
     """
 
     source_uri: str
@@ -53,6 +56,7 @@ class LoadedDocument:
     mtime: datetime
     content_hash: str
     size: int = 0
+    front_matter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     _text: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -33,8 +33,9 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._aio import sync_form
@@ -53,7 +54,16 @@ from ._errors import (
     IngestDependencyMissingError,
     InvalidIngestOptionError,
 )
-from ._loaders import DEFAULT_MAX_FILE_SIZE, ExtensionMap, parse_document, read_file, resolve_extensions
+from ._html import HtmlExtractor, check_html_extractor
+from ._ignore import FileFilter, check_patterns
+from ._loaders import (
+    DEFAULT_MAX_FILE_SIZE,
+    ExtensionMap,
+    check_fallback_encodings,
+    parse_with_front_matter,
+    read_file,
+    resolve_extensions,
+)
 from ._model import LoadedDocument
 from ._report import FileIssue, IngestReport
 from ._store_io import Row, Writer, lookup
@@ -89,6 +99,8 @@ class _Settings:
     chunk_overlap: int
     encoding: str
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
+    fallback_encodings: tuple[str, ...] = ()
+    html_extractor: HtmlExtractor = "turnkit"
 
 
 def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Outcome:
@@ -106,6 +118,8 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
         encoding=settings.encoding,
+        fallback_encodings=settings.fallback_encodings,
+        html_extractor=settings.html_extractor,
     )
     current = [r for r in stored if r.fingerprint == fingerprint]
     others = [r.id for r in stored if r.fingerprint != fingerprint]
@@ -113,11 +127,19 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
         if len({r.id for r in current}) == current[0].count:
             return Outcome(candidate, "repair" if others else "unchanged", stale_ids=others)
     try:
+        sections, front_matter = parse_with_front_matter(
+            raw.data,
+            candidate.kind,
+            path=candidate.path,
+            fallback_encodings=settings.fallback_encodings,
+            html_extractor=settings.html_extractor,
+        )
         doc = LoadedDocument(
             source_uri=candidate.uri,
             display_name=candidate.display_name,
             kind=candidate.kind,
-            sections=parse_document(raw.data, candidate.kind, path=candidate.path),
+            sections=sections,
+            front_matter=MappingProxyType(front_matter),
             mtime=raw.mtime,
             content_hash=raw.content_hash,
             size=raw.size,
@@ -127,6 +149,8 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
             chunk_size=settings.chunk_size,
             chunk_overlap=settings.chunk_overlap,
             encoding=settings.encoding,
+            fallback_encodings=settings.fallback_encodings,
+            html_extractor=settings.html_extractor,
         )
     except (DocumentLoadError, IngestDependencyMissingError) as exc:
         return Outcome(candidate, "error", issue=issue_of(candidate.path, exc))
@@ -171,6 +195,11 @@ async def ingest(
     workers: int | None = None,
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     follow_external_symlinks: bool = False,
+    fallback_encodings: Sequence[str] = (),
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    html_extractor: HtmlExtractor = "turnkit",
 ) -> IngestReport:
     """Load, chunk and upsert files into a collection; rerunning it only writes what changed.
 
@@ -198,6 +227,21 @@ async def ingest(
             ``None``: no limit). Only regular files are ever read.
         follow_external_symlinks: Also read symlinks whose targets lie outside
             the given paths (by default they are skipped).
+        fallback_encodings: Codecs tried in order on a text file that is not
+            UTF-8, e.g. ``["cp1252"]`` (by default such a file is skipped as an
+            error with its reason). ``latin-1`` decodes any bytes: put it last.
+        include: Wildmatch patterns (git's syntax, relative to each given
+            directory, e.g. ``["*.md", "docs/**"]``): when given, a walked file
+            is read only if one matches. A file given by name is always read.
+        exclude: Patterns of walked files and folders to leave out (``["drafts/",
+            "*.tmp"]``); they win over ``include``.
+        gitignore: Honour the ``.gitignore`` files inside the walked folders
+            (nested ones too, the last matching rule winning, as in git).
+            With ``prune``, chunks of files left out this way are removed.
+        html_extractor: ``"turnkit"`` (default: the visible text, minus site
+            chrome marked by HTML5 landmarks or ARIA roles) or ``"trafilatura"``
+            (main content by trafilatura's heuristics, which also catches chrome
+            marked only by class names; ``pip install 'turnkit[html]'``).
 
     Returns:
         An `IngestReport`: counts, skipped files, errors and elapsed time.
@@ -208,7 +252,14 @@ async def ingest(
             or a store without an encoder.
     """
     started = time.perf_counter()
-    settings = _Settings(chunk_size, chunk_overlap, encoding, max_file_size)
+    settings = _Settings(
+        chunk_size,
+        chunk_overlap,
+        encoding,
+        max_file_size,
+        check_fallback_encodings(fallback_encodings),
+        check_html_extractor(html_extractor),
+    )
     if max_file_size is not None and (
         isinstance(max_file_size, bool) or not isinstance(max_file_size, int) or max_file_size < 1
     ):
@@ -229,8 +280,13 @@ async def ingest(
         )
     path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     q = store(collection)
+    files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
     found = await asyncio.to_thread(
-        walk, path_list, resolve_extensions(extensions), follow_external_symlinks=follow_external_symlinks
+        walk,
+        path_list,
+        resolve_extensions(extensions),
+        follow_external_symlinks=follow_external_symlinks,
+        files=files,
     )
     exists = await store.has_collection(collection)
 
@@ -296,6 +352,7 @@ async def ingest(
         files_written=counts["write"] + counts["repair"],
         files_unchanged=counts["unchanged"],
         files_pruned=pruned_files,
+        files_ignored=found.ignored,
         chunks_written=writer.chunks_written,
         chunks_deleted=writer.chunks_deleted + pruned_chunks,
         skipped=tuple(skipped),
@@ -309,6 +366,11 @@ async def ingest(
             "prune": prune,
             "max_file_size": max_file_size,
             "follow_external_symlinks": follow_external_symlinks,
+            "fallback_encodings": list(settings.fallback_encodings),
+            "include": list(files.include),
+            "exclude": list(files.exclude),
+            "gitignore": gitignore,
+            "html_extractor": settings.html_extractor,
         },
     )
     if bar is not None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FileIssue", "IngestReport"]
+__all__ = ["FileIssue", "IngestReport", "RATE_MIN_CHUNKS", "RATE_MIN_SECONDS"]
+
+# Below these a run's rate mostly measures its start-up (opening the store, loading the model).
+RATE_MIN_CHUNKS = 100
+RATE_MIN_SECONDS = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +44,8 @@ class IngestReport:
     """Files whose stored chunks were already complete and current: nothing written."""
     files_pruned: int
     """Files gone from disk whose chunks were removed (``prune=True``)."""
+    files_ignored: int = 0
+    """Walked files left out by ``include``/``exclude`` patterns or ``.gitignore`` (not in ``files_seen``)."""
     chunks_written: int
     """Chunk records upserted."""
     chunks_deleted: int
@@ -60,16 +66,26 @@ class IngestReport:
 
     @property
     def chunks_per_second(self) -> float:
-        """Chunks written per second of the run."""
+        """Chunks written per second of the run (see `rate_is_meaningful`)."""
         return self.chunks_written / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
+    @property
+    def rate_is_meaningful(self) -> bool:
+        """Whether the run was long enough for `chunks_per_second` to say something.
+
+        It takes ``RATE_MIN_CHUNKS`` (100) chunks over ``RATE_MIN_SECONDS`` (1 s);
+        a shorter run's rate is mostly its start-up. The summary shows the rate only then.
+        """
+        return self.chunks_written >= RATE_MIN_CHUNKS and self.elapsed_s >= RATE_MIN_SECONDS
+
     def __str__(self) -> str:
+        rate = f" ({self.chunks_per_second:.1f}/s)" if self.rate_is_meaningful else ""
+        ignored = f", {self.files_ignored} ignored by patterns" if self.files_ignored else ""
         lines = [
             f"Ingested into {self.collection!r} in {self.elapsed_s:.2f} s: "
             f"{self.files_seen} files ({self.files_written} written, {self.files_unchanged} unchanged, "
-            f"{len(self.skipped)} skipped, {len(self.errors)} errors, {self.files_pruned} pruned); "
-            f"{self.chunks_written} chunks written ({self.chunks_per_second:.1f}/s), "
-            f"{self.chunks_deleted} deleted."
+            f"{len(self.skipped)} skipped, {len(self.errors)} errors, {self.files_pruned} pruned{ignored}); "
+            f"{self.chunks_written} chunks written{rate}, {self.chunks_deleted} deleted."
         ]
         for issue in self.errors[:20]:
             lines.append(f"  error: {issue}")

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from ._errors import IngestUsageError
+from ._report import RATE_MIN_CHUNKS, RATE_MIN_SECONDS
 from ._walk import Found
 
 if TYPE_CHECKING:
@@ -196,8 +197,11 @@ class Writer:
             self.files[0].remaining -= done  # a big file's first batches
         await self.delete_stale()
         if self.bar is not None:
-            rate = self.chunks_written / max(time.perf_counter() - self.started, 1e-9)
-            self.bar.set_postfix(chunks=self.chunks_written, chunks_s=f"{rate:.0f}", refresh=False)
+            elapsed = time.perf_counter() - self.started
+            shown: dict[str, object] = {"chunks": self.chunks_written}
+            if self.chunks_written >= RATE_MIN_CHUNKS and elapsed >= RATE_MIN_SECONDS:
+                shown["chunks_s"] = f"{self.chunks_written / elapsed:.0f}"
+            self.bar.set_postfix(shown, refresh=False)
 
     async def delete_stale(self) -> None:
         while self.stale:
@@ -207,17 +211,25 @@ class Writer:
 
 
 async def prune(q: QueryBuilder, found: Found, writer: Writer) -> tuple[int, int]:
-    """Remove the chunks of files under the ingested folders (or named paths) that no longer exist."""
+    """Remove the chunks of files under the ingested folders (or named paths) that no longer exist.
+
+    Files the run's patterns or ``.gitignore`` left out go too: the collection
+    then holds what this run reads.
+    """
     prefixes = tuple(found.prune_prefixes) + tuple(uri + "/" for uri in found.missing_uris)
     missing = set(found.missing_uris)
+    left_out_prefixes = tuple(found.left_out_prefixes)
+    read = {c.uri for c in found.candidates}
     gone: set[str] = set()
     # Every stored file has a chunk 0 (chunks are written in order and old rows go only after the
     # new ones are in), so one row per file is enough to list the files a collection holds.
     for match in await _scan(q.where("metadata.chunk_index", 0), ("id", "metadata.source_uri")):
         uri = (match.metadata or {}).get("source_uri")
-        if not isinstance(uri, str) or not uri.startswith("file://"):
+        if not isinstance(uri, str) or not uri.startswith("file://") or uri in read:
             continue
-        if (uri in missing or uri.startswith(prefixes)) and not os.path.lexists(
+        if uri in found.left_out or uri.startswith(left_out_prefixes):
+            gone.add(uri)
+        elif (uri in missing or uri.startswith(prefixes)) and not os.path.lexists(
             url2pathname(urlparse(uri).path)
         ):
             gone.add(uri)

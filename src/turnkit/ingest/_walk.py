@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._errors import ExternalSymlinkError, IngestDependencyMissingError, UnsupportedDocumentError
+from ._ignore import FileFilter
 from ._loaders import detect_kind, source_uri_for
 from ._model import DocumentKind
 from ._report import FileIssue
@@ -41,12 +42,25 @@ class Found:
     errors: list[FileIssue] = field(default_factory=list)
     prune_prefixes: list[str] = field(default_factory=list)
     missing_uris: list[str] = field(default_factory=list)
+    ignored: int = 0
+    # What patterns and .gitignore left out, for prune: file URIs, and URI prefixes of skipped folders.
+    left_out: set[str] = field(default_factory=set)
+    left_out_prefixes: list[str] = field(default_factory=list)
 
 
 def walk(
-    paths: Sequence[PathInput], extensions: dict[str, DocumentKind], *, follow_external_symlinks: bool = False
+    paths: Sequence[PathInput],
+    extensions: dict[str, DocumentKind],
+    *,
+    follow_external_symlinks: bool = False,
+    files: FileFilter | None = None,
 ) -> Found:
-    """Every file to consider, in a deterministic order, deduplicated by resolved URI."""
+    """Every file to consider, in a deterministic order, deduplicated by resolved URI.
+
+    ``files`` (include/exclude patterns, ``.gitignore``) applies to the files
+    found inside a given directory; a file given by name is always considered.
+    """
+    base = files if files is not None else FileFilter(gitignore=False)
     found = Found()
     seen: set[str] = set()
     roots: list[Path] = []
@@ -103,13 +117,30 @@ def walk(
                     )
                 )
 
+            rules = base.for_root()
             for dirpath, dirnames, filenames in os.walk(path, onerror=on_error):
+                here = Path(dirpath)
+                rel_dir = here.relative_to(path).as_posix()
+                prefix = "" if rel_dir == "." else rel_dir
+                rules.enter(here, prefix)
                 # Hidden entries (.git, .venv, .DS_Store…) are never documents.
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                kept = []
+                for d in sorted(dirnames):
+                    if d.startswith("."):
+                        continue
+                    if rules.skips_dir(f"{prefix}/{d}" if prefix else d):
+                        found.left_out_prefixes.append(source_uri_for(here / d).rstrip("/") + "/")
+                    else:
+                        kept.append(d)
+                dirnames[:] = kept
                 for name in sorted(filenames):
                     if not name.startswith("."):
-                        file = Path(dirpath, name)
-                        consider(file, file.relative_to(path).as_posix())
+                        rel = f"{prefix}/{name}" if prefix else name
+                        if rules.reads(rel):
+                            consider(here / name, rel)
+                        else:
+                            found.left_out.add(source_uri_for(here / name))
+            found.ignored += rules.ignored
         elif path.exists() or path.is_symlink():
             consider(path, path.name)
         else:

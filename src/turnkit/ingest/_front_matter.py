@@ -1,0 +1,94 @@
+"""YAML front matter at the top of a Markdown file: read as metadata, never indexed as text.
+
+The block is parsed with ``yaml.safe_load`` (no Python objects), and the result
+is turned into JSON values under a node budget: YAML aliases let a few hundred
+bytes describe a structure of billions of nodes once expanded, which the
+store's JSON would otherwise spell out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+from datetime import date, datetime
+from typing import Any
+
+__all__ = ["MAX_FRONT_MATTER_CHARS", "split_front_matter"]
+
+log = logging.getLogger("turnkit.ingest")
+
+MAX_FRONT_MATTER_CHARS = 64 * 1024
+_MAX_NODES = 10_000
+_MAX_DEPTH = 16
+_INT64 = 2**63
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _json_value(value: Any, budget: list[int], depth: int) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _MAX_DEPTH:
+        raise _TooBig
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return value if -_INT64 <= value < _INT64 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _json_value(v, budget, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_json_value(v, budget, depth + 1) for v in value]
+    return str(value)  # bytes (!!binary) and the like
+
+
+def split_front_matter(text: str, *, path: str = "<text>") -> tuple[dict[str, Any], str]:
+    """``(metadata, body)``: a leading ``---`` YAML mapping as metadata, and the text after it.
+
+    Text without front matter, or whose block is not a YAML mapping (a
+    thematic break, malformed YAML, a list), is returned whole with ``{}``:
+    it stays text, as a Markdown renderer would show it.
+    """
+    if not text.startswith("---"):
+        return {}, text
+    first_end = text.find("\n")
+    if first_end == -1 or text[:first_end].rstrip("\r") != "---":
+        return {}, text
+    end = -1
+    pos = first_end + 1
+    while pos < len(text) and pos <= MAX_FRONT_MATTER_CHARS:
+        line_end = text.find("\n", pos)
+        line = text[pos : line_end if line_end != -1 else len(text)].rstrip("\r")
+        if line in ("---", "..."):
+            end = pos
+            break
+        if line_end == -1:
+            break
+        pos = line_end + 1
+    if end == -1:
+        return {}, text
+    # Imported here (most files have no front matter); PyYAML ships no type information.
+    yaml: Any = importlib.import_module("yaml")
+
+    block = text[first_end + 1 : end]
+    after = text.find("\n", end)
+    body = "" if after == -1 else text[after + 1 :]
+    try:
+        data = yaml.safe_load(block)
+        if not isinstance(data, dict):
+            return {}, text
+        return _json_value(data, [_MAX_NODES], 0), body
+    except yaml.YAMLError as exc:
+        log.warning("%s: front matter is not valid YAML, kept as text: %s", path, exc)
+        return {}, text
+    except _TooBig:
+        log.warning("%s: front matter is larger than %d values, kept as text", path, _MAX_NODES)
+        return {}, text
+    except RecursionError:
+        log.warning("%s: front matter nests too deeply, kept as text", path)
+        return {}, text
