@@ -22,13 +22,12 @@ trafilatura in the same run.
 from __future__ import annotations
 
 import html
+import pydoc_data.topics
 import re
 import statistics
 import sys
 import time
 from collections.abc import Callable
-
-import pydoc_data.topics
 
 from turnkit.ingest._html import split_html
 
@@ -98,7 +97,9 @@ def main() -> None:
         sys.exit("bench/html_extract.py compares against trafilatura: pip install trafilatura")
 
     def traf(markup: str) -> str:
-        return trafilatura.extract(markup, include_comments=False, include_tables=True, favor_recall=True) or ""
+        return (
+            trafilatura.extract(markup, include_comments=False, include_tables=True, favor_recall=True) or ""
+        )
 
     topics = sorted(pydoc_data.topics.topics.items())[:60]
     systems = {"turnkit": turnkit, "trafilatura": traf}
@@ -115,13 +116,17 @@ def main() -> None:
                 if wanted:
                     kept.append(sum(s in out for s in wanted) / len(wanted))
                 dropped.append(sum(c not in out for c in CHROME) / len(CHROME))
-            rows.append((template, label, statistics.mean(kept), statistics.mean(dropped), statistics.median(seconds)))
+            rows.append(
+                (template, label, statistics.mean(kept), statistics.mean(dropped), statistics.median(seconds))
+            )
     base = {t: s for t, label, _, _, s in rows if label == "trafilatura"}
     print(f"{len(topics)} pages per template (pydoc_data topics)\n")
     print("| template | system | content kept | chrome dropped | time per page vs trafilatura |")
     print("| --- | --- | --- | --- | --- |")
     for template, label, kept_share, dropped_share, sec in rows:
-        print(f"| {template} | {label} | {kept_share:.3f} | {dropped_share:.3f} | {sec / base[template]:.2f}x |")
+        print(
+            f"| {template} | {label} | {kept_share:.3f} | {dropped_share:.3f} | {sec / base[template]:.2f}x |"
+        )
 
 
 if __name__ == "__main__":
