@@ -7,6 +7,7 @@ with the ratio between the two. Also an unchanged re-run, and peak RSS.
 
     .venv/bin/python bench/ingest.py                 # 10,000 files, WordLlama if installed
     .venv/bin/python bench/ingest.py --files 2000 --encoder hash
+    .venv/bin/python bench/ingest.py --files 2000 --engine ray   # also Ray on this machine (turnkit[ray])
 
 A script, not a test: nothing here asserts on timings.
 """
@@ -124,6 +125,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--engine", choices=["local", "ray"], default="local", help="ray: also ingest with turnkit.ingest.ray"
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="turnkit-bench-ingest-"))
@@ -204,6 +208,25 @@ def main() -> None:
             ("peak RSS after ingest", f"{rss_ingest:,.0f} MB"),
             ("peak RSS overall", f"{peak_rss_mb():,.0f} MB"),
         ]
+        if args.engine == "ray":
+            from turnkit.ingest.ray import ingest_ray
+
+            ray_vs = create_vector_store(uri=str(tmp / "db_ray"), encoder=inner)
+            ray_opts: dict[str, Any] = {"store": ray_vs, "collection": "bench", "workers": args.workers}
+            start = time.perf_counter()
+            ray_report = ingest_ray(corpus, **ray_opts, **settings)
+            ray_wall = time.perf_counter() - start
+            assert ray_report.ok and ray_report.chunks_written == chunks, ray_report
+            start = time.perf_counter()
+            ray_rerun = ingest_ray(corpus, **ray_opts, **settings)
+            ray_rerun_s = time.perf_counter() - start
+            assert ray_rerun.chunks_written == 0, ray_rerun
+            rows += [
+                ("ray engine wall time (Ray start included)", f"{ray_wall:.2f} s"),
+                ("  chunks/s", f"{chunks / ray_wall:,.0f}"),
+                ("  ratio ray / single-process (chunks/s)", f"{wall / ray_wall:.2f}x"),
+                ("  unchanged re-run", f"{ray_rerun_s:.2f} s (0 writes)"),
+            ]
         width = max(len(k) for k, _ in rows)
         print()
         for key, value in rows:

@@ -428,6 +428,23 @@ def main() -> None:
         cells = [f"{np.mean(np.array(tops) < t):.2f}/{np.mean(np.array(cross) < t):.2f}" for t in thresholds]
         arows.append((enc, name, *cells))
     print(table(arows, ("encoder", "set", *[f"min_score {t}" for t in thresholds])))
+    # The same over every set together, near where the two rates part, and the medians behind them.
+    pooled = {
+        enc: (
+            np.concatenate([np.array(v) for (e, _), v in top_dense.items() if e == enc]),
+            np.concatenate([np.array(v) for (e, _), v in cross_dense.items() if e == enc]),
+        )
+        for enc in encoders
+    }
+    prows = [
+        (f"{t:.2f}", *[f"{np.mean(a < t):.2f} / {np.mean(c < t):.2f}" for a, c in pooled.values()])
+        for t in (0.58, 0.6, 0.63, 0.65)
+    ]
+    print("\nAll sets together (false / true abstention):\n")
+    print(table(prows, ("min_score", *[f"{enc} false / true" for enc in pooled])))
+    for enc, (a, c) in pooled.items():
+        with_answer, without = np.median(a), np.median(c)
+        print(f"{enc}: best match's similarity, median {with_answer:.2f} answerable, {without:.2f} not")
 
     if "minilm" in encoders:
         rerank_section(benches, encoders, fused_pools, human)

@@ -340,6 +340,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-gitignore", action="store_true", help="read files the walked folders' .gitignore files exclude"
     )
     p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local (default): this process; ray: Ray workers load, chunk, encode and write, one commit "
+        "(pip install 'turnkit[ray]')",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: the cluster to join ('auto', 'ray://host:10001'); default: start Ray here",
+    )
+    p.add_argument(
         "--html-extractor",
         choices=["turnkit", "trafilatura"],
         default="turnkit",

@@ -91,6 +91,9 @@ class Outcome:
     chunks: list[Chunk] = field(default_factory=list)
     stale_ids: list[str] = field(default_factory=list)
     issue: FileIssue | None = None
+    # A file whose current chunks are all stored: its other rows go by fingerprint, not id, since
+    # an interrupted distributed write can leave an old row under the same id as a current one.
+    keep_fingerprint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,8 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
     others = [r.id for r in stored if r.fingerprint != fingerprint]
     if current and all(r.count == current[0].count for r in current):
         if len({r.id for r in current}) == current[0].count:
-            return Outcome(candidate, "repair" if others else "unchanged", stale_ids=others)
+            status: Literal["repair", "unchanged"] = "repair" if others else "unchanged"
+            return Outcome(candidate, status, stale_ids=others, keep_fingerprint=fingerprint)
     try:
         sections, front_matter = parse_with_front_matter(
             raw.data,

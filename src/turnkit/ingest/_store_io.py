@@ -135,6 +135,7 @@ class Writer:
         self.buffer: list[dict[str, Any]] = []
         self.files: deque[_Pending] = deque()
         self.stale: list[str] = []
+        self.stale_files: list[tuple[str, str]] = []  # (source_uri, the fingerprint to keep)
         self.chunks_written = 0
         self.chunks_deleted = 0
         self.writes = 0
@@ -150,6 +151,10 @@ class Writer:
         """Queue a file's chunks (or its stale rows) and write every full batch."""
         count = len(outcome.chunks)
         if not count:
+            if outcome.keep_fingerprint is not None:
+                if outcome.stale_ids:
+                    self.stale_files.append((outcome.candidate.uri, outcome.keep_fingerprint))
+                return
             self.stale.extend(outcome.stale_ids)  # nothing to write first: they go with the next delete
             return
         whole = count <= self.batch_size
@@ -204,6 +209,11 @@ class Writer:
             self.bar.set_postfix(shown, refresh=False)
 
     async def delete_stale(self) -> None:
+        while self.stale_files:
+            uri, keep = self.stale_files.pop()
+            old = self.q.where("metadata.source_uri", uri).where("metadata.ingest_fingerprint", "!=", keep)
+            self.chunks_deleted += await old.delete()
+            self.committed()
         while self.stale:
             ids, self.stale = self.stale[:_DELETE_IDS], self.stale[_DELETE_IDS:]
             self.chunks_deleted += await self.q.where_in("id", ids).delete()

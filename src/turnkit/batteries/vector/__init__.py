@@ -106,6 +106,12 @@ from turnkit.batteries.vector.ranking._rerank import (
     rerank_search,
     rerank_sync,
 )
+from turnkit.batteries.vector.store._fragments import (
+    commit_fragments,
+    commit_fragments_sync,
+    write_fragments,
+    write_fragments_sync,
+)
 from turnkit.batteries.vector.store._hybrid import (
     HybridOption,
     HybridSpec,
@@ -210,6 +216,8 @@ __all__ = [
     "abstaining_fetch_stage",
     "and_",
     "bind_raw",
+    "commit_fragments",
+    "commit_fragments_sync",
     "condition",
     "create_vector_retrievable_callbacks",
     "create_vector_store",
@@ -239,5 +247,7 @@ __all__ = [
     "to_sql",
     "validate_field",
     "with_min_score",
+    "write_fragments",
+    "write_fragments_sync",
     "zscore_fuse",
 ]

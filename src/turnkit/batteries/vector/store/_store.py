@@ -252,6 +252,11 @@ class VectorStore:
         """A fresh query builder for ``collection`` (no I/O until a terminal runs)."""
         return QueryBuilder(self, QuerySpec(collection=_check_name(collection)))
 
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The object-store options the store was opened with (a copy)."""
+        return dict(self._storage_options)
+
     def __repr__(self) -> str:
         return f"<VectorStore uri={self.uri!r} metric={self.metric!r} encoder={self.encoder!r}>"
 

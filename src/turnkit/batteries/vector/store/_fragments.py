@@ -1,0 +1,127 @@
+"""Distributed writes: Lance fragments written by many workers, committed once by one process.
+
+A worker turns records into data files of the collection (`write_fragments`)
+without committing them; the coordinator adds all of them in one commit
+(`commit_fragments`), under the collection's write lock. Nothing is visible
+until that commit, so a worker that dies leaves only unreferenced files, which
+``optimize()`` cleans up. Needs ``pylance`` (the ``ray`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from turnkit._aio import on_loop, sync_form
+from turnkit.batteries.vector._errors import DriverUnavailableError, InvalidVectorRecordError
+from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._locks import collection_lock
+from turnkit.batteries.vector.store._records import collection_schema, prepare_records
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._store import VectorStore
+
+__all__ = ["commit_fragments", "commit_fragments_sync", "write_fragments", "write_fragments_sync"]
+
+
+def _lance() -> Any:
+    try:
+        return importlib.import_module("lance")
+    except ImportError as exc:
+        raise DriverUnavailableError(
+            f"Writing fragments needs the `pylance` package ({exc}).",
+            hint="Install it with the ray extra: pip install 'turnkit[ray]'.",
+        ) from None
+
+
+async def write_fragments(
+    store: VectorStore, collection: str, records: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """Encode and write ``records`` as new data files of ``collection``; commit nothing.
+
+    Records are validated and encoded as ``upsert`` does. The result is the
+    fragments' metadata as JSON strings, small enough to send to the process
+    that calls `commit_fragments`. The collection must exist.
+
+    Raises:
+        CollectionNotFoundError: the collection does not exist.
+        DriverUnavailableError: ``pylance`` is not installed.
+    """
+    lance = _lance()
+    batch = prepare_records(records, max_document_chars=store.max_document_chars)
+    if not len(batch):
+        return []
+    coll = await on_loop(store._collection(collection))
+    if batch.to_encode:
+        encoder = store._require_encoder(collection)
+        store._check_encoder(coll, encoder)
+        from turnkit.batteries.vector.store._store import _encode_for
+
+        texts = [batch.documents[i] or "" for i in batch.to_encode]
+        vectors = await _encode_for(collection, encoder, texts, "document", first=batch.to_encode[0])
+        for row, index in enumerate(batch.to_encode):
+            batch.vectors[index] = vectors[row]
+    array = batch.vector_array(coll.dimension, source="the collection's")
+    if coll.metric == "cosine" and (~array.any(axis=1)).any():
+        raise InvalidVectorRecordError(
+            f"Collection {collection!r}: an all-zero vector has no direction, so a cosine collection "
+            "could never return it.",
+            collection=collection,
+        )
+    schema = collection_schema(coll.dimension, {})
+    data = batch.to_arrow(array, schema, datetime.now(UTC))
+
+    async def write() -> list[str]:
+        uri = await coll.table.uri()
+        with translate_errors("upsert", collection):
+            fragments = await asyncio.to_thread(
+                lance.fragment.write_fragments,
+                data,
+                uri,
+                schema=schema,
+                storage_options=store.storage_options or None,
+            )
+        return [json.dumps(fragment.to_json()) for fragment in fragments]
+
+    return await on_loop(write())
+
+
+async def commit_fragments(store: VectorStore, collection: str, fragments: Sequence[str]) -> int:
+    """Add the fragments `write_fragments` returned to ``collection`` in one commit; returns the rows added.
+
+    The commit takes the collection's write lock (across processes on a local
+    disk), so it never races an ``upsert``; Lance retries it past commits made
+    since the workers started.
+    """
+    lance = _lance()
+    if not fragments:
+        return 0
+    metas = [lance.fragment.FragmentMetadata.from_json(f) for f in fragments]
+    coll = await on_loop(store._collection(collection))
+
+    async def commit() -> int:
+        async with coll.lock, collection_lock(store.uri, collection):
+            uri = await coll.table.uri()
+            with translate_errors("upsert", collection):
+                await coll.table.checkout_latest()
+                version = await coll.table.version()
+                await asyncio.to_thread(
+                    lance.LanceDataset.commit,
+                    uri,
+                    lance.LanceOperation.Append(metas),
+                    read_version=version,
+                    storage_options=store.storage_options or None,
+                )
+                await coll.table.checkout_latest()
+            coll.wrote()
+        return sum(int(m.num_rows) for m in metas)
+
+    return await on_loop(commit())
+
+
+write_fragments_sync = sync_form(write_fragments)
+commit_fragments_sync = sync_form(commit_fragments)

@@ -1,0 +1,345 @@
+"""Distributed ingest on Ray: workers load, chunk, encode and write Lance fragments; the driver commits once.
+
+The driver walks the paths, reads which chunks the collection already holds,
+and hands files to a pool of Ray actors. Each actor opens the store itself,
+skips files whose stored chunks are current (the same fingerprints as the
+single-process ingest), and writes the chunks of the others as uncommitted
+Lance fragments. The driver then adds every fragment in one commit and
+removes the rows the new ones replace. Chunk ids are deterministic, so a rerun
+writes nothing, and a run killed before its commit leaves the collection as
+it was.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._aio import run_sync
+from ._chunking import DEFAULT_CHUNK_ENCODING, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, validate_chunking
+from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
+from ._html import HtmlExtractor, check_html_extractor
+from ._ignore import FileFilter, check_patterns
+from ._loaders import DEFAULT_MAX_FILE_SIZE, ExtensionMap, check_fallback_encodings, resolve_extensions
+from ._pipeline import _process, _Settings
+from ._report import FileIssue, IngestReport
+from ._store_io import Row, Writer, lookup
+from ._store_io import prune as prune_missing
+from ._walk import Candidate, PathInput, walk
+
+if TYPE_CHECKING:
+    from ..batteries.vector import Encoder, VectorStore
+
+__all__ = ["ingest_ray"]
+
+_DELETE_FILES = 100  # source URIs per delete of replaced rows
+
+
+@dataclass(slots=True)
+class _FileResult:
+    """What a worker did with one file (the chunks themselves travel as fragments)."""
+
+    uri: str
+    status: str
+    issue: FileIssue | None = None
+    stale_ids: list[str] = field(default_factory=list)
+    fingerprint: str | None = None  # of the rows written or kept
+    chunks: int = 0
+
+
+def _ray() -> Any:
+    try:
+        return importlib.import_module("ray")
+    except ImportError as exc:
+        raise IngestDependencyMissingError(
+            f"The ray engine needs Ray and pylance ({exc}).",
+            hint="Install them: pip install 'turnkit[ray]'.",
+        ) from None
+
+
+class _Worker:
+    """One Ray actor: a store of its own, its encoder loaded once, files in, fragments out."""
+
+    def __init__(
+        self,
+        uri: str,
+        storage_options: dict[str, str],
+        collection: str,
+        encoder_factory: Callable[[], Encoder],
+        metric: str,
+    ) -> None:
+        from ..batteries.vector import create_vector_store
+
+        self.collection = collection
+        self.store = create_vector_store(
+            uri,
+            encoder=encoder_factory(),
+            storage_options=storage_options or None,
+            metric=metric,
+            auto_optimize=None,
+        )
+
+    def run(
+        self, job: list[tuple[Candidate, list[Row]]], settings: _Settings
+    ) -> tuple[list[_FileResult], list[str]]:
+        from ..batteries.vector import write_fragments_sync
+
+        results: list[_FileResult] = []
+        records: list[dict[str, Any]] = []
+        redo: list[str] = []
+        for candidate, stored in job:
+            outcome = _process(candidate, stored, settings)
+            if outcome.chunks:
+                # Rows of an earlier write of these very chunks that did not finish: the same ids and
+                # fingerprint as the new ones, so they go now, before the driver's commit adds them.
+                current = outcome.chunks[0].fingerprint
+                redo.extend(r.id for r in stored if r.fingerprint == current)
+            fingerprint = outcome.chunks[0].fingerprint if outcome.chunks else outcome.keep_fingerprint
+            results.append(
+                _FileResult(
+                    candidate.uri,
+                    outcome.status,
+                    outcome.issue,
+                    outcome.stale_ids,
+                    fingerprint,
+                    len(outcome.chunks),
+                )
+            )
+            records.extend(chunk.to_record() for chunk in outcome.chunks)
+        if redo:
+            self.store(self.collection).where_in("id", redo).delete_sync()
+        fragments = write_fragments_sync(self.store, self.collection, records) if records else []
+        return results, fragments
+
+
+def _default_factory(store: VectorStore, dimension: int) -> Callable[[], Encoder]:
+    from ..batteries.vector import encoder_for_recorded, encoder_from_spec
+
+    encoder = store.encoder
+    spec = encoder_for_recorded(encoder.name, dimension) if encoder is not None else None
+    if spec is None:
+        raise InvalidIngestOptionError(
+            f"The ray engine cannot rebuild the encoder {getattr(encoder, 'name', None)!r} in its workers.",
+            hint="Pass encoder_factory=, a picklable function that returns the encoder.",
+        )
+    return lambda: encoder_from_spec(spec, dimension=dimension)
+
+
+def ingest_ray(
+    paths: PathInput | Iterable[PathInput],
+    *,
+    store: VectorStore,
+    collection: str,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    encoding: str = DEFAULT_CHUNK_ENCODING,
+    prune: bool = False,
+    extensions: ExtensionMap | None = None,
+    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
+    follow_external_symlinks: bool = False,
+    fallback_encodings: Sequence[str] = (),
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    html_extractor: HtmlExtractor = "turnkit",
+    workers: int | None = None,
+    files_per_task: int = 16,
+    address: str | None = None,
+    encoder_factory: Callable[[], Encoder] | None = None,
+) -> IngestReport:
+    """`turnkit.ingest.ingest` on a Ray cluster: the same chunks, ids and report, one commit.
+
+    Files are read where the workers run, so on a cluster the paths must be
+    visible to every node (a shared file system), and the store's URI must be
+    object storage or a shared disk. Ray is started on this machine when it is
+    not running and ``address`` is not given (and stopped afterwards).
+
+    Args:
+        paths: Files and/or directories, as for `turnkit.ingest.ingest` (so are
+            the options not described here).
+        store: The vector store; each worker opens its own at the same URI.
+        collection: The collection to write to (created when missing).
+        chunk_size: Maximum tokens per chunk.
+        chunk_overlap: Maximum tokens shared by consecutive chunks.
+        encoding: The tiktoken encoding tokens are counted in.
+        prune: Also remove the chunks of files gone or now left out.
+        extensions: Extra extension → kind mappings.
+        max_file_size: Larger files are skipped.
+        follow_external_symlinks: Also read symlinks pointing outside the paths.
+        fallback_encodings: Codecs tried on text that is not UTF-8.
+        include: Patterns a walked file must match.
+        exclude: Patterns of walked files and folders to leave out.
+        gitignore: Honour the walked folders' ``.gitignore`` files.
+        html_extractor: ``"turnkit"`` or ``"trafilatura"``.
+        workers: Ray actors (each loads the encoder once); default: the CPUs Ray has, at most 8.
+        files_per_task: Files a worker takes at a time.
+        address: A Ray cluster to join (``"auto"``, ``"ray://host:10001"``).
+        encoder_factory: Builds the encoder in each worker; by default the
+            store's encoder is rebuilt from its name (every built-in encoder).
+
+    Raises:
+        IngestDependencyMissingError: Ray or pylance is not installed.
+        InvalidIngestOptionError, InvalidChunkingError: as for `ingest`.
+    """
+    started = time.perf_counter()
+    ray = _ray()
+    if importlib.util.find_spec("lance") is None:
+        raise IngestDependencyMissingError(
+            "The ray engine needs pylance to write fragments.", hint="Install it: pip install 'turnkit[ray]'."
+        )
+    validate_chunking(chunk_size, chunk_overlap, encoding)
+    settings = _Settings(
+        chunk_size,
+        chunk_overlap,
+        encoding,
+        max_file_size,
+        check_fallback_encodings(fallback_encodings),
+        check_html_extractor(html_extractor),
+    )
+    if isinstance(files_per_task, bool) or not isinstance(files_per_task, int) or files_per_task < 1:
+        raise InvalidIngestOptionError(f"files_per_task must be a positive int; got {files_per_task!r}.")
+    if store.encoder is None:
+        raise InvalidIngestOptionError(
+            "The store has no encoder, so chunks cannot be embedded.",
+            hint="Create the store with one: create_vector_store(uri, encoder=WordLlamaEncoder()).",
+        )
+    files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
+    path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    found = walk(
+        path_list,
+        resolve_extensions(extensions),
+        follow_external_symlinks=follow_external_symlinks,
+        files=files,
+    )
+    info = store.create_collection_sync(collection, exist_ok=True)
+    factory = encoder_factory or _default_factory(store, info.dimension)
+    q = store(collection)
+    stored = run_sync(lookup(q, [c.uri for c in found.candidates], whole_collection=True))
+
+    with warnings.catch_warnings():
+        # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
+        # the workers open stores of their own, so nothing of the driver's runtime is used there.
+        warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
+        warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
+        results, fragments = _run_workers(
+            ray, store, collection, found, stored, settings, factory, workers, files_per_task, address
+        )
+    return _finish(store, collection, found, results, fragments, prune, started, settings, files)
+
+
+def _run_workers(
+    ray: Any,
+    store: VectorStore,
+    collection: str,
+    found: Any,
+    stored: dict[str, list[Row]],
+    settings: _Settings,
+    factory: Callable[[], Encoder],
+    workers: int | None,
+    files_per_task: int,
+    address: str | None,
+) -> tuple[list[_FileResult], list[str]]:
+    """Start Ray when it is not running, run the files through an actor pool, collect what came back."""
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        ray.init(
+            address=address,
+            num_cpus=None if address else (workers or os.cpu_count() or 1),
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    try:
+        n = workers or max(1, min(8, int(ray.available_resources().get("CPU", 1))))
+        actor = ray.remote(num_cpus=1)(_Worker)
+        pool = ray.util.ActorPool(
+            [
+                actor.remote(store.uri, store.storage_options, collection, factory, store.metric)
+                for _ in range(min(n, max(1, len(found.candidates))))
+            ]
+        )
+        jobs = [
+            [(c, stored.get(c.uri, [])) for c in found.candidates[i : i + files_per_task]]
+            for i in range(0, len(found.candidates), files_per_task)
+        ]
+        results: list[_FileResult] = []
+        fragments: list[str] = []
+        for file_results, job_fragments in pool.map_unordered(
+            lambda a, job: a.run.remote(job, settings), jobs
+        ):
+            results.extend(file_results)
+            fragments.extend(job_fragments)
+        return results, fragments
+    finally:
+        if started_ray:
+            ray.shutdown()
+
+
+def _finish(
+    store: VectorStore,
+    collection: str,
+    found: Any,
+    results: list[_FileResult],
+    fragments: list[str],
+    prune: bool,
+    started: float,
+    settings: _Settings,
+    files: FileFilter,
+) -> IngestReport:
+    """The driver's part after the workers: one commit, then the rows it replaced, then the report."""
+    from ..batteries.vector import commit_fragments_sync
+
+    q = store(collection)
+    written = commit_fragments_sync(store, collection, fragments)
+    writer = Writer(q, 1, None)
+    deleted = 0
+    # Rows the commit replaced: a written file's rows under another fingerprint (some may share an
+    # id with a new row, so they go by fingerprint, never by id), and a file now empty of text.
+    replaced = [(r.uri, r.fingerprint) for r in results if r.fingerprint and (r.chunks or r.stale_ids)]
+    for start in range(0, len(replaced), _DELETE_FILES):
+        group = replaced[start : start + _DELETE_FILES]
+        old = q.where_in("metadata.source_uri", [u for u, _ in group]).where_not_in(
+            "metadata.ingest_fingerprint", [f for _, f in group if f]
+        )
+        deleted += old.delete_sync()
+    gone = [i for r in results if r.status == "empty" for i in r.stale_ids]
+    if gone:
+        deleted += q.where_in("id", gone).delete_sync()
+    pruned_files = pruned_chunks = 0
+    if prune:
+        pruned_files, pruned_chunks = run_sync(prune_missing(q, found, writer))
+    counts = {s: sum(r.status == s for r in results) for s in ("write", "repair", "unchanged")}
+    skipped = [*found.skipped, *(r.issue for r in results if r.status in ("skipped", "empty") and r.issue)]
+    errors = [*found.errors, *(r.issue for r in results if r.status == "error" and r.issue)]
+    return IngestReport(
+        collection=collection,
+        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + len(skipped) + len(errors),
+        files_written=counts["write"] + counts["repair"],
+        files_unchanged=counts["unchanged"],
+        files_pruned=pruned_files,
+        files_ignored=found.ignored,
+        chunks_written=written,
+        chunks_deleted=deleted + pruned_chunks,
+        skipped=tuple(skipped),
+        errors=tuple(errors),
+        elapsed_s=time.perf_counter() - started,
+        settings={
+            "engine": "ray",
+            "chunk_size": settings.chunk_size,
+            "chunk_overlap": settings.chunk_overlap,
+            "encoding": settings.encoding,
+            "prune": prune,
+            "max_file_size": settings.max_file_size,
+            "fallback_encodings": list(settings.fallback_encodings),
+            "include": list(files.include),
+            "exclude": list(files.exclude),
+            "gitignore": files.gitignore,
+            "html_extractor": settings.html_extractor,
+        },
+    )
