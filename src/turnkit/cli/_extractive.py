@@ -43,10 +43,23 @@ class Quote:
     score: float
 
 
+_CODE_START = re.compile(
+    r"^(?:assert|await|async|def|class|import|from\s+\S+\s+import|print\(|return|>>>|\$\s)"
+)
+_SYMBOLS = re.compile(r"[=(){}\[\];<>]")
+
+
+def _looks_like_code(line: str) -> bool:
+    """A line of code outside a fence (a chunk can start inside a code block)."""
+    return bool(_CODE_START.match(line)) or len(_SYMBOLS.findall(line)) > max(3, len(line) // 12)
+
+
 def sentences_of(text: str) -> list[str]:
     """The prose sentences of a chunk: code blocks, tables and headings left out."""
     out: list[str] = []
-    in_code = False
+    # A chunk cut inside a code block starts with code and meets a bare closing fence first.
+    fences = [line.strip() for line in text.splitlines() if line.strip().startswith("```")]
+    in_code = bool(fences) and fences[0] == "```" and len(fences) % 2 == 1
     paragraph: list[str] = []
 
     def flush() -> None:
@@ -61,7 +74,7 @@ def sentences_of(text: str) -> list[str]:
             in_code = not in_code
             flush()
             continue
-        if in_code or not line or line.startswith(("|", "#")):
+        if in_code or not line or line.startswith(("|", "#")) or _looks_like_code(line):
             flush()
             continue
         if _MARKUP.match(line):
