@@ -73,6 +73,7 @@ def test_the_aws_variables_work_without_flags(run: Run, corpus: Path, s3: S3Serv
     result = run("ingest", str(corpus), "--encoder", "hash:32", "--uri", uri, "--json", env=env)
     assert result.code == EXIT_OK, result.err
     listed = run("collections", "list", "--uri", uri, "--json", env=env)
+    assert listed.code == EXIT_OK, listed.out + listed.err
     assert [c["name"] for c in json.loads(listed.out)["collections"]] == ["docs"]
 
 

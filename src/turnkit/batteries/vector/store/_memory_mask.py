@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Or
-from turnkit.batteries.vector.filters._core import MISSING, _recheck
+from turnkit.batteries.vector.filters._fields import MISSING
+from turnkit.batteries.vector.filters._sql import _recheck
 
 __all__ = ["PathColumn", "filter_mask", "path_column"]
 

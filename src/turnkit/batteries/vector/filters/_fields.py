@@ -1,0 +1,189 @@
+"""Filter fields and operators: names, paths, the MISSING sentinel and operator spellings."""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final, TypeAlias
+
+from turnkit.batteries.vector._errors import (
+    InvalidFilterError,
+    UnknownFieldError,
+    UnsupportedFilterOperatorError,
+)
+from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, Op
+
+
+class _Missing(enum.Enum):
+    """Sentinel type: "no value given" for `condition`, "key absent" for `evaluate`."""
+
+    MISSING = "MISSING"
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing.MISSING
+"""Marks an absent value: a metadata key that is not there, or an omitted argument."""
+
+MAX_IN_VALUES: Final = 10_000
+"""Most values one ``in``/``nin`` list may hold (the SQL grows with it)."""
+
+MAX_LITERAL_LENGTH: Final = 65_536
+"""Longest string literal a filter accepts, in characters."""
+
+MAX_PATH_SEGMENTS: Final = 16
+MAX_SEGMENT_LENGTH: Final = 128
+
+# Largest integral literal `contains` accepts: LanceDB's JSONPath compares
+# integers exactly while `evaluate` compares numbers as float64; below 2**53
+# the two agree.
+_MAX_EXACT_INT: Final = 2**53
+
+OPERATOR_ALIASES: Final[Mapping[str, Op]] = {
+    "=": "eq",
+    "==": "eq",
+    "eq": "eq",
+    "!=": "ne",
+    "<>": "ne",
+    "ne": "ne",
+    ">": "gt",
+    "gt": "gt",
+    ">=": "gte",
+    "gte": "gte",
+    "<": "lt",
+    "lt": "lt",
+    "<=": "lte",
+    "lte": "lte",
+    "in": "in",
+    "not in": "nin",
+    "nin": "nin",
+    "like": "like",
+    "contains": "contains",
+    "exists": "exists",
+    "null": "null",
+    "is null": "null",
+}
+"""Accepted spellings (case-insensitive, spaces collapsed) of each canonical operator.
+
+``"is not null"`` is accepted too and means ``ne None``.
+"""
+
+_SUPPORTED_OPS_TEXT = (
+    "= == != <> > >= < <= in, not in, like, contains, exists, null (eq ne gt gte lt lte nin)"
+)
+
+# Conservative on purpose: these characters never need quoting in a JSONPath
+# (`$["seg"]`) or an SQL literal. `-` is safe only in the bracket form; LanceDB
+# rejects `$.a-b` (measured), which is why paths are always bracketed.
+_SEGMENT_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+_METADATA_PREFIX: Final = "metadata."
+
+_Number: TypeAlias = int | float
+
+
+# ---------------------------------------------------------------------------
+# Fields
+
+
+def validate_field(field: str) -> str:
+    """Check a filter field name and return it.
+
+    Fields are the columns ``id``, ``document``, ``created_at`` and
+    ``updated_at``, or a path into the metadata JSON: ``metadata.<key>`` or
+    ``metadata.<key>.<key>…`` (up to 16 keys). A key is ASCII letters, digits,
+    ``_`` and ``-``, not starting with ``-``.
+
+    Args:
+        field: The name to check.
+
+    Returns:
+        The same name.
+
+    Raises:
+        UnknownFieldError: The name is not a column or a valid metadata path;
+            the hint suggests the likely intended name.
+    """
+    if not isinstance(field, str):
+        raise UnknownFieldError(
+            f"A filter field must be a string, not {type(field).__name__}.", field=repr(field)[:80]
+        )
+    if field in COLUMN_FIELDS:
+        return field
+    if field.startswith(_METADATA_PREFIX):
+        segments = field[len(_METADATA_PREFIX) :].split(".")
+        bad = _bad_segment(segments)
+        if bad is None:
+            return field
+        raise UnknownFieldError(
+            f"Filter field {field!r} is not a valid metadata path: {bad}.",
+            hint="Metadata keys are ASCII letters, digits, '_' and '-' (not first), joined with '.', "
+            f"at most {MAX_PATH_SEGMENTS} deep: metadata.year, metadata.source.kind.",
+            field=field,
+        )
+    raise UnknownFieldError(f"Unknown filter field {field!r}.", hint=_field_hint(field), field=field)
+
+
+def _bad_segment(segments: Sequence[str]) -> str | None:
+    """Why a metadata key path is invalid, or None when it is valid."""
+    if len(segments) > MAX_PATH_SEGMENTS:
+        return f"more than {MAX_PATH_SEGMENTS} keys"
+    for seg in segments:
+        if not seg:
+            return "empty key (check for a doubled, leading or trailing '.')"
+        if len(seg) > MAX_SEGMENT_LENGTH:
+            return f"key longer than {MAX_SEGMENT_LENGTH} characters"
+        if _SEGMENT_RE.fullmatch(seg) is None:
+            return f"key {seg[:40]!r} has characters other than ASCII letters, digits, '_' and '-'"
+    return None
+
+
+def _field_hint(field: str) -> str:
+    lowered = field.lower()
+    if lowered in COLUMN_FIELDS:
+        return f"Field names are case-sensitive: did you mean {lowered!r}?"
+    if field in ("metadata", "metadata."):
+        return "Name a key inside the metadata: metadata.<key>, e.g. metadata.year."
+    if field in ("vector", "_distance", "_rowid", "score", "distance"):
+        return f"{field!r} cannot be filtered on; use near_vector()/min_score() for similarity."
+    if field.startswith("$"):
+        return "Operators ($eq, $gt, ...) go inside a field's value: {'year': {'$gt': 2020}}."
+    if _bad_segment(field.split(".")) is None:
+        return f"Metadata keys need the prefix: did you mean 'metadata.{field}'?"
+    return "Fields are id, document, created_at, updated_at, or metadata.<key>[.<key>...]."
+
+
+def _path(field: str) -> tuple[str, ...]:
+    """The metadata key path of a validated ``metadata.…`` field."""
+    return tuple(field[len(_METADATA_PREFIX) :].split("."))
+
+
+# ---------------------------------------------------------------------------
+# Conditions and value checks
+
+
+def _normalize_op(op: str, field: str) -> tuple[Op, bool]:
+    """Canonical operator, plus True for the spelling ``is not null``."""
+    if not isinstance(op, str):
+        raise UnsupportedFilterOperatorError(
+            f"A filter operator must be a string, not {type(op).__name__}.", field=field
+        )
+    key = " ".join(op.strip().lower().split())
+    if key == "is not null":
+        return "ne", True
+    canonical = OPERATOR_ALIASES.get(key)
+    if canonical is None:
+        raise UnsupportedFilterOperatorError(
+            f"Unsupported filter operator {op[:40]!r} on {field!r}; supported: {_SUPPORTED_OPS_TEXT}.",
+            field=field,
+            op=op[:40],
+        )
+    return canonical, False
+
+
+def _too_deep() -> InvalidFilterError:
+    return InvalidFilterError(
+        "The filter is nested too deeply to process.",
+        hint="Flatten it: combine many conditions with one and_()/or_() (or $in) instead of nesting.",
+    )

@@ -1,0 +1,388 @@
+"""Compiling filter nodes to LanceDB (DataFusion) SQL: literals, raw bindings, the metadata JSON reads."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from turnkit.batteries.vector._errors import (
+    InvalidFilterError,
+    RawBindingMismatchError,
+)
+from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
+from turnkit.batteries.vector.filters._build import _describe, condition
+from turnkit.batteries.vector.filters._fields import _Number, _path, _too_deep, validate_field
+
+
+def _sql_string(value: str) -> str:
+    # DataFusion string literals: `'` doubled; a backslash is an ordinary
+    # character (`'it\'s'` is a syntax error), so nothing else is escaped.
+    if "\x00" in value:
+        raise InvalidFilterError("String literals cannot contain NUL characters.", hint="Remove '\\x00'.")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _sql_float(value: _Number) -> str:
+    # repr() round-trips float64 exactly; -0.0 is written as 0.0 because the
+    # two are equal in every comparison and a leading '-' is a unary minus.
+    number = float(value)
+    return "0.0" if number == 0 else repr(number)
+
+
+def _sql_timestamp(value: datetime) -> str:
+    # Measured: `timestamp '...+00:00'` compares correctly with the
+    # timestamp[us, tz=UTC] columns; a bare string does not.
+    stamp = value.astimezone(UTC).isoformat(timespec="microseconds")
+    return f"timestamp '{stamp}'"
+
+
+def sql_literal(value: Any) -> str:
+    """Render one Python value as a LanceDB SQL literal.
+
+    Strings are single-quoted with ``'`` doubled (NUL is rejected), bools
+    become ``true``/``false``, ``None`` becomes ``NULL``, integers within
+    int64 are written as integers, finite floats with ``repr`` (round-trips
+    float64), aware datetimes as ``timestamp '…+00:00'`` literals.
+
+    Raises:
+        InvalidFilterError: A value that has no safe literal form.
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise InvalidFilterError(
+                f"Integer {value} is outside the int64 range.", hint="Pass it as a float or a string."
+            )
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidFilterError(f"Cannot bind {value!r}: only finite numbers are allowed.")
+        return _sql_float(value)
+    if isinstance(value, str):
+        return _sql_string(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidFilterError(
+                f"Naive datetime {value.isoformat()!r} cannot be bound.", hint="Pass an aware datetime (UTC)."
+            )
+        return _sql_timestamp(value)
+    raise InvalidFilterError(
+        f"Cannot use {_describe(value)} as an SQL literal.",
+        hint="Bind strings, numbers, booleans, None, aware datetimes, or a list of them for IN (?).",
+    )
+
+
+def bind_raw(sql: str, bindings: Sequence[Any] = ()) -> str:
+    """Replace each ``?`` placeholder in a trusted SQL fragment with an escaped literal.
+
+    A ``?`` inside a single-quoted literal, a double-quoted or a backtick
+    identifier is left alone. A list or tuple binding expands to a
+    comma-separated list of literals (for ``IN (?)``). So that the fragment can
+    be combined safely with other filters, it must not contain ``;``, an SQL
+    comment (``--``, ``/*``), unbalanced parentheses or an unterminated quote.
+
+    Args:
+        sql: The SQL predicate, written by the developer (never by a user or
+            a model).
+        bindings: One value per ``?``, in order (see `sql_literal`).
+
+    Returns:
+        The fragment with literals in place of the placeholders.
+
+    Raises:
+        RawBindingMismatchError: The number of ``?`` differs from ``len(bindings)``.
+        InvalidFilterError: The fragment or a binding cannot be used safely.
+    """
+    if not isinstance(sql, str) or not sql.strip():
+        raise InvalidFilterError("A raw filter must be a non-empty SQL string.")
+    if isinstance(bindings, str | bytes) or not isinstance(bindings, Sequence):
+        raise InvalidFilterError(
+            "Raw filter bindings must be a list or tuple of values.", hint="where_raw('a = ?', ['x'])"
+        )
+    out: list[str] = []
+    used = 0
+    depth = 0
+    quote: str | None = None
+    i = 0
+    n = len(sql)
+    while i < n:
+        ch = sql[i]
+        if quote is not None:
+            out.append(ch)
+            if ch == quote:
+                if i + 1 < n and sql[i + 1] == quote:  # doubled quote stays inside
+                    out.append(quote)
+                    i += 1
+                else:
+                    quote = None
+            i += 1
+            continue
+        if ch in "'\"`":
+            quote = ch
+        elif ch == "?":
+            if used >= len(bindings):
+                used += 1  # keep counting for the error message
+                i += 1
+                continue
+            out.append(_bind_one(bindings[used], used))
+            used += 1
+            i += 1
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise _raw_error(sql, "has a ')' without a matching '('")
+        elif ch == ";":
+            raise _raw_error(sql, "contains ';' (only one predicate is allowed)")
+        elif ch == "\x00":
+            raise _raw_error(sql, "contains a NUL character")
+        elif sql.startswith("--", i) or sql.startswith("/*", i):
+            raise _raw_error(sql, "contains an SQL comment, which would swallow the filters combined with it")
+        out.append(ch)
+        i += 1
+    if quote is not None:
+        raise _raw_error(sql, f"has an unterminated {quote} quote")
+    if depth != 0:
+        raise _raw_error(sql, "has unbalanced parentheses")
+    if used != len(bindings):
+        raise RawBindingMismatchError(
+            f"The raw filter has {used} '?' placeholder(s) but {len(bindings)} binding(s) were given.",
+            hint="Pass exactly one binding per '?' (a '?' inside quotes is not a placeholder).",
+            placeholders=used,
+            bindings=len(bindings),
+        )
+    return "".join(out)
+
+
+def _raw_error(sql: str, detail: str) -> InvalidFilterError:
+    return InvalidFilterError(
+        f"The raw filter {sql[:80]!r} {detail}.",
+        hint="Write a single SQL predicate; pass values as bindings with '?' placeholders.",
+    )
+
+
+def _bind_one(value: Any, index: int) -> str:
+    if isinstance(value, list | tuple):
+        if not value:
+            raise InvalidFilterError(
+                f"Binding {index} is an empty list; IN () is not valid SQL.",
+                hint="Skip the filter (or use where_raw('false')) when the list is empty.",
+            )
+        return ", ".join(sql_literal(v) for v in value)
+    return sql_literal(value)
+
+
+# ---------------------------------------------------------------------------
+# SQL compilation
+
+
+def to_sql(node: FilterNode) -> str:
+    """Compile a filter tree to a LanceDB SQL predicate.
+
+    Literals are escaped by `sql_literal`; identifiers come only from
+    validated field names. Each condition compiles to an expression that is
+    never NULL, so the result selects exactly the records `evaluate` accepts.
+    An empty `And` is ``true``, an empty `Or` is ``false``; `Raw` fragments
+    are bound with `bind_raw` and wrapped in parentheses (they keep SQL's
+    three-valued logic).
+
+    Args:
+        node: The filter tree.
+
+    Returns:
+        The SQL text for ``table.search().where(...)``, ``delete`` or ``count_rows``.
+
+    Raises:
+        InvalidFilterError: A node is malformed (e.g. built by hand with a bad value).
+    """
+    try:
+        return _compile(node)
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _compile(node: FilterNode) -> str:
+    if isinstance(node, And):
+        if not node.children:
+            return "true"
+        return " AND ".join(_wrap(child) for child in node.children)
+    if isinstance(node, Or):
+        if not node.children:
+            return "false"
+        return " OR ".join(_wrap(child) for child in node.children)
+    if isinstance(node, Not):
+        return f"NOT ({_compile(node.child)})"
+    if isinstance(node, Raw):
+        return f"({bind_raw(node.sql, node.bindings)})"
+    if isinstance(node, Condition):
+        return _condition_sql(_recheck(node))
+    raise InvalidFilterError(f"Not a filter node: {type(node).__name__}.")
+
+
+def _wrap(node: FilterNode) -> str:
+    text = _compile(node)
+    return f"({text})" if isinstance(node, And | Or) and len(node.children) > 1 else text
+
+
+def _recheck(node: Condition) -> Condition:
+    """Re-validate a Condition that may have been built by hand (not via `condition`)."""
+    if node.op in ("exists", "null") and isinstance(node.value, bool):
+        validate_field(node.field)
+        return node
+    if node.op == "ne" and node.value is None:
+        validate_field(node.field)
+        return node
+    return condition(node.field, node.op, node.value)
+
+
+def _condition_sql(node: Condition) -> str:
+    field, op, value = node.field, node.op, node.value
+    if op in ("ne", "nin"):
+        positive = Condition(field, "eq" if op == "ne" else "in", value)
+        if op == "ne" and value is None:
+            positive = Condition(field, "null", True)
+        return f"NOT ({_condition_sql(positive)})"
+    if op in ("exists", "null") and value is False:
+        return f"NOT ({_condition_sql(Condition(field, op, True))})"
+    if field in COLUMN_FIELDS:
+        return _column_sql(field, op, value)
+    return _metadata_sql(_path(field), op, value)
+
+
+def _any(parts: Sequence[str]) -> str:
+    """OR of self-contained SQL parts, itself self-contained (safe next to AND)."""
+    if not parts:
+        return "false"
+    return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+
+
+_SQL_OPS: Final[Mapping[str, str]] = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _column_sql(column: str, op: Op, value: Any) -> str:
+    # `id` is NOT NULL: a bare comparison is already two-valued and stays
+    # usable by a scalar index. Nullable columns get `col IS NOT NULL AND …`.
+    nullable = column != "id"
+
+    def guard(expr: str) -> str:
+        return f"({column} IS NOT NULL AND {expr})" if nullable else expr
+
+    if op == "exists":
+        return f"{column} IS NOT NULL"
+    if op == "null":
+        return f"{column} IS NULL"
+    if op in _SQL_OPS:
+        return guard(f"{column} {_SQL_OPS[op]} {sql_literal(value)}")
+    if op == "in":
+        values = [v for v in value if v is not None]
+        parts: list[str] = []
+        if values:
+            parts.append(guard(f"{column} IN ({', '.join(sql_literal(v) for v in values)})"))
+        if len(values) != len(value):
+            parts.append(f"{column} IS NULL")
+        return _any(parts)
+    if op == "like":
+        return guard(f"{column} LIKE {_sql_string(value)}")
+    if op == "contains":
+        return guard(f"contains({column}, {_sql_string(value)})")
+    raise InvalidFilterError(f"Operator {op!r} cannot be compiled for column {column!r}.")
+
+
+def _jsonpath(path: Sequence[str]) -> str:
+    # Bracket form: accepts '-' and leading digits; keys never index arrays.
+    return "$" + "".join(f'["{seg}"]' for seg in path)
+
+
+class _MetaRef:
+    """SQL expressions that read one metadata path (segments already validated)."""
+
+    def __init__(self, path: Sequence[str]) -> None:
+        self.jsonpath = _jsonpath(path)
+        self.text = f"json_extract(metadata, '{self.jsonpath}')"
+        parent = "metadata"
+        for seg in path[:-1]:
+            # json_get with a plain key; walking by single keys because
+            # json_get_string(metadata, 'a.b') does not traverse (measured).
+            parent = f"json_get({parent}, '{seg}')"
+        self.string = (
+            f"(CASE WHEN starts_with({self.text}, '\"') THEN json_get_string({parent}, '{path[-1]}') END)"
+        )
+        self.number = f"TRY_CAST({self.text} AS DOUBLE)"
+
+
+def _metadata_sql(path: Sequence[str], op: Op, value: Any) -> str:
+    ref = _MetaRef(path)
+    if op == "exists":
+        return f"{ref.text} IS NOT NULL"
+    if op == "null":
+        return f"coalesce({ref.text} = 'null', true)"
+    if op in _SQL_OPS:
+        return _typed_compare(ref, _SQL_OPS[op], value)
+    if op == "in":
+        return _metadata_in(ref, value)
+    if op == "like":
+        return f"coalesce({ref.string} LIKE {_sql_string(value)}, false)"
+    if op == "contains":
+        return _metadata_contains(ref, value)
+    raise InvalidFilterError(f"Operator {op!r} cannot be compiled for metadata.")
+
+
+def _typed_compare(ref: _MetaRef, sql_op: str, value: Any) -> str:
+    if isinstance(value, bool):
+        # JSON text of a boolean is exactly `true`/`false`; only eq reaches here.
+        return f"coalesce({ref.text} = {_sql_string('true' if value else 'false')}, false)"
+    if isinstance(value, str):
+        return f"coalesce({ref.string} {sql_op} {_sql_string(value)}, false)"
+    return f"coalesce({ref.number} {sql_op} {_sql_float(value)}, false)"
+
+
+def _metadata_in(ref: _MetaRef, values: Sequence[Any]) -> str:
+    strings = [v for v in values if isinstance(v, str)]
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    bools = sorted({v for v in values if isinstance(v, bool)})
+    parts: list[str] = []
+    if strings:
+        parts.append(f"coalesce({ref.string} IN ({', '.join(_sql_string(s) for s in strings)}), false)")
+    if numbers:
+        parts.append(f"coalesce({ref.number} IN ({', '.join(_sql_float(v) for v in numbers)}), false)")
+    if bools:
+        texts = ", ".join(_sql_string("true" if b else "false") for b in bools)
+        parts.append(f"coalesce({ref.text} IN ({texts}), false)")
+    if any(v is None for v in values):
+        parts.append(f"coalesce({ref.text} = 'null', true)")
+    return _any(parts)
+
+
+def _metadata_contains(ref: _MetaRef, value: Any) -> str:
+    if isinstance(value, str):
+        # json_array_contains compares a JSON-encoded string needle with the
+        # array's top-level string elements only (a bare needle also matches
+        # numbers and booleans by their text, measured), so encode it.
+        needle = json.dumps(value, ensure_ascii=False)
+        return _any(
+            [
+                f"coalesce(contains({ref.string}, {_sql_string(value)}), false)",
+                f"coalesce(json_array_contains(metadata, '{ref.jsonpath}', {_sql_string(needle)}), false)",
+            ]
+        )
+    # Numbers and booleans: a JSONPath filter compares by type and value
+    # (1 matches 1 and 1.0, never "1" or true). Its lax mode also treats a
+    # scalar as a one-element array (hence the '[' guard) and looks one level
+    # into nested arrays, which `evaluate` mirrors.
+    literal = ("true" if value else "false") if isinstance(value, bool) else str(int(value))
+    return (
+        f"coalesce(starts_with({ref.text}, '[') AND "
+        f"json_exists(metadata, '{ref.jsonpath}[*] ? (@ == {literal})'), false)"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Reference semantics
