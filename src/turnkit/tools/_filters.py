@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from ..batteries.vector import (
+    MONGO_OPERATORS,
     And,
     Condition,
     FilterNode,
@@ -36,23 +37,8 @@ __all__ = [
     "normalize_filter_fields",
 ]
 
-FILTER_OPERATORS: Final = (
-    "$eq",
-    "$ne",
-    "$gt",
-    "$gte",
-    "$lt",
-    "$lte",
-    "$in",
-    "$nin",
-    "$like",
-    "$contains",
-    "$exists",
-    "$not",
-    "$and",
-    "$or",
-    "$nor",
-)
+FILTER_OPERATORS: Final = MONGO_OPERATORS
+"""The operators a model's filter may use: the battery's Mongo operators, never a copy."""
 _PREFIX: Final = "metadata."
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
@@ -77,22 +77,27 @@ def condition(field: str, op: str, value: Any = MISSING) -> Condition:
         return Condition(field, canonical, value)
     if value is MISSING:
         raise _invalid(field, canonical, "needs a value")
-    if canonical in ("eq", "ne"):
-        if value is None:
-            return Condition(field, "null", True) if canonical == "eq" else Condition(field, "ne", None)
-        return Condition(field, canonical, _check_scalar(field, canonical, value))
-    if canonical in ("gt", "gte", "lt", "lte"):
-        if value is None or isinstance(value, bool):
-            raise _invalid(
-                field, canonical, f"compares strings or numbers, not {_describe(value)}", hint=_ORDER_HINT
-            )
-        return Condition(field, canonical, _check_scalar(field, canonical, value))
-    if canonical in ("in", "nin"):
-        return Condition(field, canonical, _check_list(field, canonical, value))
-    if canonical == "like":
-        return Condition(field, "like", _check_like(field, value))
-    # contains
-    return Condition(field, "contains", _check_contains(field, value))
+    match canonical:
+        case "exists" | "null":  # handled above: they may take no value
+            raise AssertionError(canonical)
+        case "eq" | "ne":
+            if value is None:
+                return Condition(field, "null", True) if canonical == "eq" else Condition(field, "ne", None)
+            return Condition(field, canonical, _check_scalar(field, canonical, value))
+        case "gt" | "gte" | "lt" | "lte":
+            if value is None or isinstance(value, bool):
+                raise _invalid(
+                    field, canonical, f"compares strings or numbers, not {_describe(value)}", hint=_ORDER_HINT
+                )
+            return Condition(field, canonical, _check_scalar(field, canonical, value))
+        case "in" | "nin":
+            return Condition(field, canonical, _check_list(field, canonical, value))
+        case "like":
+            return Condition(field, "like", _check_like(field, value))
+        case "contains":
+            return Condition(field, "contains", _check_contains(field, value))
+        case _:
+            assert_never(canonical)
 
 
 _ORDER_HINT = "Order comparisons need a string or a finite number; use eq/ne for booleans and null."
@@ -318,6 +323,8 @@ _FIELD_OPS: Final[Mapping[str, Op]] = {
 }
 _LOGICAL_OPS: Final = ("$and", "$or", "$nor", "$not")
 _MONGO_OPS_TEXT: Final = " ".join([*_FIELD_OPS, *_LOGICAL_OPS])
+MONGO_OPERATORS: Final[tuple[str, ...]] = (*_FIELD_OPS, "$not", "$and", "$or", "$nor")
+"""Every operator a Mongo-style filter dict may use (``$eq`` … ``$exists``, then the logical ones)."""
 
 
 def _jsonable(value: Any) -> Any:

@@ -33,7 +33,14 @@ How the metadata JSON column is read (measured on lancedb 0.40, see
 
 from __future__ import annotations
 
-from turnkit.batteries.vector.filters._build import and_, condition, filter_to_dict, not_, or_
+from turnkit.batteries.vector.filters._build import (
+    MONGO_OPERATORS,
+    and_,
+    condition,
+    filter_to_dict,
+    not_,
+    or_,
+)
 from turnkit.batteries.vector.filters._evaluate import evaluate
 from turnkit.batteries.vector.filters._fields import (
     MAX_IN_VALUES,
@@ -49,6 +56,7 @@ __all__ = [
     "MAX_IN_VALUES",
     "MAX_LITERAL_LENGTH",
     "MISSING",
+    "MONGO_OPERATORS",
     "OPERATOR_ALIASES",
     "and_",
     "bind_raw",

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
@@ -107,33 +107,33 @@ def _eval_condition(node: Condition, record: Mapping[str, Any]) -> bool:
     value = _lookup(field, record)
     is_column = field in COLUMN_FIELDS
     absent = value is None or value is MISSING
-    if op == "exists":
-        present = not absent if is_column else value is not MISSING
-        return present is literal
-    if op == "null":
-        return absent is literal
-    if op == "ne":
-        if literal is None:
-            return not absent
-        return not _eval_condition(Condition(field, "eq", literal), record)
-    if op == "nin":
-        return not _eval_condition(Condition(field, "in", literal), record)
-    if op == "in":
-        return any(
-            absent if item is None else _eval_condition(Condition(field, "eq", item), record)
-            for item in literal
-        )
-    if absent:
-        return False
-    if op == "eq":
-        return value == literal if is_column else _json_eq(value, literal)
-    if op in ("gt", "gte", "lt", "lte"):
-        return _compare(op, value, literal, is_column)
-    if op == "like":
-        return isinstance(value, str) and _like_regex(literal).fullmatch(value) is not None
-    if op == "contains":
-        return _contains(value, literal)
-    raise InvalidFilterError(f"Unknown operator {op!r}.")
+    match op:
+        case "exists":
+            present = not absent if is_column else value is not MISSING
+            return present is literal
+        case "null":
+            return absent is literal
+        case "ne":
+            if literal is None:
+                return not absent
+            return not _eval_condition(Condition(field, "eq", literal), record)
+        case "nin":
+            return not _eval_condition(Condition(field, "in", literal), record)
+        case "in":
+            return any(
+                absent if item is None else _eval_condition(Condition(field, "eq", item), record)
+                for item in literal
+            )
+        case "eq":
+            return not absent and (value == literal if is_column else _json_eq(value, literal))
+        case "gt" | "gte" | "lt" | "lte":
+            return not absent and _compare(op, value, literal, is_column)
+        case "like":
+            return not absent and isinstance(value, str) and _like_regex(literal).fullmatch(value) is not None
+        case "contains":
+            return not absent and _contains(value, literal)
+        case _:
+            assert_never(op)
 
 
 _ORDER: Final[Mapping[str, Callable[[Any, Any], bool]]] = {

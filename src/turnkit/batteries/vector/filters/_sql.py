@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
@@ -275,25 +275,29 @@ def _column_sql(column: str, op: Op, value: Any) -> str:
     def guard(expr: str) -> str:
         return f"({column} IS NOT NULL AND {expr})" if nullable else expr
 
-    if op == "exists":
-        return f"{column} IS NOT NULL"
-    if op == "null":
-        return f"{column} IS NULL"
-    if op in _SQL_OPS:
-        return guard(f"{column} {_SQL_OPS[op]} {sql_literal(value)}")
-    if op == "in":
-        values = [v for v in value if v is not None]
-        parts: list[str] = []
-        if values:
-            parts.append(guard(f"{column} IN ({', '.join(sql_literal(v) for v in values)})"))
-        if len(values) != len(value):
-            parts.append(f"{column} IS NULL")
-        return _any(parts)
-    if op == "like":
-        return guard(f"{column} LIKE {_sql_string(value)}")
-    if op == "contains":
-        return guard(f"contains({column}, {_sql_string(value)})")
-    raise InvalidFilterError(f"Operator {op!r} cannot be compiled for column {column!r}.")
+    match op:
+        case "exists":
+            return f"{column} IS NOT NULL"
+        case "null":
+            return f"{column} IS NULL"
+        case "eq" | "gt" | "gte" | "lt" | "lte":
+            return guard(f"{column} {_SQL_OPS[op]} {sql_literal(value)}")
+        case "in":
+            values = [v for v in value if v is not None]
+            parts: list[str] = []
+            if values:
+                parts.append(guard(f"{column} IN ({', '.join(sql_literal(v) for v in values)})"))
+            if len(values) != len(value):
+                parts.append(f"{column} IS NULL")
+            return _any(parts)
+        case "like":
+            return guard(f"{column} LIKE {_sql_string(value)}")
+        case "contains":
+            return guard(f"contains({column}, {_sql_string(value)})")
+        case "ne" | "nin":  # compiled as NOT of eq / in by _condition_sql
+            raise InvalidFilterError(f"Operator {op!r} reaches the column compiler only negated.")
+        case _:
+            assert_never(op)
 
 
 def _jsonpath(path: Sequence[str]) -> str:
@@ -320,19 +324,23 @@ class _MetaRef:
 
 def _metadata_sql(path: Sequence[str], op: Op, value: Any) -> str:
     ref = _MetaRef(path)
-    if op == "exists":
-        return f"{ref.text} IS NOT NULL"
-    if op == "null":
-        return f"coalesce({ref.text} = 'null', true)"
-    if op in _SQL_OPS:
-        return _typed_compare(ref, _SQL_OPS[op], value)
-    if op == "in":
-        return _metadata_in(ref, value)
-    if op == "like":
-        return f"coalesce({ref.string} LIKE {_sql_string(value)}, false)"
-    if op == "contains":
-        return _metadata_contains(ref, value)
-    raise InvalidFilterError(f"Operator {op!r} cannot be compiled for metadata.")
+    match op:
+        case "exists":
+            return f"{ref.text} IS NOT NULL"
+        case "null":
+            return f"coalesce({ref.text} = 'null', true)"
+        case "eq" | "gt" | "gte" | "lt" | "lte":
+            return _typed_compare(ref, _SQL_OPS[op], value)
+        case "in":
+            return _metadata_in(ref, value)
+        case "like":
+            return f"coalesce({ref.string} LIKE {_sql_string(value)}, false)"
+        case "contains":
+            return _metadata_contains(ref, value)
+        case "ne" | "nin":  # compiled as NOT of eq / in by _condition_sql
+            raise InvalidFilterError(f"Operator {op!r} reaches the metadata compiler only negated.")
+        case _:
+            assert_never(op)
 
 
 def _typed_compare(ref: _MetaRef, sql_op: str, value: Any) -> str:

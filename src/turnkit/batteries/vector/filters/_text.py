@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
@@ -526,20 +526,22 @@ def format_filter_expression(node: FilterNode, *, field_prefix: str = "metadata.
         raise InvalidFilterError(f"Not a filter node: {type(node).__name__}.")
     field = _render_field(node.field, field_prefix)
     op, value = node.op, node.value
-    if op in _RENDER_OPS:
-        if op == "ne" and value is None:
-            return f"{field} IS NOT NULL"
-        return f"{field} {_RENDER_OPS[op]} {_render_value(value)}"
-    if op in ("in", "nin"):
-        items = ", ".join(_render_value(v) for v in value)
-        return f"{field} {'IN' if op == 'in' else 'NOT IN'} ({items})"
-    if op in ("like", "contains"):
-        return f"{field} {op.upper()} {_render_value(value)}"
-    if op == "exists":
-        return f"{field} EXISTS" if value else f"{field} NOT EXISTS"
-    if op == "null":
-        return f"{field} IS NULL" if value else f"NOT ({field} IS NULL)"
-    raise InvalidFilterError(f"Unknown operator {op!r}.")
+    match op:
+        case "eq" | "ne" | "gt" | "gte" | "lt" | "lte":
+            if op == "ne" and value is None:
+                return f"{field} IS NOT NULL"
+            return f"{field} {_RENDER_OPS[op]} {_render_value(value)}"
+        case "in" | "nin":
+            items = ", ".join(_render_value(v) for v in value)
+            return f"{field} {'IN' if op == 'in' else 'NOT IN'} ({items})"
+        case "like" | "contains":
+            return f"{field} {op.upper()} {_render_value(value)}"
+        case "exists":
+            return f"{field} EXISTS" if value else f"{field} NOT EXISTS"
+        case "null":
+            return f"{field} IS NULL" if value else f"NOT ({field} IS NULL)"
+        case _:
+            assert_never(op)
 
 
 def _render_child(node: FilterNode, field_prefix: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Or
+from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or
 from turnkit.batteries.vector.filters._fields import MISSING
 from turnkit.batteries.vector.filters._sql import _recheck
 
@@ -149,44 +149,57 @@ def _bools(array: Any) -> Mask:
     return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 
-def _column(array: pa.Array, op: str, value: Any) -> Mask:
+def _column(array: pa.Array, op: Op, value: Any) -> Mask:
     absent = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
-    if op == "exists":
-        return ~absent if value else absent
-    if op == "null":
-        return absent if value else ~absent
-    if op == "ne":
-        return ~absent if value is None else ~_column(array, "eq", value)
-    if op in ("in", "nin"):
-        out = np.zeros(len(array), dtype=np.bool_)
-        present = [v for v in value if v is not None]
-        if present:
-            out |= _bools(pc.is_in(array, value_set=pa.array(present, array.type)))
-        if len(present) != len(value):
-            out |= absent
-        return ~out if op == "nin" else out
-    if op in _ARROW_OPS:
-        return _bools(_ARROW_OPS[op](array, pa.scalar(value, array.type)))
-    raise _Unsupported
+    match op:
+        case "exists":
+            return ~absent if value else absent
+        case "null":
+            return absent if value else ~absent
+        case "ne":
+            return ~absent if value is None else ~_column(array, "eq", value)
+        case "in" | "nin":
+            out = np.zeros(len(array), dtype=np.bool_)
+            present = [v for v in value if v is not None]
+            if present:
+                out |= _bools(pc.is_in(array, value_set=pa.array(present, array.type)))
+            if len(present) != len(value):
+                out |= absent
+            return ~out if op == "nin" else out
+        case "eq" | "gt" | "gte" | "lt" | "lte":
+            return _bools(_ARROW_OPS[op](array, pa.scalar(value, array.type)))
+        case "like" | "contains":  # LanceDB's own semantics: the search falls back to it
+            raise _Unsupported
+        case _:
+            assert_never(op)
 
 
-def _metadata(col: PathColumn, op: str, value: Any) -> Mask:
+def _metadata(col: PathColumn, op: Op, value: Any) -> Mask:
     kinds = col.kinds
     absent: Mask = (kinds == _MISSING) | (kinds == _NULL)
-    if op == "exists":
-        present: Mask = kinds != _MISSING
-        return present if value else ~present
-    if op == "null":
-        return absent if value else ~absent
-    if op == "ne":
-        return ~absent if value is None else ~_metadata(col, "eq", value)
-    if op in ("in", "nin"):
-        out = np.zeros(len(kinds), dtype=np.bool_)
-        for item in value:
-            out |= absent if item is None else _metadata(col, "eq", item)
-        return ~out if op == "nin" else out
-    if op not in _ARROW_OPS:
-        raise _Unsupported
+    match op:
+        case "exists":
+            present: Mask = kinds != _MISSING
+            return present if value else ~present
+        case "null":
+            return absent if value else ~absent
+        case "ne":
+            return ~absent if value is None else ~_metadata(col, "eq", value)
+        case "in" | "nin":
+            out = np.zeros(len(kinds), dtype=np.bool_)
+            for item in value:
+                out |= absent if item is None else _metadata(col, "eq", item)
+            return ~out if op == "nin" else out
+        case "like" | "contains":  # LanceDB's own semantics: the search falls back to it
+            raise _Unsupported
+        case "eq" | "gt" | "gte" | "lt" | "lte":
+            return _compare_metadata(col, op, value)
+        case _:
+            assert_never(op)
+
+
+def _compare_metadata(col: PathColumn, op: str, value: Any) -> Mask:
+    kinds = col.kinds
     if isinstance(value, bool):
         if op != "eq":
             raise _Unsupported
