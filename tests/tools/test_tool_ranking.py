@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import turnkit.batteries.vector as battery
 from turnkit import ScriptedModel
 from turnkit.batteries.vector import EncoderScorer, HashEncoder, InvalidRankingConfigError, RerankOptions
-from turnkit.batteries.vector.ranking._rerank import _minilm_installed
+from turnkit.batteries.vector.ranking._scorers import _minilm_installed
 from turnkit.tools import (
     InvalidToolConfigError,
     InvalidToolInputError,

@@ -1,0 +1,157 @@
+"""What a rerank is asked for: the blend weights, the options, and a reranked match."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from turnkit.batteries.vector._errors import InvalidRankingConfigError
+from turnkit.batteries.vector._matches import VectorMatch
+
+if TYPE_CHECKING:
+    pass
+
+_WEIGHT_KEYS = ("semantic", "vector", "position")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bad(detail: str, **context: Any) -> InvalidRankingConfigError:
+    return InvalidRankingConfigError(detail, **context)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RerankWeights:
+    """The blend of the three signals: all three are required and must sum to 1.
+
+    There are no per-field defaults on purpose: ``{semantic: 0.5, vector: 0.5}``
+    must not silently keep a default ``position``. Use `DEFAULT_RERANK_WEIGHTS` for
+    0.4 / 0.4 / 0.2.
+
+    Attributes:
+        semantic: Weight of the scorer's relevance.
+        vector: Weight of the retrieval score.
+        position: Weight of the retrieval rank (``1 - i/n``).
+
+    Raises:
+        InvalidRankingConfigError: a weight is outside [0, 1] or they do not sum to 1.
+    """
+
+    semantic: float
+    vector: float
+    position: float
+
+    def __post_init__(self) -> None:
+        for name in _WEIGHT_KEYS:
+            value = getattr(self, name)
+            if not _number(value) or not 0.0 <= value <= 1.0:
+                raise _bad(f"Rerank weight {name} must be a number in [0, 1], got {value!r}.", field=name)
+        total = self.semantic + self.vector + self.position
+        # A tolerance, not float equality: 0.7 + 0.2 + 0.1 is 0.9999999999999999.
+        if not math.isclose(total, 1.0, rel_tol=0.0, abs_tol=1e-9):
+            raise _bad(
+                f"Rerank weights sum to {total:g} (semantic {self.semantic:g} + vector {self.vector:g} "
+                f"+ position {self.position:g}); they must sum to 1.",
+                field="weights",
+            )
+
+    @classmethod
+    def coerce(cls, value: RerankWeights | Mapping[str, Any]) -> RerankWeights:
+        """Accept `RerankWeights` or a mapping with exactly ``semantic``, ``vector`` and ``position``."""
+        if isinstance(value, RerankWeights):
+            return value
+        if not isinstance(value, Mapping):
+            raise _bad(f"Rerank weights must be RerankWeights or a dict, got {type(value).__name__}.")
+        keys = set(value)
+        if keys != set(_WEIGHT_KEYS):
+            missing = sorted(set(_WEIGHT_KEYS) - keys)
+            unknown = sorted(map(str, keys - set(_WEIGHT_KEYS)))
+            raise _bad(
+                "Rerank weights need exactly semantic, vector and position"
+                + (f"; missing {missing}" if missing else "")
+                + (f"; unknown {unknown}" if unknown else "")
+                + ". Weights are never merged with the defaults.",
+                field="weights",
+            )
+        return cls(semantic=value["semantic"], vector=value["vector"], position=value["position"])
+
+
+DEFAULT_RERANK_WEIGHTS = RerankWeights(semantic=0.4, vector=0.4, position=0.2)
+"""Semantic 0.4, vector 0.4, position 0.2 (Mastra's defaults)."""
+
+
+def _int_in(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _bad(f"{name} must be an integer in [{low}, {high}], got {value!r}.", field=name)
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RerankOptions:
+    """How `rerank` and `rerank_search` work.
+
+    Attributes:
+        weights: The blend (default `DEFAULT_RERANK_WEIGHTS`).
+        top_k: Matches kept after reranking.
+        pool_factor: `rerank_search` fetches ``top_k × pool_factor`` candidates
+            (at most ``max_pool``) before reordering; reranking only what the
+            top-k search returned could never promote anything.
+        max_pool: Upper bound of the candidate pool.
+        on_error: When the scorer or model raises: ``"raise"`` a
+            `RerankFailedError`, or ``"fallback"`` to the retrieval order.
+
+    Raises:
+        InvalidRankingConfigError: an option is out of range.
+    """
+
+    weights: RerankWeights = DEFAULT_RERANK_WEIGHTS
+    top_k: int = 3
+    pool_factor: int = 4
+    max_pool: int = 100
+    on_error: Literal["raise", "fallback"] = "raise"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.weights, Mapping):
+            object.__setattr__(self, "weights", RerankWeights.coerce(self.weights))
+        elif not isinstance(self.weights, RerankWeights):
+            raise _bad(f"weights must be RerankWeights or a dict, got {type(self.weights).__name__}.")
+        _int_in(self.top_k, "top_k", 1, 1000)
+        _int_in(self.pool_factor, "pool_factor", 1, 100)
+        _int_in(self.max_pool, "max_pool", 1, 10_000)
+        if self.on_error not in ("raise", "fallback"):
+            raise _bad(f"on_error must be 'raise' or 'fallback', got {self.on_error!r}.", field="on_error")
+
+    def pool(self, top_k: int | None = None) -> int:
+        """Candidates to fetch for ``top_k`` (default: this config's) results."""
+        k = self.top_k if top_k is None else top_k
+        return max(k, min(self.max_pool, k * self.pool_factor))
+
+
+@dataclass(frozen=True, slots=True)
+class RerankedMatch:
+    """One reranked match, with the parts of its score.
+
+    Attributes:
+        match: The match as retrieved (its ``score`` is the retrieval score).
+        score: The blended score in [0, 1], higher is better.
+        semantic: The scorer's absolute relevance in [0, 1], exactly as the
+            scorer (or judge) gave it; ``None`` when it gave no usable value
+            (the normalized retrieval score stood in).
+        vector: The retrieval score min-max normalized within the pool, in
+            [0, 1] (1 for every match when all scores are equal).
+        position: ``1 - i/n`` for retrieval rank ``i`` of ``n``.
+    """
+
+    match: VectorMatch
+    score: float
+    semantic: float | None
+    vector: float
+    position: float
+
+    def as_match(self) -> VectorMatch:
+        """The match with ``score`` replaced by the blended score."""
+        return replace(self.match, score=self.score)
