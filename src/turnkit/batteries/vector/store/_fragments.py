@@ -59,7 +59,7 @@ async def write_fragments(
     if batch.to_encode:
         encoder = store._require_encoder(collection)
         store._check_encoder(coll, encoder)
-        from turnkit.batteries.vector.store._store import _encode_for
+        from turnkit.batteries.vector.store._writes import _encode_for
 
         texts = [batch.documents[i] or "" for i in batch.to_encode]
         vectors = await _encode_for(collection, encoder, texts, "document", first=batch.to_encode[0])

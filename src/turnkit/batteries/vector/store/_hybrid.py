@@ -317,9 +317,10 @@ async def hybrid_search(
     `dense_scores`), not with the fused score, which only ranks.
     """
     from turnkit.batteries.vector.filters._core import to_sql
+    from turnkit.batteries.vector.store._common import _contains_raw
     from turnkit.batteries.vector.store._lancedb import translate_errors
+    from turnkit.batteries.vector.store._reads import _columns, _trim_metadata
     from turnkit.batteries.vector.store._records import match_from_row
-    from turnkit.batteries.vector.store._store import _columns, _contains_raw, _trim_metadata
 
     hybrid = spec.hybrid
     assert hybrid is not None

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -20,45 +18,35 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from turnkit._aio import on_loop, run_sync
 from turnkit.batteries.vector._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
-    DimensionMismatchError,
-    EncoderFailedError,
     EncoderMismatchError,
     EncoderRequiredError,
     InvalidCollectionNameError,
     InvalidQueryError,
-    InvalidVectorRecordError,
     InvalidVectorStoreConfigError,
-    RecordNotFoundError,
-    UnsafeDeleteError,
 )
-from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_texts
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
-from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
+from turnkit.batteries.vector.encoders._base import Encoder
+from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._builder import QueryBuilder
-from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
-from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._guarded import check_inside_guard, drop_outside_guard
-from turnkit.batteries.vector.store._index_policy import auto_index, search_knobs
+from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store import _maintenance, _reads, _writes
+from turnkit.batteries.vector.store._common import (
+    _COLUMNS,
+    UpsertResult,
+)
 from turnkit.batteries.vector.store._integrity import (
-    claim_maintenance,
     create_or_open,
-    dedupe_matches,
-    heal_after_write,
-    remove_duplicates,
     reopen_or_corrupt,
-    retry_conflicts,
 )
 from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
-from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
+from turnkit.batteries.vector.store._locks import collection_lock
+from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
 from turnkit.batteries.vector.store._memory_index import (
-    INLINE_WORK,
     MemoryCache,
     MemoryCacheStats,
     MemoryIndex,
@@ -66,36 +54,18 @@ from turnkit.batteries.vector.store._memory_index import (
 from turnkit.batteries.vector.store._records import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     collection_schema,
-    match_from_row,
-    prepare_records,
 )
 from turnkit.batteries.vector.store._scores import (
     Metric,
-    distance_bound,
     normalize_metric,
 )
+from turnkit.batteries.vector.store._writes import _encode_for
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore", "create_vector_store"]
 
-log = logging.getLogger("turnkit.vector")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _FORMAT = 1
-_COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
-
-
-@dataclass(frozen=True, slots=True)
-class UpsertResult:
-    """What an upsert did."""
-
-    inserted: int
-    updated: int
-    deleted: int = 0
-
-    @property
-    def written(self) -> int:
-        """Records written in all."""
-        return self.inserted + self.updated
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,38 +138,6 @@ class _Tracker:
 
 
 _TRACKERS: dict[tuple[str, str], _Tracker] = {}
-
-
-def _matches_everything(node: FilterNode) -> bool | None:
-    """True when a filter is a tautology by its structure, False for a contradiction, None otherwise."""
-    if isinstance(node, And):
-        parts = [_matches_everything(c) for c in node.children]
-        if any(p is False for p in parts):
-            return False
-        return True if all(p is True for p in parts) else None
-    if isinstance(node, Or):
-        parts = [_matches_everything(c) for c in node.children]
-        if any(p is True for p in parts):
-            return True
-        return False if all(p is False for p in parts) else None
-    if isinstance(node, Not):
-        inner = _matches_everything(node.child)
-        return None if inner is None else not inner
-    if isinstance(node, Condition) and node.op in ("in", "nin") and not node.value:
-        return node.op == "nin"
-    return None
-
-
-def _contains_raw(node: FilterNode | None) -> bool:
-    if node is None:
-        return False
-    if isinstance(node, Raw):
-        return True
-    if isinstance(node, And | Or):
-        return any(_contains_raw(child) for child in node.children)
-    if isinstance(node, Not):
-        return _contains_raw(node.child)
-    return False
 
 
 def _check_name(name: str) -> str:
@@ -570,30 +508,7 @@ class VectorStore:
         replace: QuerySpec | None = None,
         guard: FilterNode | None = None,
     ) -> UpsertResult:
-        batch = prepare_records(records, max_document_chars=self.max_document_chars)
-        if guard is not None:  # guard: every record must be inside it
-            check_inside_guard(batch, guard)
-        if replace is not None:
-            self._check_consent("replace", replace, all_records=False)
-        if not len(batch):
-            if replace is None:
-                return UpsertResult(0, 0)
-            return UpsertResult(0, 0, await self._delete(replace, all_records=True))
-        coll = await on_loop(self._existing(name))
-        if batch.to_encode:
-            encoder = self._require_encoder(name)
-            self._check_encoder(coll, encoder)
-            texts = [batch.documents[i] or "" for i in batch.to_encode]
-            vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
-            for row, index in enumerate(batch.to_encode):
-                batch.vectors[index] = vectors[row]
-        if coll is not None:
-            array = batch.vector_array(coll.dimension, source="the collection's")
-        else:
-            array = batch.vector_array(None, source="the first record's")
-        where = None if replace is None or replace.filter is None else to_sql(replace.filter)
-        guard_where = None if guard is None else to_sql(guard)
-        return await on_loop(self._write(name, batch, array, replace_where=where, guard_where=guard_where))
+        return await _writes.upsert(self, name, records, replace=replace, guard=guard)
 
     async def _write(
         self,
@@ -608,141 +523,34 @@ class VectorStore:
         # writing with it stores bytes that JSON filters then reject. Built
         # before the collection is opened or created, so a failure here leaves
         # no trace.
-        schema = collection_schema(vectors.shape[1], {})
-        try:
-            data = batch.to_arrow(vectors, schema, datetime.now(UTC))
-        except (pa.ArrowException, ValueError, TypeError) as exc:
-            raise InvalidVectorRecordError(
-                f"The batch for {name!r} could not be converted for LanceDB: {exc}", collection=name
-            ) from exc
-        existing = await self._existing(name)
-        metric = existing.metric if existing is not None else self.metric
-        if metric == "cosine":
-            zero = ~vectors.any(axis=1)
-            if zero.any():
-                index = int(np.argmax(zero))
-                raise InvalidVectorRecordError(
-                    f"Record {index} (id {batch.ids[index]!r}): an all-zero vector has no direction, "
-                    "so a cosine collection could never return it.",
-                    hint="Check the encoder's output, or use metric='l2' for vectors that can be zero.",
-                    collection=name,
-                    index=index,
-                    record_id=batch.ids[index],
-                )
-        # Opened once above; only a collection that does not exist yet is created here.
-        coll = existing or await self._collection(name, create_dimension=vectors.shape[1])
-        if coll.dimension != vectors.shape[1]:
-            raise DimensionMismatchError(
-                f"Collection {name!r} has dimension {coll.dimension}, the records have {vectors.shape[1]}.",
-                collection=name,
-                expected=coll.dimension,
-            )
-        hidden = 0
-        async with coll.lock, collection_lock(self.uri, name) as across:
-            # LanceDB's merge_insert of the same *new* key from two writers at
-            # once inserts it twice (lancedb#2463); one writer per collection
-            # in this process (and, on a local disk, across processes) avoids
-            # that. The match runs against the handle's snapshot, so it must
-            # include every earlier commit.
-            await self._fresh(coll)
-            if across:  # integrity: other processes' commits too
-                with translate_errors("upsert", name):
-                    await coll.table.checkout_latest()
-            if guard_where is not None:  # guard: rows outside it are never touched
-                data, hidden = await drop_outside_guard(coll.table, name, data, guard_where)
-            merge = coll.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-            if replace_where is not None:
-                # Same commit: the filter's records that this batch does not hold go.
-                merge = merge.when_not_matched_by_source_delete(replace_where)
-            with translate_errors("upsert", name, raw_filter=replace_where is not None):
-                result = await merge.execute(data) if data.num_rows else None
-            if result is not None and not across and heals_after_write(self.uri):
-                # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
-                await heal_after_write(coll.table, name, data["id"].to_pylist())
-        if result is None:
-            return UpsertResult(hidden, 0)
-        self._after_write(coll)
-        return UpsertResult(
-            int(result.num_inserted_rows) + hidden,
-            int(result.num_updated_rows),
-            int(getattr(result, "num_deleted_rows", 0) or 0),
+        return await _writes.write(
+            self, name, batch, vectors, replace_where=replace_where, guard_where=guard_where
         )
 
     def _check_consent(self, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
-        if not all_records and (spec.filter is None or _matches_everything(spec.filter) is True):
-            what = "has no filter" if spec.filter is None else "has a filter that matches every record"
-            raise UnsafeDeleteError(
-                f"{terminal}() on {spec.collection!r} {what} and would remove every record.",
-                collection=spec.collection,
-            )
+        return _writes.check_consent(self, terminal, spec, all_records=all_records)
 
     async def _delete(self, spec: QuerySpec, *, all_records: bool) -> int:
-        self._check_consent("delete", spec, all_records=all_records)
-        coll = await self._collection(spec.collection)
-        sql = "true" if spec.filter is None else to_sql(spec.filter)
-        async with coll.lock, collection_lock(self.uri, coll.name):
-            await self._fresh(coll)
-            with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
-                result = await coll.table.delete(sql)
-        self._after_write(coll)
-        return int(getattr(result, "num_deleted_rows", 0) or 0)
+        return await _writes.delete(self, spec, all_records=all_records)
 
     # -- maintenance -----------------------------------------------------------------------
     def _after_write(self, coll: _Collection) -> None:
-        coll.wrote()
-        coll.writes += 1
-        policy = self.auto_optimize
-        if policy is None or (coll.maintenance is not None and not coll.maintenance.done()):
-            return
-        if coll.writes >= policy.every_writes:
-            task = self._background_optimize(coll)
-        elif policy.unindexed_rows is not None and coll.index_type is not None:
-            task = self._optimize_if_unindexed(coll, policy.unindexed_rows)
-        else:
-            return
-        # integrity: one maintenance task per collection per process, whichever store wrote.
-        coll.maintenance = claim_maintenance((self._db_key, coll.name), task)
+        return _maintenance.after_write(self, coll)
 
     async def _optimize_if_unindexed(self, coll: _Collection, threshold: int) -> None:
-        try:
-            indices = await coll.table.list_indices()
-            for index in indices:
-                stats = await coll.table.index_stats(index.name)
-                if stats is not None and stats.num_unindexed_rows >= threshold:
-                    await self._run_optimize(coll)
-                    return
-        except Exception:  # maintenance must never break the write path
-            log.exception("turnkit: checking collection %r for maintenance failed", coll.name)
+        return await _maintenance.optimize_if_unindexed(self, coll, threshold)
 
     async def _background_optimize(self, coll: _Collection) -> None:
-        try:
-            await self._run_optimize(coll)
-        except Exception:
-            log.exception("turnkit: background optimize of collection %r failed", coll.name)
+        return await _maintenance.background_optimize(self, coll)
 
     async def _run_optimize(self, coll: _Collection, *, repair: bool = False) -> int:
-        async with coll.lock:
-            removed = 0
-            if repair:  # integrity: row ids stay put only while no other process commits
-                async with collection_lock(self.uri, coll.name):
-                    with translate_errors("optimize", coll.name):
-                        await coll.table.checkout_latest()
-                    removed = await remove_duplicates(coll.table, coll.name)
-            # integrity: compact the latest version; a commit from another process meanwhile
-            # is a conflict to retry, not a failure (compaction can take minutes: no file lock).
-            with translate_errors("optimize", coll.name):
-                await coll.table.checkout_latest()
-                await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
-            coll.wrote()
-            coll.writes = 0
-            await _set_index(coll, await coll.table.list_indices())
-        return removed
+        return await _maintenance.run_optimize(self, coll, repair=repair)
 
     async def _optimize(self, name: str) -> None:
-        await self._run_optimize(await self._collection(name), repair=True)
+        return await _maintenance.optimize(self, name)
 
     async def _repair(self, name: str) -> int:
-        return await self._run_optimize(await self._collection(name), repair=True)
+        return await _maintenance.repair(self, name)
 
     async def repair(self, name: str) -> int:
         """Remove duplicate ids from a collection (keeping each id's newest ``updated_at``) and compact it.
@@ -762,111 +570,16 @@ class VectorStore:
         return run_sync(self.repair(name))
 
     async def _create_index(self, name: str, index_type: str, params: Mapping[str, Any]) -> str:
-        from lancedb.index import HnswSq, IvfFlat, IvfPq  # noqa: TID251 - inside the battery, lazily
-
-        coll = await self._collection(name)
-        if index_type == "auto":
-            index_type, auto_params = auto_index(await coll.table.count_rows())
-            params = {**auto_params, **params}
-        configs = {"ivf_flat": IvfFlat, "ivf_pq": IvfPq, "hnsw_sq": HnswSq}
-        if index_type not in configs:
-            raise InvalidQueryError(
-                f"Unknown index type {index_type!r}; use auto, ivf_flat, ivf_pq or hnsw_sq.", collection=name
-            )
-        try:
-            config = configs[index_type](distance_type=coll.metric, **params)
-        except TypeError as exc:
-            raise InvalidQueryError(f"Bad parameters for {index_type}: {exc}", collection=name) from exc
-        async with coll.lock:
-            with translate_errors("create_index", name):
-                await coll.table.create_index("vector", config=config, replace=True)
-                coll.wrote()
-                await _set_index(coll, await coll.table.list_indices())
-        return index_type
+        return await _maintenance.create_index(self, name, index_type, params)
 
     # -- reads ---------------------------------------------------------------------------
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
         # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
-        if spec.mmr is not None:
-            from turnkit.batteries.vector.ranking._mmr import mmr_search
-
-            return await mmr_search(self, spec, vector)
-        coll = await self._collection(spec.collection)
-        if spec.hybrid is not None:
-            from turnkit.batteries.vector.store._hybrid import hybrid_search
-
-            return await hybrid_search(self, coll, spec, vector)
-        select = spec.select or ("*",)
-        columns = _columns(select)
-        raw = _contains_raw(spec.filter)
-        where = None if spec.filter is None else to_sql(spec.filter)
-        if isinstance(spec.near, NearId):
-            vector = await self._vector_of(coll, spec.near.id)
-        elif isinstance(spec.near, NearVector):
-            vector = np.asarray(spec.near.vector, dtype=np.float32)
-        if vector is not None:
-            if len(vector) != coll.dimension:
-                raise DimensionMismatchError(
-                    f"The query vector has {len(vector)} dimensions; "
-                    f"collection {coll.name!r} has {coll.dimension}.",
-                    collection=coll.name,
-                    expected=coll.dimension,
-                )
-            if coll.metric == "cosine" and not np.any(vector):
-                # LanceDB answers [] for it; upsert refuses such vectors for the same reason.
-                raise InvalidQueryError(
-                    "The query vector is all zeros, which has no direction under the cosine metric.",
-                    hint="Search with a non-zero vector (an encoder never returns a zero vector).",
-                    collection=coll.name,
-                )
-            # Small collections: an exact search from memory (None: LanceDB answers).
-            key = coll.seen_version if self.read_consistency_interval is None else await coll.table.version()
-            cached = await self._memory.search(
-                coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns
-            )
-            if cached is not None:
-                return _finish(cached, spec, select)
-            query = (
-                coll.table.vector_search(np.asarray(vector, dtype=np.float32))
-                .column("vector")
-                .distance_type(coll.metric)
-                .limit(spec.limit)
-            )
-            if spec.offset:
-                query = query.offset(spec.offset)
-            query = self._knobs(query, coll, spec)
-            upper = math.inf
-            if spec.max_distance is not None:
-                upper = spec.max_distance
-            if spec.min_score is not None:
-                upper = min(upper, distance_bound(coll.metric, spec.min_score))
-            if math.isfinite(upper):
-                # distance_range's bound is exclusive and compared in float32, and a
-                # score's bound loses bits going back to a distance; widen it a
-                # little here, the exact thresholds are re-checked below.
-                query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
-            if where is not None:
-                query = query.where(where)
-                if not spec.prefilter:
-                    query = query.postfilter()
-            query = query.select([*columns, "_distance"])
-        else:
-            query = coll.table.query()
-            if where is not None:
-                query = query.where(where)
-            query = query.select(columns).limit(spec.limit)
-            if spec.offset:
-                query = query.offset(spec.offset)
-        with translate_errors("search", coll.name, raw_filter=raw):
-            result = await query.to_arrow()
-        return _finish(matches_from_arrow(result, coll.metric), spec, select)
+        return await _reads.search(self, spec, vector)
 
     async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
         """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
-        found = self._search_now(spec, max_work=INLINE_WORK)
-        if found is None and self._memory.work(spec.collection) > INLINE_WORK:
-            found = await asyncio.to_thread(self._search_now, spec)
-        return found
+        return await _reads.search_now_async(self, spec)
 
     def _search_now(self, spec: QuerySpec, max_work: int | None = None) -> list[Any] | None:
         """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
@@ -875,142 +588,20 @@ class VectorStore:
         collection whose copy is loaded (readers of other processes' writes
         must ask LanceDB for the version, which is async).
         """
-        near = spec.near
-        if not isinstance(near, NearVector) or spec.mmr is not None or spec.hybrid is not None:
-            return None
-        coll = self._collections.get(spec.collection)
-        if (
-            coll is None
-            or self.read_consistency_interval is not None
-            or coll.generation != coll.tracker.generation
-            or coll.seen_version != coll.tracker.version
-            or len(near.vector) != coll.dimension
-            or (coll.metric == "cosine" and not near.vector.any())  # `_search` explains it
-        ):
-            return None
-        select = spec.select or ("*",)
-        found = self._memory.search_now(
-            coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select), max_work
-        )
-        return None if found is None else _finish(found, spec, select)
+        return _reads.search_now(self, spec, max_work)
 
     def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
         # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
-        nprobes, refine, ef = search_knobs(
-            coll.index_type,
-            coll.index_rows,
-            spec.limit + spec.offset,
-            spec.nprobes,
-            spec.refine_factor,
-            spec.ef,
-        )
-        if nprobes is not None:
-            query = query.nprobes(nprobes)
-        if refine is not None:
-            query = query.refine_factor(refine)
-        if ef is not None:
-            query = query.ef(ef)
-        return query
+        return _reads.knobs(self, query, coll, spec)
 
     async def _vector_of(self, coll: _Collection, record_id: str) -> np.ndarray[Any, Any]:
-        sql = to_sql(condition("id", "eq", record_id))
-        with translate_errors("search", coll.name):
-            rows = await coll.table.query().where(sql).select(["vector"]).limit(1).to_list()
-        if not rows:
-            raise RecordNotFoundError(
-                f"near_id(): no record {record_id!r} in collection {coll.name!r}.",
-                collection=coll.name,
-                record_id=record_id,
-            )
-        return np.asarray(rows[0]["vector"], dtype=np.float32)
+        return await _reads.vector_of(self, coll, record_id)
 
     async def _count(self, spec: QuerySpec) -> int:
-        coll = await self._collection(spec.collection)
-        where = None if spec.filter is None else to_sql(spec.filter)
-        with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-            return int(await coll.table.count_rows(where))
+        return await _reads.count(self, spec)
 
     async def _get(self, spec: QuerySpec, ids: list[str]) -> list[Any]:
-        if not ids:
-            return []
-        coll = await self._collection(spec.collection)
-        select = spec.select or ("id", "document", "metadata", "created_at", "updated_at")
-        unique = list(dict.fromkeys(ids))
-        by_id: dict[str, Any] = {}
-        # An IN list is capped (MAX_IN_VALUES); long id lists are read in chunks.
-        for start in range(0, len(unique), MAX_IN_VALUES):
-            chunk = unique[start : start + MAX_IN_VALUES]
-            node: FilterNode = condition("id", "in", chunk)
-            if spec.filter is not None:
-                node = And((node, spec.filter))
-            # integrity: no limit, so an id held twice cannot crowd another out.
-            query = coll.table.query().where(to_sql(node)).select(_columns(select))
-            with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-                rows = await query.to_list()
-            for match in dedupe_matches([match_from_row(row, None) for row in rows]):
-                by_id[match.id] = match
-        found = [by_id[i] for i in unique if i in by_id]
-        return _trim_metadata(found, select)
-
-
-def _vector_index_type(indices: Iterable[Any]) -> str | None:
-    for index in indices:
-        if "vector" in list(getattr(index, "columns", []) or []):
-            return str(index.index_type)
-    return None
-
-
-async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
-    coll.index_type = _vector_index_type(indices)
-    coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
-
-
-def _columns(select: Iterable[str]) -> list[str]:
-    wanted: list[str] = ["id"]
-    for name in select:
-        if name == "*":
-            return list(_COLUMNS)
-        if name.startswith("metadata."):
-            name = "metadata"
-        if name in _COLUMNS and name not in wanted:
-            wanted.append(name)
-    return wanted
-
-
-def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[Any]:
-    # integrity: one match per id, even on a table that holds duplicates from older writes.
-    matches = dedupe_matches(matches)
-    # The thresholds are exact here whichever path found the matches.
-    if spec.min_score is not None:
-        matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
-    if spec.max_distance is not None:
-        matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
-    return _trim_metadata(matches, select)
-
-
-def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
-    paths = [name.split(".")[1:] for name in select if name.startswith("metadata.")]
-    if not paths or "metadata" in select or "*" in select:
-        return matches
-    from dataclasses import replace
-
-    out = []
-    for match in matches:
-        source = match.metadata or {}
-        trimmed: dict[str, Any] = {}
-        for path in paths:
-            node: Any = source
-            for key in path:
-                if not isinstance(node, dict) or key not in node:
-                    break
-                node = node[key]
-            else:
-                target = trimmed
-                for key in path[:-1]:
-                    target = target.setdefault(key, {})
-                target[path[-1]] = node
-        out.append(replace(match, metadata=trimmed))
-    return out
+        return await _reads.get(self, spec, ids)
 
 
 def create_vector_store(
@@ -1102,23 +693,3 @@ def create_vector_store(
         memory_cache=memory_cache,
         max_document_chars=max_document_chars,
     )
-
-
-def _fragment_count(stats: Any) -> int:
-    # The async API returns a plain dict, the sync one an object.
-    if isinstance(stats, dict):
-        return int(stats["fragment_stats"]["num_fragments"])
-    return int(stats.fragment_stats.num_fragments)
-
-
-async def _encode_for(
-    collection: str, encoder: Encoder, texts: list[str], kind: EncodeKind, *, first: int | None = None
-) -> np.ndarray[Any, Any]:
-    """`encode_texts`, with the collection (and first record) added to a failure's context."""
-    try:
-        return await encode_texts(encoder, texts, kind)
-    except EncoderFailedError as exc:
-        exc.add_context(collection=collection, operation="upsert" if kind == "document" else "search")
-        if first is not None:
-            exc.add_context(index=first)
-        raise

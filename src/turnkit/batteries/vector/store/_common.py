@@ -1,0 +1,60 @@
+"""What the store's modules share: the logger, the column names, write results, filter shape checks."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+
+__all__ = ["UpsertResult", "log"]
+
+log = logging.getLogger("turnkit.vector")
+
+_COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    """What an upsert did."""
+
+    inserted: int
+    updated: int
+    deleted: int = 0
+
+    @property
+    def written(self) -> int:
+        """Records written in all."""
+        return self.inserted + self.updated
+
+
+def _matches_everything(node: FilterNode) -> bool | None:
+    """True when a filter is a tautology by its structure, False for a contradiction, None otherwise."""
+    if isinstance(node, And):
+        parts = [_matches_everything(c) for c in node.children]
+        if any(p is False for p in parts):
+            return False
+        return True if all(p is True for p in parts) else None
+    if isinstance(node, Or):
+        parts = [_matches_everything(c) for c in node.children]
+        if any(p is True for p in parts):
+            return True
+        return False if all(p is False for p in parts) else None
+    if isinstance(node, Not):
+        inner = _matches_everything(node.child)
+        return None if inner is None else not inner
+    if isinstance(node, Condition) and node.op in ("in", "nin") and not node.value:
+        return node.op == "nin"
+    return None
+
+
+def _contains_raw(node: FilterNode | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, Raw):
+        return True
+    if isinstance(node, And | Or):
+        return any(_contains_raw(child) for child in node.children)
+    if isinstance(node, Not):
+        return _contains_raw(node.child)
+    return False

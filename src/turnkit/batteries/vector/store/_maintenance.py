@@ -1,0 +1,138 @@
+"""Collection maintenance: compaction after writes, repair, and vector indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from turnkit.batteries.vector._errors import (
+    InvalidQueryError,
+)
+from turnkit.batteries.vector.store._common import log
+from turnkit.batteries.vector.store._index_policy import auto_index
+from turnkit.batteries.vector.store._integrity import (
+    claim_maintenance,
+    remove_duplicates,
+    retry_conflicts,
+)
+from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._locks import collection_lock
+
+__all__ = [
+    "after_write",
+    "background_optimize",
+    "create_index",
+    "optimize",
+    "optimize_if_unindexed",
+    "repair",
+    "run_optimize",
+]
+
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+
+
+def after_write(store: VectorStore, coll: _Collection) -> None:
+    coll.wrote()
+    coll.writes += 1
+    policy = store.auto_optimize
+    if policy is None or (coll.maintenance is not None and not coll.maintenance.done()):
+        return
+    if coll.writes >= policy.every_writes:
+        task = store._background_optimize(coll)
+    elif policy.unindexed_rows is not None and coll.index_type is not None:
+        task = store._optimize_if_unindexed(coll, policy.unindexed_rows)
+    else:
+        return
+    # integrity: one maintenance task per collection per process, whichever store wrote.
+    coll.maintenance = claim_maintenance((store._db_key, coll.name), task)
+
+
+async def optimize_if_unindexed(store: VectorStore, coll: _Collection, threshold: int) -> None:
+    try:
+        indices = await coll.table.list_indices()
+        for index in indices:
+            stats = await coll.table.index_stats(index.name)
+            if stats is not None and stats.num_unindexed_rows >= threshold:
+                await store._run_optimize(coll)
+                return
+    except Exception:  # maintenance must never break the write path
+        log.exception("turnkit: checking collection %r for maintenance failed", coll.name)
+
+
+async def background_optimize(store: VectorStore, coll: _Collection) -> None:
+    try:
+        await store._run_optimize(coll)
+    except Exception:
+        log.exception("turnkit: background optimize of collection %r failed", coll.name)
+
+
+async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = False) -> int:
+    async with coll.lock:
+        removed = 0
+        if repair:  # integrity: row ids stay put only while no other process commits
+            async with collection_lock(store.uri, coll.name):
+                with translate_errors("optimize", coll.name):
+                    await coll.table.checkout_latest()
+                removed = await remove_duplicates(coll.table, coll.name)
+        # integrity: compact the latest version; a commit from another process meanwhile
+        # is a conflict to retry, not a failure (compaction can take minutes: no file lock).
+        with translate_errors("optimize", coll.name):
+            await coll.table.checkout_latest()
+            await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
+        coll.wrote()
+        coll.writes = 0
+        await _set_index(coll, await coll.table.list_indices())
+    return removed
+
+
+async def optimize(store: VectorStore, name: str) -> None:
+    await store._run_optimize(await store._collection(name), repair=True)
+
+
+async def repair(store: VectorStore, name: str) -> int:
+    return await store._run_optimize(await store._collection(name), repair=True)
+
+
+async def create_index(store: VectorStore, name: str, index_type: str, params: Mapping[str, Any]) -> str:
+    from lancedb.index import HnswSq, IvfFlat, IvfPq  # noqa: TID251 - inside the battery, lazily
+
+    coll = await store._collection(name)
+    if index_type == "auto":
+        index_type, auto_params = auto_index(await coll.table.count_rows())
+        params = {**auto_params, **params}
+    configs = {"ivf_flat": IvfFlat, "ivf_pq": IvfPq, "hnsw_sq": HnswSq}
+    if index_type not in configs:
+        raise InvalidQueryError(
+            f"Unknown index type {index_type!r}; use auto, ivf_flat, ivf_pq or hnsw_sq.", collection=name
+        )
+    try:
+        config = configs[index_type](distance_type=coll.metric, **params)
+    except TypeError as exc:
+        raise InvalidQueryError(f"Bad parameters for {index_type}: {exc}", collection=name) from exc
+    async with coll.lock:
+        with translate_errors("create_index", name):
+            await coll.table.create_index("vector", config=config, replace=True)
+            coll.wrote()
+            await _set_index(coll, await coll.table.list_indices())
+    return index_type
+
+
+def _vector_index_type(indices: Iterable[Any]) -> str | None:
+    for index in indices:
+        if "vector" in list(getattr(index, "columns", []) or []):
+            return str(index.index_type)
+    return None
+
+
+async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
+    coll.index_type = _vector_index_type(indices)
+    coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
+
+
+def _fragment_count(stats: Any) -> int:
+    # The async API returns a plain dict, the sync one an object.
+    if isinstance(stats, dict):
+        return int(stats["fragment_stats"]["num_fragments"])
+    return int(stats.fragment_stats.num_fragments)

@@ -1,0 +1,263 @@
+"""Searches and reads of a collection: the vector search, the in-memory path, counts and gets."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from turnkit.batteries.vector._errors import (
+    DimensionMismatchError,
+    InvalidQueryError,
+    RecordNotFoundError,
+)
+from turnkit.batteries.vector.filters._ast import And, FilterNode
+from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
+from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
+from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
+from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw
+from turnkit.batteries.vector.store._index_policy import search_knobs
+from turnkit.batteries.vector.store._integrity import (
+    dedupe_matches,
+)
+from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._memory_index import (
+    INLINE_WORK,
+)
+from turnkit.batteries.vector.store._records import (
+    match_from_row,
+)
+from turnkit.batteries.vector.store._scores import (
+    distance_bound,
+)
+
+__all__ = ["count", "get", "knobs", "search", "search_now", "search_now_async", "vector_of"]
+
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+
+
+async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
+    # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
+    if spec.mmr is not None:
+        from turnkit.batteries.vector.ranking._mmr import mmr_search
+
+        return await mmr_search(store, spec, vector)
+    coll = await store._collection(spec.collection)
+    if spec.hybrid is not None:
+        from turnkit.batteries.vector.store._hybrid import hybrid_search
+
+        return await hybrid_search(store, coll, spec, vector)
+    select = spec.select or ("*",)
+    columns = _columns(select)
+    raw = _contains_raw(spec.filter)
+    where = None if spec.filter is None else to_sql(spec.filter)
+    if isinstance(spec.near, NearId):
+        vector = await store._vector_of(coll, spec.near.id)
+    elif isinstance(spec.near, NearVector):
+        vector = np.asarray(spec.near.vector, dtype=np.float32)
+    if vector is not None:
+        if len(vector) != coll.dimension:
+            raise DimensionMismatchError(
+                f"The query vector has {len(vector)} dimensions; "
+                f"collection {coll.name!r} has {coll.dimension}.",
+                collection=coll.name,
+                expected=coll.dimension,
+            )
+        if coll.metric == "cosine" and not np.any(vector):
+            # LanceDB answers [] for it; upsert refuses such vectors for the same reason.
+            raise InvalidQueryError(
+                "The query vector is all zeros, which has no direction under the cosine metric.",
+                hint="Search with a non-zero vector (an encoder never returns a zero vector).",
+                collection=coll.name,
+            )
+        # Small collections: an exact search from memory (None: LanceDB answers).
+        key = coll.seen_version if store.read_consistency_interval is None else await coll.table.version()
+        cached = await store._memory.search(
+            coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns
+        )
+        if cached is not None:
+            return _finish(cached, spec, select)
+        query = (
+            coll.table.vector_search(np.asarray(vector, dtype=np.float32))
+            .column("vector")
+            .distance_type(coll.metric)
+            .limit(spec.limit)
+        )
+        if spec.offset:
+            query = query.offset(spec.offset)
+        query = store._knobs(query, coll, spec)
+        upper = math.inf
+        if spec.max_distance is not None:
+            upper = spec.max_distance
+        if spec.min_score is not None:
+            upper = min(upper, distance_bound(coll.metric, spec.min_score))
+        if math.isfinite(upper):
+            # distance_range's bound is exclusive and compared in float32, and a
+            # score's bound loses bits going back to a distance; widen it a
+            # little here, the exact thresholds are re-checked below.
+            query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
+        if where is not None:
+            query = query.where(where)
+            if not spec.prefilter:
+                query = query.postfilter()
+        query = query.select([*columns, "_distance"])
+    else:
+        query = coll.table.query()
+        if where is not None:
+            query = query.where(where)
+        query = query.select(columns).limit(spec.limit)
+        if spec.offset:
+            query = query.offset(spec.offset)
+    with translate_errors("search", coll.name, raw_filter=raw):
+        result = await query.to_arrow()
+    return _finish(matches_from_arrow(result, coll.metric), spec, select)
+
+
+async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
+    """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
+    found = store._search_now(spec, max_work=INLINE_WORK)
+    if found is None and store._memory.work(spec.collection) > INLINE_WORK:
+        found = await asyncio.to_thread(store._search_now, spec)
+    return found
+
+
+def search_now(store: VectorStore, spec: QuerySpec, max_work: int | None = None) -> list[Any] | None:
+    """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
+
+    Only when nothing needs the loop: a vector query on an open, current
+    collection whose copy is loaded (readers of other processes' writes
+    must ask LanceDB for the version, which is async).
+    """
+    near = spec.near
+    if not isinstance(near, NearVector) or spec.mmr is not None or spec.hybrid is not None:
+        return None
+    coll = store._collections.get(spec.collection)
+    if (
+        coll is None
+        or store.read_consistency_interval is not None
+        or coll.generation != coll.tracker.generation
+        or coll.seen_version != coll.tracker.version
+        or len(near.vector) != coll.dimension
+        or (coll.metric == "cosine" and not near.vector.any())  # `_search` explains it
+    ):
+        return None
+    select = spec.select or ("*",)
+    found = store._memory.search_now(
+        coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select), max_work
+    )
+    return None if found is None else _finish(found, spec, select)
+
+
+def knobs(store: VectorStore, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
+    # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
+    nprobes, refine, ef = search_knobs(
+        coll.index_type,
+        coll.index_rows,
+        spec.limit + spec.offset,
+        spec.nprobes,
+        spec.refine_factor,
+        spec.ef,
+    )
+    if nprobes is not None:
+        query = query.nprobes(nprobes)
+    if refine is not None:
+        query = query.refine_factor(refine)
+    if ef is not None:
+        query = query.ef(ef)
+    return query
+
+
+async def vector_of(store: VectorStore, coll: _Collection, record_id: str) -> np.ndarray[Any, Any]:
+    sql = to_sql(condition("id", "eq", record_id))
+    with translate_errors("search", coll.name):
+        rows = await coll.table.query().where(sql).select(["vector"]).limit(1).to_list()
+    if not rows:
+        raise RecordNotFoundError(
+            f"near_id(): no record {record_id!r} in collection {coll.name!r}.",
+            collection=coll.name,
+            record_id=record_id,
+        )
+    return np.asarray(rows[0]["vector"], dtype=np.float32)
+
+
+async def count(store: VectorStore, spec: QuerySpec) -> int:
+    coll = await store._collection(spec.collection)
+    where = None if spec.filter is None else to_sql(spec.filter)
+    with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
+        return int(await coll.table.count_rows(where))
+
+
+async def get(store: VectorStore, spec: QuerySpec, ids: list[str]) -> list[Any]:
+    if not ids:
+        return []
+    coll = await store._collection(spec.collection)
+    select = spec.select or ("id", "document", "metadata", "created_at", "updated_at")
+    unique = list(dict.fromkeys(ids))
+    by_id: dict[str, Any] = {}
+    # An IN list is capped (MAX_IN_VALUES); long id lists are read in chunks.
+    for start in range(0, len(unique), MAX_IN_VALUES):
+        chunk = unique[start : start + MAX_IN_VALUES]
+        node: FilterNode = condition("id", "in", chunk)
+        if spec.filter is not None:
+            node = And((node, spec.filter))
+        # integrity: no limit, so an id held twice cannot crowd another out.
+        query = coll.table.query().where(to_sql(node)).select(_columns(select))
+        with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
+            rows = await query.to_list()
+        for match in dedupe_matches([match_from_row(row, None) for row in rows]):
+            by_id[match.id] = match
+    found = [by_id[i] for i in unique if i in by_id]
+    return _trim_metadata(found, select)
+
+
+def _columns(select: Iterable[str]) -> list[str]:
+    wanted: list[str] = ["id"]
+    for name in select:
+        if name == "*":
+            return list(_COLUMNS)
+        if name.startswith("metadata."):
+            name = "metadata"
+        if name in _COLUMNS and name not in wanted:
+            wanted.append(name)
+    return wanted
+
+
+def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[Any]:
+    # integrity: one match per id, even on a table that holds duplicates from older writes.
+    matches = dedupe_matches(matches)
+    # The thresholds are exact here whichever path found the matches.
+    if spec.min_score is not None:
+        matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
+    if spec.max_distance is not None:
+        matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
+    return _trim_metadata(matches, select)
+
+
+def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
+    paths = [name.split(".")[1:] for name in select if name.startswith("metadata.")]
+    if not paths or "metadata" in select or "*" in select:
+        return matches
+    from dataclasses import replace
+
+    out = []
+    for match in matches:
+        source = match.metadata or {}
+        trimmed: dict[str, Any] = {}
+        for path in paths:
+            node: Any = source
+            for key in path:
+                if not isinstance(node, dict) or key not in node:
+                    break
+                node = node[key]
+            else:
+                target = trimmed
+                for key in path[:-1]:
+                    target = target.setdefault(key, {})
+                target[path[-1]] = node
+        out.append(replace(match, metadata=trimmed))
+    return out

@@ -1,0 +1,181 @@
+"""Writes to a collection: validated upserts (and replace), consented deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from turnkit._aio import on_loop
+from turnkit.batteries.vector._errors import (
+    DimensionMismatchError,
+    EncoderFailedError,
+    InvalidVectorRecordError,
+    UnsafeDeleteError,
+)
+from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_texts
+from turnkit.batteries.vector.filters._ast import FilterNode
+from turnkit.batteries.vector.filters._core import to_sql
+from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store._common import UpsertResult, _contains_raw, _matches_everything
+from turnkit.batteries.vector.store._guarded import check_inside_guard, drop_outside_guard
+from turnkit.batteries.vector.store._integrity import (
+    heal_after_write,
+)
+from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
+from turnkit.batteries.vector.store._records import (
+    collection_schema,
+    prepare_records,
+)
+
+__all__ = ["check_consent", "delete", "upsert", "write"]
+
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._store import VectorStore
+
+
+async def upsert(
+    store: VectorStore,
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    replace: QuerySpec | None = None,
+    guard: FilterNode | None = None,
+) -> UpsertResult:
+    batch = prepare_records(records, max_document_chars=store.max_document_chars)
+    if guard is not None:  # guard: every record must be inside it
+        check_inside_guard(batch, guard)
+    if replace is not None:
+        store._check_consent("replace", replace, all_records=False)
+    if not len(batch):
+        if replace is None:
+            return UpsertResult(0, 0)
+        return UpsertResult(0, 0, await store._delete(replace, all_records=True))
+    coll = await on_loop(store._existing(name))
+    if batch.to_encode:
+        encoder = store._require_encoder(name)
+        store._check_encoder(coll, encoder)
+        texts = [batch.documents[i] or "" for i in batch.to_encode]
+        vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
+        for row, index in enumerate(batch.to_encode):
+            batch.vectors[index] = vectors[row]
+    if coll is not None:
+        array = batch.vector_array(coll.dimension, source="the collection's")
+    else:
+        array = batch.vector_array(None, source="the first record's")
+    where = None if replace is None or replace.filter is None else to_sql(replace.filter)
+    guard_where = None if guard is None else to_sql(guard)
+    return await on_loop(store._write(name, batch, array, replace_where=where, guard_where=guard_where))
+
+
+async def write(
+    store: VectorStore,
+    name: str,
+    batch: Any,
+    vectors: np.ndarray[Any, Any],
+    *,
+    replace_where: str | None = None,
+    guard_where: str | None = None,
+) -> UpsertResult:
+    # The table's own schema reads the JSON column back as large_binary;
+    # writing with it stores bytes that JSON filters then reject. Built
+    # before the collection is opened or created, so a failure here leaves
+    # no trace.
+    schema = collection_schema(vectors.shape[1], {})
+    try:
+        data = batch.to_arrow(vectors, schema, datetime.now(UTC))
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        raise InvalidVectorRecordError(
+            f"The batch for {name!r} could not be converted for LanceDB: {exc}", collection=name
+        ) from exc
+    existing = await store._existing(name)
+    metric = existing.metric if existing is not None else store.metric
+    if metric == "cosine":
+        zero = ~vectors.any(axis=1)
+        if zero.any():
+            index = int(np.argmax(zero))
+            raise InvalidVectorRecordError(
+                f"Record {index} (id {batch.ids[index]!r}): an all-zero vector has no direction, "
+                "so a cosine collection could never return it.",
+                hint="Check the encoder's output, or use metric='l2' for vectors that can be zero.",
+                collection=name,
+                index=index,
+                record_id=batch.ids[index],
+            )
+    # Opened once above; only a collection that does not exist yet is created here.
+    coll = existing or await store._collection(name, create_dimension=vectors.shape[1])
+    if coll.dimension != vectors.shape[1]:
+        raise DimensionMismatchError(
+            f"Collection {name!r} has dimension {coll.dimension}, the records have {vectors.shape[1]}.",
+            collection=name,
+            expected=coll.dimension,
+        )
+    hidden = 0
+    async with coll.lock, collection_lock(store.uri, name) as across:
+        # LanceDB's merge_insert of the same *new* key from two writers at
+        # once inserts it twice (lancedb#2463); one writer per collection
+        # in this process (and, on a local disk, across processes) avoids
+        # that. The match runs against the handle's snapshot, so it must
+        # include every earlier commit.
+        await store._fresh(coll)
+        if across:  # integrity: other processes' commits too
+            with translate_errors("upsert", name):
+                await coll.table.checkout_latest()
+        if guard_where is not None:  # guard: rows outside it are never touched
+            data, hidden = await drop_outside_guard(coll.table, name, data, guard_where)
+        merge = coll.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        if replace_where is not None:
+            # Same commit: the filter's records that this batch does not hold go.
+            merge = merge.when_not_matched_by_source_delete(replace_where)
+        with translate_errors("upsert", name, raw_filter=replace_where is not None):
+            result = await merge.execute(data) if data.num_rows else None
+        if result is not None and not across and heals_after_write(store.uri):
+            # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
+            await heal_after_write(coll.table, name, data["id"].to_pylist())
+    if result is None:
+        return UpsertResult(hidden, 0)
+    store._after_write(coll)
+    return UpsertResult(
+        int(result.num_inserted_rows) + hidden,
+        int(result.num_updated_rows),
+        int(getattr(result, "num_deleted_rows", 0) or 0),
+    )
+
+
+def check_consent(store: VectorStore, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
+    if not all_records and (spec.filter is None or _matches_everything(spec.filter) is True):
+        what = "has no filter" if spec.filter is None else "has a filter that matches every record"
+        raise UnsafeDeleteError(
+            f"{terminal}() on {spec.collection!r} {what} and would remove every record.",
+            collection=spec.collection,
+        )
+
+
+async def delete(store: VectorStore, spec: QuerySpec, *, all_records: bool) -> int:
+    store._check_consent("delete", spec, all_records=all_records)
+    coll = await store._collection(spec.collection)
+    sql = "true" if spec.filter is None else to_sql(spec.filter)
+    async with coll.lock, collection_lock(store.uri, coll.name):
+        await store._fresh(coll)
+        with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
+            result = await coll.table.delete(sql)
+    store._after_write(coll)
+    return int(getattr(result, "num_deleted_rows", 0) or 0)
+
+
+async def _encode_for(
+    collection: str, encoder: Encoder, texts: list[str], kind: EncodeKind, *, first: int | None = None
+) -> np.ndarray[Any, Any]:
+    """`encode_texts`, with the collection (and first record) added to a failure's context."""
+    try:
+        return await encode_texts(encoder, texts, kind)
+    except EncoderFailedError as exc:
+        exc.add_context(collection=collection, operation="upsert" if kind == "document" else "search")
+        if first is not None:
+            exc.add_context(index=first)
+        raise
