@@ -10,7 +10,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
-from .._aio import run_sync
+from .._aio import run_sync, sync_form
 from .._errors import TurnkitError
 from ..batteries.vector import (
     Encoder,
@@ -171,9 +171,7 @@ class VectorQueryTool:
             fields = await self._auto_fields(store, options.searched(), options.guard)
         return self._schema(filtering, fields)
 
-    def input_schema_for_sync(self, request_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Sync form of `input_schema_for`."""
-        return run_sync(self.input_schema_for(request_context))
+    input_schema_for_sync = sync_form(input_schema_for)
 
     def to_openai_tool(
         self, *, name: str | None = None, request_context: Mapping[str, Any] | None = None
@@ -237,11 +235,7 @@ class VectorQueryTool:
             error = ToolFailedError("The knowledge-base search failed unexpectedly.")
             return VectorQueryResult(status="error", error=ToolErrorInfo.from_error(error, "failed"))
 
-    def execute_sync(
-        self, input: Mapping[str, Any] | str, *, request_context: Mapping[str, Any] | None = None
-    ) -> VectorQueryResult:
-        """Sync form of `execute` (works inside a running event loop too)."""
-        return run_sync(self.execute(input, request_context=request_context))
+    execute_sync = sync_form(execute)
 
     async def _execute(self, raw: Mapping[str, Any] | str, context: Mapping[str, Any]) -> VectorQueryResult:
         # Every TurnkitError raised here becomes a structured error through one table (`classify`):

@@ -104,6 +104,7 @@ from turnkit.batteries.vector.ranking._rerank import (
     rerank_search,
     rerank_sync,
 )
+from turnkit.batteries.vector.store._create import create_vector_store
 from turnkit.batteries.vector.store._fragments import (
     commit_fragments,
     commit_fragments_sync,
@@ -124,7 +125,6 @@ from turnkit.batteries.vector.store._store import (
     CollectionInfo,
     UpsertResult,
     VectorStore,
-    create_vector_store,
 )
 
 __all__ = [

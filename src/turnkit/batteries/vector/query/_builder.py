@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from turnkit._aio import on_loop, run_sync
+from turnkit._aio import on_loop, run_sync, sync_form
 from turnkit.batteries.vector._errors import (
     InvalidQueryError,
     ProjectionRequiredError,
@@ -369,11 +369,7 @@ class QueryBuilder(Filterable):
         """
         return await self._store._upsert(self._spec.collection, records, guard=guard)
 
-    def upsert_sync(
-        self, records: Iterable[Mapping[str, Any]], *, guard: FilterNode | None = None
-    ) -> UpsertResult:
-        """Sync form of `upsert`."""
-        return run_sync(self.upsert(records, guard=guard))
+    upsert_sync = sync_form(upsert)
 
     async def replace(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
         """Make the records matching the filter exactly ``records``, in one commit.
@@ -389,9 +385,7 @@ class QueryBuilder(Filterable):
         self._filter_only("replace", paging=True)
         return await self._store._upsert(self._spec.collection, records, replace=self._spec)
 
-    def replace_sync(self, records: Iterable[Mapping[str, Any]]) -> UpsertResult:
-        """Sync form of `replace`."""
-        return run_sync(self.replace(records))
+    replace_sync = sync_form(replace)
 
     def _filter_only(self, terminal: str, *, paging: bool = False) -> None:
         spec = self._spec
@@ -415,18 +409,14 @@ class QueryBuilder(Filterable):
         self._filter_only("delete", paging=True)
         return await on_loop(self._store._delete(self._spec, all_records=all))
 
-    def delete_sync(self, *, all: bool = False) -> int:
-        """Sync form of `delete`."""
-        return run_sync(self.delete(all=all))
+    delete_sync = sync_form(delete)
 
     async def count(self) -> int:
         """Count the records matching the filter (all records without one)."""
         self._filter_only("count")
         return await on_loop(self._store._count(self._spec))
 
-    def count_sync(self) -> int:
-        """Sync form of `count`."""
-        return run_sync(self.count())
+    count_sync = sync_form(count)
 
     async def get(self, ids: Iterable[str]) -> list[VectorMatch]:
         """Fetch records by id, in the order given; missing ids are skipped.
@@ -441,9 +431,7 @@ class QueryBuilder(Filterable):
                 raise InvalidQueryError(f"get() takes non-empty string ids, got {rid!r}.")
         return await on_loop(self._store._get(self._spec, id_list))
 
-    def get_sync(self, ids: Iterable[str]) -> list[VectorMatch]:
-        """Sync form of `get`."""
-        return run_sync(self.get(ids))
+    get_sync = sync_form(get)
 
     async def optimize(self) -> None:
         """Remove duplicate ids, compact small fragments and fold new rows into the indexes.
@@ -471,18 +459,10 @@ class QueryBuilder(Filterable):
         """
         return await on_loop(self._store._create_index(self._spec.collection, index_type, params))
 
-    def create_index_sync(
-        self,
-        index_type: Literal["auto", "ivf_flat", "ivf_pq", "hnsw_sq"] = "auto",
-        **params: Any,
-    ) -> str:
-        """Sync form of `create_index`."""
-        return run_sync(self.create_index(index_type, **params))
+    create_index_sync = sync_form(create_index)
 
     async def info(self) -> CollectionInfo:
         """Facts about the collection (rows, dimension, metric, encoder, indexes)."""
         return await self._store.collection_info(self._spec.collection)
 
-    def info_sync(self) -> CollectionInfo:
-        """Sync form of `info`."""
-        return run_sync(self.info())
+    info_sync = sync_form(info)

@@ -6,12 +6,14 @@ import logging
 from dataclasses import dataclass
 
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.store._scores import Metric
 
-__all__ = ["UpsertResult", "log"]
+__all__ = ["CollectionInfo", "UpsertResult", "log"]
 
 log = logging.getLogger("turnkit.vector")
 
 _COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
+_FORMAT = 1  # the layout version recorded in each collection's metadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +60,18 @@ def _contains_raw(node: FilterNode | None) -> bool:
     if isinstance(node, Not):
         return _contains_raw(node.child)
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """Facts about one collection."""
+
+    name: str
+    dimension: int
+    metric: Metric
+    encoder: str | None
+    rows: int
+    version: int
+    indexes: tuple[str, ...]
+    unindexed_rows: int
+    fragments: int

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,24 +18,24 @@ from typing import Any
 
 import numpy as np
 
-from turnkit._aio import on_loop, run_sync
+from turnkit._aio import on_loop, run_sync, sync_form
 from turnkit.batteries.vector._errors import (
-    CollectionExistsError,
     CollectionNotFoundError,
     ConnectionFailedError,
     EncoderMismatchError,
     EncoderRequiredError,
     InvalidCollectionNameError,
-    InvalidQueryError,
     InvalidVectorStoreConfigError,
 )
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store import _maintenance, _reads, _writes
+from turnkit.batteries.vector.store import _catalog, _maintenance, _reads, _writes
 from turnkit.batteries.vector.store._common import (
     _COLUMNS,
+    _FORMAT,
+    CollectionInfo,
     UpsertResult,
 )
 from turnkit.batteries.vector.store._integrity import (
@@ -45,14 +44,13 @@ from turnkit.batteries.vector.store._integrity import (
 )
 from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
-from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
+from turnkit.batteries.vector.store._maintenance import _set_index
 from turnkit.batteries.vector.store._memory_index import (
     MemoryCache,
     MemoryCacheStats,
     MemoryIndex,
 )
 from turnkit.batteries.vector.store._records import (
-    DEFAULT_MAX_DOCUMENT_CHARS,
     collection_schema,
 )
 from turnkit.batteries.vector.store._scores import (
@@ -61,11 +59,10 @@ from turnkit.batteries.vector.store._scores import (
 )
 from turnkit.batteries.vector.store._writes import _encode_for
 
-__all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore", "create_vector_store"]
+__all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore"]
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-_FORMAT = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,21 +78,6 @@ class AutoOptimize:
 
     every_writes: int = 20
     unindexed_rows: int | None = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class CollectionInfo:
-    """Facts about one collection."""
-
-    name: str
-    dimension: int
-    metric: Metric
-    encoder: str | None
-    rows: int
-    version: int
-    indexes: tuple[str, ...]
-    unindexed_rows: int
-    fragments: int
 
 
 @dataclass(slots=True)
@@ -307,64 +289,23 @@ class VectorStore:
 
     # -- collection management -------------------------------------------------------------
     async def _list(self) -> list[str]:
-        conn = await self._connection()
-        names: list[str] = []
-        token = None
-        with translate_errors("list_collections"):
-            while True:
-                page = await conn.list_tables(page_token=token)
-                names.extend(page.tables)
-                token = page.page_token
-                if not token:
-                    break
-        return sorted(names)
+        return await _catalog.list_(self)
 
     async def list_collections(self) -> list[str]:
         """Names of every collection in the store, sorted."""
         return await on_loop(self._list())
 
-    def list_collections_sync(self) -> list[str]:
-        """Sync form of `list_collections`."""
-        return run_sync(self.list_collections())
+    list_collections_sync = sync_form(list_collections)
 
     async def has_collection(self, name: str) -> bool:
         """Whether ``name`` exists."""
         _check_name(name)
         return name in await self.list_collections()
 
-    def has_collection_sync(self, name: str) -> bool:
-        """Sync form of `has_collection`."""
-        return run_sync(self.has_collection(name))
+    has_collection_sync = sync_form(has_collection)
 
     async def _create(self, name: str, dimension: int | None, metric: str | None, exist_ok: bool) -> None:
-        dim = dimension or (self.encoder.dimension if self.encoder is not None else None)
-        if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise InvalidQueryError(
-                "create_collection() needs a positive dimension when the store has no encoder.",
-                collection=name,
-            )
-        chosen = normalize_metric(metric) if metric else self.metric
-        async with self._lock():
-            conn = await self._connection()
-            if name in await self._list():
-                if not exist_ok:
-                    raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
-                return
-            meta = {
-                "format": _FORMAT,
-                "dimension": dim,
-                "metric": chosen,
-                "encoder": self._encoder_name_for(dim),
-                "created_at": datetime.now(UTC).isoformat(),
-            }
-            try:
-                with translate_errors("create_collection", name):
-                    table = await conn.create_table(name, schema=collection_schema(dim, meta))
-            except CollectionExistsError:  # integrity: created by another writer meanwhile
-                if not exist_ok:
-                    raise
-                return
-            self._collections[name] = await self._wrap(name, table)
+        return await _catalog.create(self, name, dimension, metric, exist_ok)
 
     async def create_collection(
         self, name: str, *, dimension: int | None = None, metric: str | None = None, exist_ok: bool = False
@@ -381,72 +322,27 @@ class VectorStore:
         await on_loop(self._create(name, dimension, metric, exist_ok))
         return await self.collection_info(name)
 
-    def create_collection_sync(
-        self, name: str, *, dimension: int | None = None, metric: str | None = None, exist_ok: bool = False
-    ) -> CollectionInfo:
-        """Sync form of `create_collection`."""
-        return run_sync(self.create_collection(name, dimension=dimension, metric=metric, exist_ok=exist_ok))
+    create_collection_sync = sync_form(create_collection)
 
     async def _drop(self, name: str, missing_ok: bool) -> bool:
-        async with self._lock():
-            conn = await self._connection()
-            coll = self._collections.pop(name, None)
-            self._memory.forget(name)
-            tracker = self._tracker(name)
-            tracker.generation += 1
-            tracker.version += 1
-            if coll is not None and coll.maintenance is not None:
-                coll.maintenance.cancel()
-            if name not in await self._list():
-                if missing_ok:
-                    return False
-                raise CollectionNotFoundError(f"Collection {name!r} does not exist.", collection=name)
-            with translate_errors("drop_collection", name):
-                await conn.drop_table(name)
-            return True
+        return await _catalog.drop(self, name, missing_ok)
 
     async def drop_collection(self, name: str, *, missing_ok: bool = False) -> bool:
         """Delete a collection and all its records; returns whether it existed."""
         _check_name(name)
         return await on_loop(self._drop(name, missing_ok))
 
-    def drop_collection_sync(self, name: str, *, missing_ok: bool = False) -> bool:
-        """Sync form of `drop_collection`."""
-        return run_sync(self.drop_collection(name, missing_ok=missing_ok))
+    drop_collection_sync = sync_form(drop_collection)
 
     async def _info(self, name: str) -> CollectionInfo:
-        coll = await self._collection(name)
-        with translate_errors("collection_info", name):
-            rows = await coll.table.count_rows()
-            version = await coll.table.version()
-            indices = await coll.table.list_indices()
-            stats = await coll.table.stats()
-            unindexed = 0
-            for index in indices:
-                istats = await coll.table.index_stats(index.name)
-                if istats is not None:
-                    unindexed = max(unindexed, int(istats.num_unindexed_rows))
-        await _set_index(coll, indices)
-        return CollectionInfo(
-            name=name,
-            dimension=coll.dimension,
-            metric=coll.metric,
-            encoder=coll.encoder,
-            rows=rows,
-            version=version,
-            indexes=tuple(f"{i.name}:{i.index_type}" for i in indices),
-            unindexed_rows=unindexed,
-            fragments=int(_fragment_count(stats)),
-        )
+        return await _catalog.info(self, name)
 
     async def collection_info(self, name: str) -> CollectionInfo:
         """Rows, dimension, metric, encoder, version, indexes and fragments of a collection."""
         _check_name(name)
         return await on_loop(self._info(name))
 
-    def collection_info_sync(self, name: str) -> CollectionInfo:
-        """Sync form of `collection_info`."""
-        return run_sync(self.collection_info(name))
+    collection_info_sync = sync_form(collection_info)
 
     async def wait_for_maintenance(self) -> None:
         """Wait until background optimizations started by `AutoOptimize` have finished."""
@@ -565,9 +461,7 @@ class VectorStore:
         _check_name(name)
         return await on_loop(self._repair(name))
 
-    def repair_sync(self, name: str) -> int:
-        """Sync form of `repair`."""
-        return run_sync(self.repair(name))
+    repair_sync = sync_form(repair)
 
     async def _create_index(self, name: str, index_type: str, params: Mapping[str, Any]) -> str:
         return await _maintenance.create_index(self, name, index_type, params)
@@ -602,94 +496,3 @@ class VectorStore:
 
     async def _get(self, spec: QuerySpec, ids: list[str]) -> list[Any]:
         return await _reads.get(self, spec, ids)
-
-
-def create_vector_store(
-    uri: str | os.PathLike[str] = ".turnkit/lancedb",
-    *,
-    encoder: Encoder | None = None,
-    metric: str = "cosine",
-    read_consistency_interval: timedelta | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    auto_optimize: AutoOptimize | None = AutoOptimize(),
-    memory_cache: MemoryCache | None = MemoryCache(),
-    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
-    **connect_options: Any,
-) -> VectorStore:
-    """Create a vector store over a LanceDB database.
-
-    Args:
-        uri: A local directory (the embedded default), ``memory://`` (tests), an
-            object-store URI (``s3://…``, ``gs://…``, ``az://…``) or LanceDB
-            Cloud (``db://…``). Nothing else changes between them.
-        encoder: Encodes text for ``near_text`` and for records without a
-            vector. Without one, text raises `EncoderRequiredError`.
-        metric: ``cosine`` (default), ``l2`` (squared Euclidean) or ``dot`` for new collections.
-        read_consistency_interval: How stale a reader may be with respect to
-            writes from *other processes*; ``timedelta(0)`` checks on every read.
-            ``None`` (default) suits a single writer process.
-        storage_options: Passed to LanceDB (object-store credentials, region…).
-        auto_optimize: Background compaction policy; ``None`` disables it.
-        memory_cache: Which collections are held in memory for exact searches
-            (`MemoryCache`); ``None`` always searches through LanceDB.
-        max_document_chars: The longest ``document`` an upsert accepts (default
-            1,000,000 characters); a longer one is refused with the record named
-            and nothing is written. ``None`` lifts the limit.
-        **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
-            ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
-            API key defaults to the ``LANCEDB_API_KEY`` environment variable.
-
-    Returns:
-        A `VectorStore`; call it with a collection name to get a builder.
-    """
-    if isinstance(uri, os.PathLike):
-        uri = os.fspath(uri)
-    if not isinstance(uri, str) or not uri:
-        raise InvalidVectorStoreConfigError("uri must be a non-empty string.", hint="Try uri='memory://'.")
-    if "://" not in uri:
-        # LanceDB reads a bare relative name as a LanceDB Cloud database; a
-        # path without a scheme is always a local directory here.
-        uri = os.path.abspath(os.path.expanduser(uri))
-    try:
-        canonical = normalize_metric(metric)
-    except ValueError as exc:
-        raise InvalidVectorStoreConfigError(str(exc)) from None
-    if encoder is not None and not (
-        isinstance(getattr(encoder, "name", None), str)
-        and isinstance(getattr(encoder, "dimension", None), int)
-        and callable(getattr(encoder, "encode", None))
-    ):
-        raise InvalidVectorStoreConfigError(
-            f"encoder {encoder!r} is not an Encoder (needs .name, .dimension and .encode(texts, kind=...)).",
-            hint="Wrap a plain function with turnkit.batteries.vector.FunctionEncoder.",
-        )
-    if read_consistency_interval is not None and not isinstance(read_consistency_interval, timedelta):
-        raise InvalidVectorStoreConfigError("read_consistency_interval must be a datetime.timedelta or None.")
-    if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
-        raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
-    if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
-        raise InvalidVectorStoreConfigError("memory_cache must be a MemoryCache or None.")
-    if max_document_chars is not None and (
-        isinstance(max_document_chars, bool)
-        or not isinstance(max_document_chars, int)
-        or max_document_chars < 1
-    ):
-        raise InvalidVectorStoreConfigError("max_document_chars must be a positive integer or None.")
-    if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
-        # The sync client reads it; LanceDB's async connect does not.
-        connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
-    if "://" not in uri:
-        from pathlib import Path
-
-        uri = str(Path(uri).expanduser())
-    return VectorStore(
-        uri=uri,
-        encoder=encoder,
-        metric=canonical,
-        read_consistency_interval=read_consistency_interval,
-        storage_options=storage_options,
-        connect_options=connect_options,
-        auto_optimize=auto_optimize,
-        memory_cache=memory_cache,
-        max_document_chars=max_document_chars,
-    )

@@ -1,0 +1,121 @@
+"""The store's collections: list, create, drop, describe."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from turnkit.batteries.vector._errors import (
+    CollectionExistsError,
+    CollectionNotFoundError,
+    InvalidQueryError,
+)
+from turnkit.batteries.vector.store._common import (
+    _FORMAT,
+    CollectionInfo,
+)
+from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
+from turnkit.batteries.vector.store._records import (
+    collection_schema,
+)
+from turnkit.batteries.vector.store._scores import (
+    normalize_metric,
+)
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._store import VectorStore
+
+__all__ = ["create", "drop", "info", "list_"]
+
+
+async def list_(store: VectorStore) -> list[str]:
+    conn = await store._connection()
+    names: list[str] = []
+    token = None
+    with translate_errors("list_collections"):
+        while True:
+            page = await conn.list_tables(page_token=token)
+            names.extend(page.tables)
+            token = page.page_token
+            if not token:
+                break
+    return sorted(names)
+
+
+async def create(
+    store: VectorStore, name: str, dimension: int | None, metric: str | None, exist_ok: bool
+) -> None:
+    dim = dimension or (store.encoder.dimension if store.encoder is not None else None)
+    if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise InvalidQueryError(
+            "create_collection() needs a positive dimension when the store has no encoder.",
+            collection=name,
+        )
+    chosen = normalize_metric(metric) if metric else store.metric
+    async with store._lock():
+        conn = await store._connection()
+        if name in await store._list():
+            if not exist_ok:
+                raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
+            return
+        meta = {
+            "format": _FORMAT,
+            "dimension": dim,
+            "metric": chosen,
+            "encoder": store._encoder_name_for(dim),
+            "created_at": datetime.now(UTC).isoformat(),
+        }
+        try:
+            with translate_errors("create_collection", name):
+                table = await conn.create_table(name, schema=collection_schema(dim, meta))
+        except CollectionExistsError:  # integrity: created by another writer meanwhile
+            if not exist_ok:
+                raise
+            return
+        store._collections[name] = await store._wrap(name, table)
+
+
+async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
+    async with store._lock():
+        conn = await store._connection()
+        coll = store._collections.pop(name, None)
+        store._memory.forget(name)
+        tracker = store._tracker(name)
+        tracker.generation += 1
+        tracker.version += 1
+        if coll is not None and coll.maintenance is not None:
+            coll.maintenance.cancel()
+        if name not in await store._list():
+            if missing_ok:
+                return False
+            raise CollectionNotFoundError(f"Collection {name!r} does not exist.", collection=name)
+        with translate_errors("drop_collection", name):
+            await conn.drop_table(name)
+        return True
+
+
+async def info(store: VectorStore, name: str) -> CollectionInfo:
+    coll = await store._collection(name)
+    with translate_errors("collection_info", name):
+        rows = await coll.table.count_rows()
+        version = await coll.table.version()
+        indices = await coll.table.list_indices()
+        stats = await coll.table.stats()
+        unindexed = 0
+        for index in indices:
+            istats = await coll.table.index_stats(index.name)
+            if istats is not None:
+                unindexed = max(unindexed, int(istats.num_unindexed_rows))
+    await _set_index(coll, indices)
+    return CollectionInfo(
+        name=name,
+        dimension=coll.dimension,
+        metric=coll.metric,
+        encoder=coll.encoder,
+        rows=rows,
+        version=version,
+        indexes=tuple(f"{i.name}:{i.index_type}" for i in indices),
+        unindexed_rows=unindexed,
+        fragments=int(_fragment_count(stats)),
+    )

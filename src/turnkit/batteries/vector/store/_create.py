@@ -1,0 +1,116 @@
+"""``create_vector_store``: check the options once, open nothing until the first call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from turnkit.batteries.vector._errors import (
+    InvalidVectorStoreConfigError,
+)
+from turnkit.batteries.vector.encoders._base import Encoder
+from turnkit.batteries.vector.store._memory_index import (
+    MemoryCache,
+)
+from turnkit.batteries.vector.store._records import (
+    DEFAULT_MAX_DOCUMENT_CHARS,
+)
+from turnkit.batteries.vector.store._scores import (
+    normalize_metric,
+)
+from turnkit.batteries.vector.store._store import AutoOptimize, VectorStore
+
+__all__ = ["create_vector_store"]
+
+
+def create_vector_store(
+    uri: str | os.PathLike[str] = ".turnkit/lancedb",
+    *,
+    encoder: Encoder | None = None,
+    metric: str = "cosine",
+    read_consistency_interval: timedelta | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    auto_optimize: AutoOptimize | None = AutoOptimize(),
+    memory_cache: MemoryCache | None = MemoryCache(),
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+    **connect_options: Any,
+) -> VectorStore:
+    """Create a vector store over a LanceDB database.
+
+    Args:
+        uri: A local directory (the embedded default), ``memory://`` (tests), an
+            object-store URI (``s3://…``, ``gs://…``, ``az://…``) or LanceDB
+            Cloud (``db://…``). Nothing else changes between them.
+        encoder: Encodes text for ``near_text`` and for records without a
+            vector. Without one, text raises `EncoderRequiredError`.
+        metric: ``cosine`` (default), ``l2`` (squared Euclidean) or ``dot`` for new collections.
+        read_consistency_interval: How stale a reader may be with respect to
+            writes from *other processes*; ``timedelta(0)`` checks on every read.
+            ``None`` (default) suits a single writer process.
+        storage_options: Passed to LanceDB (object-store credentials, region…).
+        auto_optimize: Background compaction policy; ``None`` disables it.
+        memory_cache: Which collections are held in memory for exact searches
+            (`MemoryCache`); ``None`` always searches through LanceDB.
+        max_document_chars: The longest ``document`` an upsert accepts (default
+            1,000,000 characters); a longer one is refused with the record named
+            and nothing is written. ``None`` lifts the limit.
+        **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
+            ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
+            API key defaults to the ``LANCEDB_API_KEY`` environment variable.
+
+    Returns:
+        A `VectorStore`; call it with a collection name to get a builder.
+    """
+    if isinstance(uri, os.PathLike):
+        uri = os.fspath(uri)
+    if not isinstance(uri, str) or not uri:
+        raise InvalidVectorStoreConfigError("uri must be a non-empty string.", hint="Try uri='memory://'.")
+    if "://" not in uri:
+        # LanceDB reads a bare relative name as a LanceDB Cloud database; a
+        # path without a scheme is always a local directory here.
+        uri = os.path.abspath(os.path.expanduser(uri))
+    try:
+        canonical = normalize_metric(metric)
+    except ValueError as exc:
+        raise InvalidVectorStoreConfigError(str(exc)) from None
+    if encoder is not None and not (
+        isinstance(getattr(encoder, "name", None), str)
+        and isinstance(getattr(encoder, "dimension", None), int)
+        and callable(getattr(encoder, "encode", None))
+    ):
+        raise InvalidVectorStoreConfigError(
+            f"encoder {encoder!r} is not an Encoder (needs .name, .dimension and .encode(texts, kind=...)).",
+            hint="Wrap a plain function with turnkit.batteries.vector.FunctionEncoder.",
+        )
+    if read_consistency_interval is not None and not isinstance(read_consistency_interval, timedelta):
+        raise InvalidVectorStoreConfigError("read_consistency_interval must be a datetime.timedelta or None.")
+    if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
+        raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
+    if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
+        raise InvalidVectorStoreConfigError("memory_cache must be a MemoryCache or None.")
+    if max_document_chars is not None and (
+        isinstance(max_document_chars, bool)
+        or not isinstance(max_document_chars, int)
+        or max_document_chars < 1
+    ):
+        raise InvalidVectorStoreConfigError("max_document_chars must be a positive integer or None.")
+    if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
+        # The sync client reads it; LanceDB's async connect does not.
+        connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
+    if "://" not in uri:
+        from pathlib import Path
+
+        uri = str(Path(uri).expanduser())
+    return VectorStore(
+        uri=uri,
+        encoder=encoder,
+        metric=canonical,
+        read_consistency_interval=read_consistency_interval,
+        storage_options=storage_options,
+        connect_options=connect_options,
+        auto_optimize=auto_optimize,
+        memory_cache=memory_cache,
+        max_document_chars=max_document_chars,
+    )
