@@ -16,11 +16,8 @@ from turnkit.batteries.vector._errors import (
 )
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.filters._core import and_, condition, evaluate, not_, or_, to_sql
-from turnkit.batteries.vector.filters._text import (
-    MAX_EXPRESSION_LENGTH,
-    format_filter_expression,
-    parse_filter_expression,
-)
+from turnkit.batteries.vector.filters._format import format_filter_expression
+from turnkit.batteries.vector.filters._text import MAX_EXPRESSION_LENGTH, parse_filter_expression
 
 parse = parse_filter_expression
 

@@ -79,7 +79,8 @@ from turnkit.batteries.vector.filters._core import (
     to_sql,
     validate_field,
 )
-from turnkit.batteries.vector.filters._text import format_filter_expression, parse_filter_expression
+from turnkit.batteries.vector.filters._format import format_filter_expression
+from turnkit.batteries.vector.filters._text import parse_filter_expression
 from turnkit.batteries.vector.filters._where import FilterGroup
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
