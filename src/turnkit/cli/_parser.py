@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
+from ._arg_types import alpha, file_size, positive_int, unit_float
 from ._config import (
     AUTO_ALPHA,
     DEFAULT_COLLECTION,
@@ -61,59 +62,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         where = "" if self.prog == "turnkit" else f"{self.prog}: "
         raise CliUsageError(f"{where}{message}.", hint=f"Run `{self.prog} --help` for the options.")
-
-
-def _alpha(text: str) -> float | str:
-    if text == AUTO_ALPHA:
-        return AUTO_ALPHA
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number from 0 to 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
-    return value
-
-
-_SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
-
-
-def _file_size(text: str) -> int | None:
-    """``10MB``, ``512KiB``, ``2000`` (bytes) or ``none`` (no limit)."""
-    clean = text.strip().upper().replace(" ", "")
-    if clean == "NONE":
-        return None
-    digits = clean.rstrip("KMGIB")
-    unit = clean[len(digits) :]
-    try:
-        value = float(digits) * _SIZE_UNITS[unit]
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(
-            f"expected a size such as 10MB, 512KiB or none, got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
-    return int(value)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
-    return value
 
 
 def _common(
@@ -234,18 +182,18 @@ def add_http_arguments(p: argparse.ArgumentParser) -> None:
         help="serve a non-loopback --host without a token (only behind your own authentication)",
     )
     g.add_argument(
-        "--max-body-size", type=_positive_int, metavar="BYTES", help="request body cap (default 4 MiB)"
+        "--max-body-size", type=positive_int, metavar="BYTES", help="request body cap (default 4 MiB)"
     )
     g.add_argument(
-        "--max-sessions", type=_positive_int, metavar="N", help="open sessions in all (default 1000)"
+        "--max-sessions", type=positive_int, metavar="N", help="open sessions in all (default 1000)"
     )
     g.add_argument(
-        "--max-sessions-per-client", type=_positive_int, metavar="N", help="per token or address (default 32)"
+        "--max-sessions-per-client", type=positive_int, metavar="N", help="per token or address (default 32)"
     )
-    g.add_argument("--session-idle-timeout", type=_positive_int, metavar="SECONDS", help="default 1800")
+    g.add_argument("--session-idle-timeout", type=positive_int, metavar="SECONDS", help="default 1800")
     g.add_argument(
         "--max-message-size",
-        type=_positive_int,
+        type=positive_int,
         metavar="BYTES",
         help="stdio: longer messages are dropped (default 4 MiB)",
     )
@@ -304,15 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--prune", action="store_true", help="also remove the chunks of files that no longer exist"
     )
-    p.add_argument("--chunk-size", type=_positive_int, default=1024, metavar="TOKENS", help="default 1024")
+    p.add_argument("--chunk-size", type=positive_int, default=1024, metavar="TOKENS", help="default 1024")
     p.add_argument(
         "--chunk-overlap", type=int, default=200, metavar="TOKENS", help="default 200 (< chunk size)"
     )
-    p.add_argument("--batch-size", type=_positive_int, default=512, metavar="N", help="chunks per upsert")
+    p.add_argument("--batch-size", type=positive_int, default=512, metavar="N", help="chunks per upsert")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--max-file-size",
-        type=_file_size,
+        type=file_size,
         default=50 * 1024 * 1024,
         metavar="SIZE",
         help="skip larger files (default 50MiB; e.g. 10MB, 512KiB, none)",
@@ -382,16 +330,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="EXPR",
         help="metadata filter, e.g. 'kind = \"faq\" AND year >= 2020' (fields are metadata keys)",
     )
-    p.add_argument("-k", "--top-k", type=_positive_int, default=5, metavar="N", help="results (default 5)")
+    p.add_argument("-k", "--top-k", type=positive_int, default=5, metavar="N", help="results (default 5)")
     p.add_argument(
         "--min-score",
-        type=_unit_float,
+        type=unit_float,
         metavar="S",
         help="drop results whose vector similarity is below S (0-1; with --hybrid too, the dense similarity)",
     )
     p.add_argument(
         "--hybrid",
-        type=_alpha,
+        type=alpha,
         nargs="?",
         const=AUTO_ALPHA,
         metavar="ALPHA",
@@ -412,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--diversify",
-        type=_unit_float,
+        type=unit_float,
         nargs="?",
         const=0.5,
         metavar="LAMBDA",
@@ -450,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto (default): build one when there is none and the collection has --index-min-rows rows; "
         "none: never; a type: (re)build that index now",
     )
-    p.add_argument("--index-min-rows", type=_positive_int, default=10_000, metavar="N", help="default 10000")
+    p.add_argument("--index-min-rows", type=positive_int, default=10_000, metavar="N", help="default 10000")
 
     p = _add(
         subs,
@@ -473,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--hybrid",
-        type=_alpha,
+        type=alpha,
         nargs="?",
         const=AUTO_ALPHA,
         metavar="ALPHA",
@@ -505,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--uri", default=DEMO_URI, metavar="URI", help=f"the demo's own database (default {DEMO_URI})"
     )
     p.add_argument("-q", "--question", action="append", metavar="TEXT", help="ask this instead (repeatable)")
-    p.add_argument("-k", "--top-k", type=_positive_int, default=3, metavar="N", help="chunks per question")
+    p.add_argument("-k", "--top-k", type=positive_int, default=3, metavar="N", help="chunks per question")
     p.add_argument("--model", metavar="NAME", help="model name (overrides TURNKIT_OPENAI_MODEL)")
     p.add_argument("--base-url", metavar="URL", help="API root (overrides TURNKIT_OPENAI_BASE_URL)")
     p.add_argument("--show-prompt", action="store_true", help="also print the whole prompt of each turn")
