@@ -211,19 +211,23 @@ def main() -> None:
         if args.engine == "ray":
             import ray
 
-            from turnkit.ingest.ray import ingest_ray
+            from turnkit.ingest.ray import RayEngine
 
             start = time.perf_counter()
             ray.init(num_cpus=args.workers or None, include_dashboard=False, log_to_driver=False)
             ray_start_s = time.perf_counter() - start
             ray_vs = create_vector_store(uri=str(tmp / "db_ray"), encoder=inner)
-            ray_opts: dict[str, Any] = {"store": ray_vs, "collection": "bench", "workers": args.workers}
+            ray_opts: dict[str, Any] = {
+                "store": ray_vs,
+                "collection": "bench",
+                "engine": RayEngine(workers=args.workers),
+            }
             start = time.perf_counter()
-            ray_report = ingest_ray(corpus, **ray_opts, **settings)
+            ray_report = ingest_sync(corpus, **ray_opts, **settings)
             ray_wall = time.perf_counter() - start
             assert ray_report.ok and ray_report.chunks_written == chunks, ray_report
             start = time.perf_counter()
-            ray_rerun = ingest_ray(corpus, **ray_opts, **settings)
+            ray_rerun = ingest_sync(corpus, **ray_opts, **settings)
             ray_rerun_s = time.perf_counter() - start
             assert ray_rerun.chunks_written == 0, ray_rerun
             ray.shutdown()

@@ -16,7 +16,7 @@ from turnkit.ingest import ingest_sync
 ray = pytest.importorskip("ray")
 pytest.importorskip("lance")
 
-from turnkit.ingest.ray import ingest_ray  # noqa: E402
+from turnkit.ingest.ray import RayEngine  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,7 +50,9 @@ def _rows(vs) -> dict[str, tuple[str | None, dict]]:
 def test_same_chunks_as_single_process_then_idempotent(tmp_path: Path) -> None:
     root = _corpus(tmp_path / "docs")
     distributed = create_vector_store(str(tmp_path / "ray"), encoder=HashEncoder(32), auto_optimize=None)
-    report = ingest_ray(root, store=distributed, collection="kb", workers=2, files_per_task=3)
+    report = ingest_sync(
+        root, store=distributed, collection="kb", engine=RayEngine(workers=2, files_per_task=3)
+    )
     local = create_vector_store(str(tmp_path / "local"), encoder=HashEncoder(32), auto_optimize=None)
     baseline = ingest_sync(root, store=local, collection="kb", progress=False)
     assert report.ok and report.files_written == baseline.files_written == 13
@@ -58,7 +60,7 @@ def test_same_chunks_as_single_process_then_idempotent(tmp_path: Path) -> None:
     assert {i.code for i in report.skipped} == {i.code for i in baseline.skipped}
     assert _rows(distributed) == _rows(local)  # ids, text and metadata, fingerprints included
     assert distributed("kb").count_sync() == baseline.chunks_written  # no duplicate rows
-    again = ingest_ray(root, store=distributed, collection="kb", workers=2)
+    again = ingest_sync(root, store=distributed, collection="kb", engine=RayEngine(workers=2))
     assert again.files_written == 0 and again.chunks_written == 0 and again.files_unchanged == 13
     # The single-process ingest agrees that nothing changed.
     assert ingest_sync(root, store=distributed, collection="kb", progress=False).chunks_written == 0
@@ -67,11 +69,11 @@ def test_same_chunks_as_single_process_then_idempotent(tmp_path: Path) -> None:
 def test_changed_file_replaces_its_rows_and_prune_removes_gone_ones(tmp_path: Path) -> None:
     root = _corpus(tmp_path / "docs")
     vs = create_vector_store(str(tmp_path / "db"), encoder=HashEncoder(32), auto_optimize=None)
-    ingest_ray(root, store=vs, collection="kb", workers=2)
+    ingest_sync(root, store=vs, collection="kb", engine=RayEngine(workers=2))
     before = _rows(vs)
     (root / "f03.md").write_text("# File 3\n\nEntirely new text about warranty claims.\n")
     (root / "f04.md").unlink()
-    report = ingest_ray(root, store=vs, collection="kb", workers=2, prune=True)
+    report = ingest_sync(root, store=vs, collection="kb", engine=RayEngine(workers=2), prune=True)
     assert report.files_written == 1 and report.files_pruned == 1
     after = _rows(vs)
     assert len(after) == vs("kb").count_sync()  # each id once
@@ -109,9 +111,9 @@ def test_cli_engine_ray_and_missing_ray(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['ray'] = None\n"
         "from turnkit.batteries.vector import HashEncoder, create_vector_store\n"
-        "from turnkit.ingest.ray import ingest_ray\n"
+        "from turnkit.ingest import ingest_sync\nfrom turnkit.ingest.ray import RayEngine\n"
         f"vs = create_vector_store({str(tmp_path / 'db2')!r}, encoder=HashEncoder(8))\n"
-        "try:\n    ingest_ray('.', store=vs, collection='kb')\n"
+        "try:\n    ingest_sync('.', store=vs, collection='kb', engine=RayEngine())\n"
         "except Exception as exc:\n    print(exc.code, exc.hint)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

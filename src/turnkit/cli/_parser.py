@@ -270,20 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also read symlinked files whose targets are outside the given paths",
     )
-    p.add_argument(
-        "--include",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="read only walked files matching GLOB (git's syntax, e.g. '*.md' or 'docs/**'); repeatable",
-    )
-    p.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="leave out walked files and folders matching GLOB (e.g. 'drafts/'); repeatable",
-    )
+    for flag, does in (
+        ("--include", "read only walked files matching GLOB (git's syntax, e.g. '*.md' or 'docs/**')"),
+        ("--exclude", "leave out walked files and folders matching GLOB (e.g. 'drafts/')"),
+    ):
+        p.add_argument(flag, action="append", default=[], metavar="GLOB", help=f"{does}; repeatable")
     p.add_argument(
         "--no-gitignore", action="store_true", help="read files the walked folders' .gitignore files exclude"
     )

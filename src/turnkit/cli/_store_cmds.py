@@ -92,28 +92,31 @@ def run_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         raise CliUsageError("--ray-address needs --engine ray.", hint="Add --engine ray.")
     progress = not (args.no_progress or args.json)
-    options: dict[str, Any] = {
-        "store": store,
-        "collection": collection,
-        "chunk_size": args.chunk_size,
-        "chunk_overlap": args.chunk_overlap,
-        "prune": args.prune,
-        "max_file_size": args.max_file_size,
-        "follow_external_symlinks": args.follow_external_symlinks,
-        "include": args.include,
-        "exclude": args.exclude,
-        "gitignore": not args.no_gitignore,
-        "fallback_encodings": args.fallback_encoding,
-        "html_extractor": args.html_extractor,
-    }
+    engine: Any = "local"
     if args.engine == "ray":
-        from ..ingest.ray import ingest_ray
+        from ..ingest.ray import RayEngine
 
-        report = ingest_ray(args.paths, address=args.ray_address, **options)
-        if progress and sys.stderr.isatty():
-            print(report, file=sys.stderr)
-    else:
-        report = ingest_sync(args.paths, batch_size=args.batch_size, progress=progress, **options)
+        engine = RayEngine(address=args.ray_address)
+    report = ingest_sync(
+        args.paths,
+        store=store,
+        collection=collection,
+        engine=engine,
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        batch_size=args.batch_size,
+        prune=args.prune,
+        progress=progress,
+        max_file_size=args.max_file_size,
+        follow_external_symlinks=args.follow_external_symlinks,
+        include=args.include,
+        exclude=args.exclude,
+        gitignore=not args.no_gitignore,
+        fallback_encodings=args.fallback_encoding,
+        html_extractor=args.html_extractor,
+    )
+    if args.engine == "ray" and progress and sys.stderr.isatty():
+        print(report, file=sys.stderr)  # the ray engine draws no progress bar
     # Let a compaction the writes triggered finish rather than die with the process.
     store.wait_for_maintenance_sync()
     encoder = store.encoder.name if store.encoder is not None else None

@@ -68,10 +68,11 @@ from ._model import LoadedDocument
 from ._report import FileIssue, IngestReport
 from ._store_io import Row, Writer, lookup
 from ._store_io import prune as prune_missing
-from ._walk import Candidate, PathInput, issue_of, walk
+from ._walk import Candidate, Found, PathInput, issue_of, walk
 
 if TYPE_CHECKING:
     from ..batteries.vector import VectorStore
+    from ._ray_engine import RayEngine
 
 __all__ = ["DEFAULT_BATCH_SIZE", "PathInput", "ingest", "ingest_sync"]
 
@@ -104,6 +105,55 @@ class _Settings:
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     fallback_encodings: tuple[str, ...] = ()
     html_extractor: HtmlExtractor = "turnkit"
+
+
+def checked_settings(
+    store: VectorStore,
+    chunk_size: int,
+    chunk_overlap: int,
+    encoding: str,
+    max_file_size: int | None,
+    fallback_encodings: Sequence[str],
+    html_extractor: Any,
+) -> _Settings:
+    """The per-file settings of a run, every option checked (both engines call it before reading anything).
+
+    Raises:
+        InvalidChunkingError: invalid chunk size, overlap or encoding.
+        InvalidIngestOptionError: another option is invalid, or the store has no encoder.
+    """
+    if max_file_size is not None and (
+        isinstance(max_file_size, bool) or not isinstance(max_file_size, int) or max_file_size < 1
+    ):
+        raise InvalidIngestOptionError(
+            f"max_file_size must be a positive int or None; got {max_file_size!r}."
+        )
+    validate_chunking(chunk_size, chunk_overlap, encoding)
+    if getattr(store, "encoder", None) is None:
+        raise InvalidIngestOptionError(
+            "The store has no encoder, so chunks cannot be embedded.",
+            hint="Create the store with one: create_vector_store(uri, encoder=WordLlamaEncoder()).",
+        )
+    fallbacks = check_fallback_encodings(fallback_encodings)
+    return _Settings(
+        chunk_size, chunk_overlap, encoding, max_file_size, fallbacks, check_html_extractor(html_extractor)
+    )
+
+
+def find_files(
+    paths: PathInput | Iterable[PathInput],
+    extensions: ExtensionMap | None,
+    follow_external_symlinks: bool,
+    files: FileFilter,
+) -> Found:
+    """The files of a run (`walk` over one path or many)."""
+    path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    return walk(
+        path_list,
+        resolve_extensions(extensions),
+        follow_external_symlinks=follow_external_symlinks,
+        files=files,
+    )
 
 
 def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Outcome:
@@ -204,6 +254,7 @@ async def ingest(
     exclude: Sequence[str] = (),
     gitignore: bool = True,
     html_extractor: HtmlExtractor = "turnkit",
+    engine: Literal["local"] | RayEngine = "local",
 ) -> IngestReport:
     """Load, chunk and upsert files into a collection; rerunning it only writes what changed.
 
@@ -246,6 +297,10 @@ async def ingest(
             chrome marked by HTML5 landmarks or ARIA roles) or ``"trafilatura"``
             (main content by trafilatura's heuristics, which also catches chrome
             marked only by class names; ``pip install 'turnkit[html]'``).
+        engine: ``"local"`` (this process) or a `turnkit.ingest.ray.RayEngine`:
+            Ray workers load, chunk, encode and write, and one commit adds
+            their work (``pip install 'turnkit[ray]'``; ``batch_size``,
+            ``workers`` and ``progress`` are then the engine's own).
 
     Returns:
         An `IngestReport`: counts, skipped files, errors and elapsed time.
@@ -256,42 +311,29 @@ async def ingest(
             or a store without an encoder.
     """
     started = time.perf_counter()
-    settings = _Settings(
-        chunk_size,
-        chunk_overlap,
-        encoding,
-        max_file_size,
-        check_fallback_encodings(fallback_encodings),
-        check_html_extractor(html_extractor),
+    settings = checked_settings(
+        store, chunk_size, chunk_overlap, encoding, max_file_size, fallback_encodings, html_extractor
     )
-    if max_file_size is not None and (
-        isinstance(max_file_size, bool) or not isinstance(max_file_size, int) or max_file_size < 1
-    ):
-        raise InvalidIngestOptionError(
-            f"max_file_size must be a positive int or None; got {max_file_size!r}."
-        )
-    validate_chunking(chunk_size, chunk_overlap, encoding)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= _MAX_BATCH:
         raise InvalidIngestOptionError(f"batch_size must be an int in [1, {_MAX_BATCH}]; got {batch_size!r}.")
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidIngestOptionError(f"workers must be a positive int; got {workers!r}.")
-    if getattr(store, "encoder", None) is None:
-        raise InvalidIngestOptionError(
-            "The store has no encoder, so chunks cannot be embedded.",
-            hint="Create the store with one: create_vector_store(uri, encoder=WordLlamaEncoder()).",
-        )
-    path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
-    found = await asyncio.to_thread(
-        walk,
-        path_list,
-        resolve_extensions(extensions),
-        follow_external_symlinks=follow_external_symlinks,
-        files=files,
-    )
+    found = await asyncio.to_thread(find_files, paths, extensions, follow_external_symlinks, files)
+    if engine != "local":
+        from ._ray_engine import RayEngine, run_on_ray  # the ray extra is imported only when asked for
+
+        if isinstance(engine, RayEngine):
+            ray_run = (engine, store, collection, found, settings, files, prune, started)
+            return await asyncio.to_thread(run_on_ray, *ray_run)
+    if engine != "local":
+        raise InvalidIngestOptionError(
+            f"engine must be 'local' or a RayEngine, got {engine!r}.",
+            hint="from turnkit.ingest.ray import RayEngine; ingest(..., engine=RayEngine()).",
+        )
     exists = await store.has_collection(collection)
 
     bar = _progress_bar(progress, len(found.candidates))
@@ -383,4 +425,3 @@ async def ingest(
 
 
 ingest_sync = sync_form(ingest)
-

@@ -17,26 +17,23 @@ import importlib.util
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._aio import run_sync
-from ._chunking import DEFAULT_CHUNK_ENCODING, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, validate_chunking
 from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
-from ._html import HtmlExtractor, check_html_extractor
-from ._ignore import FileFilter, check_patterns
-from ._loaders import DEFAULT_MAX_FILE_SIZE, ExtensionMap, check_fallback_encodings, resolve_extensions
+from ._ignore import FileFilter
 from ._pipeline import _process, _Settings
 from ._report import FileIssue, IngestReport
 from ._store_io import Row, Writer, lookup
 from ._store_io import prune as prune_missing
-from ._walk import Candidate, PathInput, walk
+from ._walk import Candidate, Found
 
 if TYPE_CHECKING:
     from ..batteries.vector import Encoder, VectorStore
 
-__all__ = ["ingest_ray"]
+__all__ = ["RayEngine", "run_on_ray"]
 
 _DELETE_FILES = 100  # source URIs per delete of replaced rows
 
@@ -131,105 +128,67 @@ def _default_factory(store: VectorStore, dimension: int) -> Callable[[], Encoder
     return lambda: encoder_from_spec(spec, dimension=dimension)
 
 
-def ingest_ray(
-    paths: PathInput | Iterable[PathInput],
-    *,
-    store: VectorStore,
-    collection: str,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-    encoding: str = DEFAULT_CHUNK_ENCODING,
-    prune: bool = False,
-    extensions: ExtensionMap | None = None,
-    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
-    follow_external_symlinks: bool = False,
-    fallback_encodings: Sequence[str] = (),
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    html_extractor: HtmlExtractor = "turnkit",
-    workers: int | None = None,
-    files_per_task: int = 16,
-    address: str | None = None,
-    encoder_factory: Callable[[], Encoder] | None = None,
-) -> IngestReport:
-    """`turnkit.ingest.ingest` on a Ray cluster: the same chunks, ids and report, one commit.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RayEngine:
+    """Run an ingest on Ray: ``ingest(paths, store=..., collection=..., engine=RayEngine())``.
 
+    Workers load, chunk, encode and write Lance fragments; the driver commits
+    them once and removes the rows they replace (see docs/ingesting.md).
     Files are read where the workers run, so on a cluster the paths must be
     visible to every node (a shared file system), and the store's URI must be
     object storage or a shared disk. Ray is started on this machine when it is
-    not running and ``address`` is not given (and stopped afterwards).
+    not running and no ``address`` is given (and stopped afterwards).
 
-    Args:
-        paths: Files and/or directories, as for `turnkit.ingest.ingest` (so are
-            the options not described here).
-        store: The vector store; each worker opens its own at the same URI.
-        collection: The collection to write to (created when missing).
-        chunk_size: Maximum tokens per chunk.
-        chunk_overlap: Maximum tokens shared by consecutive chunks.
-        encoding: The tiktoken encoding tokens are counted in.
-        prune: Also remove the chunks of files gone or now left out.
-        extensions: Extra extension → kind mappings.
-        max_file_size: Larger files are skipped.
-        follow_external_symlinks: Also read symlinks pointing outside the paths.
-        fallback_encodings: Codecs tried on text that is not UTF-8.
-        include: Patterns a walked file must match.
-        exclude: Patterns of walked files and folders to leave out.
-        gitignore: Honour the walked folders' ``.gitignore`` files.
-        html_extractor: ``"turnkit"`` or ``"trafilatura"``.
-        workers: Ray actors (each loads the encoder once); default: the CPUs Ray has, at most 8.
-        files_per_task: Files a worker takes at a time.
+    Attributes:
         address: A Ray cluster to join (``"auto"``, ``"ray://host:10001"``).
-        encoder_factory: Builds the encoder in each worker; by default the
-            store's encoder is rebuilt from its name (every built-in encoder).
+        workers: Ray actors, one CPU each, each loading the encoder once;
+            default: the CPUs Ray has, at most 8.
+        files_per_task: Files a worker takes at a time.
+        encoder_factory: Builds the encoder in each worker (picklable); by
+            default the store's encoder is rebuilt from its name (every built-in encoder).
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    files_per_task: int = 16
+    encoder_factory: Callable[[], Encoder] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "files_per_task"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidIngestOptionError(f"RayEngine {name} must be a positive int; got {value!r}.")
+
+
+def run_on_ray(
+    engine: RayEngine,
+    store: VectorStore,
+    collection: str,
+    found: Found,
+    settings: _Settings,
+    files: FileFilter,
+    prune: bool,
+    started: float,
+) -> IngestReport:
+    """`ingest`'s run on Ray, once its options are checked and its files found (in a thread).
 
     Raises:
         IngestDependencyMissingError: Ray or pylance is not installed.
-        InvalidIngestOptionError, InvalidChunkingError: as for `ingest`.
     """
-    started = time.perf_counter()
     ray = _ray()
     if importlib.util.find_spec("lance") is None:
         raise IngestDependencyMissingError(
             "The ray engine needs pylance to write fragments.", hint="Install it: pip install 'turnkit[ray]'."
         )
-    validate_chunking(chunk_size, chunk_overlap, encoding)
-    settings = _Settings(
-        chunk_size,
-        chunk_overlap,
-        encoding,
-        max_file_size,
-        check_fallback_encodings(fallback_encodings),
-        check_html_extractor(html_extractor),
-    )
-    if isinstance(files_per_task, bool) or not isinstance(files_per_task, int) or files_per_task < 1:
-        raise InvalidIngestOptionError(f"files_per_task must be a positive int; got {files_per_task!r}.")
-    if store.encoder is None:
-        raise InvalidIngestOptionError(
-            "The store has no encoder, so chunks cannot be embedded.",
-            hint="Create the store with one: create_vector_store(uri, encoder=WordLlamaEncoder()).",
-        )
-    files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
-    path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    found = walk(
-        path_list,
-        resolve_extensions(extensions),
-        follow_external_symlinks=follow_external_symlinks,
-        files=files,
-    )
     info = store.create_collection_sync(collection, exist_ok=True)
-    factory = encoder_factory or _default_factory(store, info.dimension)
-    q = store(collection)
-    stored = run_sync(lookup(q, [c.uri for c in found.candidates], whole_collection=True))
-
+    factory = engine.encoder_factory or _default_factory(store, info.dimension)
+    stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates], whole_collection=True))
     with warnings.catch_warnings():
         # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
         # the workers open stores of their own, so nothing of the driver's runtime is used there.
         warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
         warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
-        results, fragments = _run_workers(
-            ray, store, collection, found, stored, settings, factory, workers, files_per_task, address
-        )
+        results, fragments = _run_workers(ray, store, collection, found, stored, settings, factory, engine)
     return _finish(store, collection, found, results, fragments, prune, started, settings, files)
 
 
@@ -241,16 +200,15 @@ def _run_workers(
     stored: dict[str, list[Row]],
     settings: _Settings,
     factory: Callable[[], Encoder],
-    workers: int | None,
-    files_per_task: int,
-    address: str | None,
+    engine: RayEngine,
 ) -> tuple[list[_FileResult], list[str]]:
     """Start Ray when it is not running, run the files through an actor pool, collect what came back."""
+    workers, files_per_task = engine.workers, engine.files_per_task
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(
-            address=address,
-            num_cpus=None if address else (workers or os.cpu_count() or 1),
+            address=engine.address,
+            num_cpus=None if engine.address else (workers or os.cpu_count() or 1),
             include_dashboard=False,
             log_to_driver=False,
             configure_logging=False,

@@ -1,13 +1,14 @@
-"""Distributed ingest on Ray (``pip install 'turnkit[ray]'``): see `ingest_ray`.
+"""Distributed ingest on Ray (``pip install 'turnkit[ray]'``): pass a `RayEngine` to `turnkit.ingest.ingest`.
 
 ```python
-from turnkit.ingest.ray import ingest_ray
+from turnkit.ingest import ingest_sync
+from turnkit.ingest.ray import RayEngine
 
-report = ingest_ray(["./handbook"], store=vs, collection="docs")  # Ray started on this machine
-report = ingest_ray(["/shared/handbook"], store=vs, collection="docs", address="auto")  # a cluster
+report = ingest_sync(["./handbook"], store=vs, collection="docs", engine=RayEngine())  # Ray started here
+report = ingest_sync(["/shared/handbook"], store=vs, collection="docs", engine=RayEngine(address="auto"))
 ```
 """
 
-from ._ray_engine import ingest_ray
+from ._ray_engine import RayEngine
 
-__all__ = ["ingest_ray"]
+__all__ = ["RayEngine"]

@@ -21,6 +21,7 @@ from turnkit.batteries.vector._errors import DriverUnavailableError, InvalidVect
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._records import collection_schema, prepare_records
+from turnkit.batteries.vector.store._writes import encode_documents
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import VectorStore
@@ -56,15 +57,7 @@ async def write_fragments(
     if not len(batch):
         return []
     coll = await on_loop(store._collection(collection))
-    if batch.to_encode:
-        encoder = store._require_encoder(collection)
-        store._check_encoder(coll, encoder)
-        from turnkit.batteries.vector.store._writes import _encode_for
-
-        texts = [batch.documents[i] or "" for i in batch.to_encode]
-        vectors = await _encode_for(collection, encoder, texts, "document", first=batch.to_encode[0])
-        for row, index in enumerate(batch.to_encode):
-            batch.vectors[index] = vectors[row]
+    await encode_documents(store, collection, coll, batch)
     array = batch.vector_array(coll.dimension, source="the collection's")
     if coll.metric == "cosine" and (~array.any(axis=1)).any():
         raise InvalidVectorRecordError(

@@ -32,11 +32,23 @@ from turnkit.batteries.vector.store._records import (
     prepare_records,
 )
 
-__all__ = ["check_consent", "delete", "upsert", "write"]
+__all__ = ["check_consent", "delete", "encode_documents", "upsert", "write"]
 
 
 if TYPE_CHECKING:
-    from turnkit.batteries.vector.store._store import VectorStore
+    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+
+
+async def encode_documents(store: VectorStore, name: str, coll: _Collection | None, batch: Any) -> None:
+    """Fill in the vectors of the records that came with a document only (the store's encoder)."""
+    if not batch.to_encode:
+        return
+    encoder = store._require_encoder(name)
+    store._check_encoder(coll, encoder)
+    texts = [batch.documents[i] or "" for i in batch.to_encode]
+    vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
+    for row, index in enumerate(batch.to_encode):
+        batch.vectors[index] = vectors[row]
 
 
 async def upsert(
@@ -57,13 +69,7 @@ async def upsert(
             return UpsertResult(0, 0)
         return UpsertResult(0, 0, await store._delete(replace, all_records=True))
     coll = await on_loop(store._existing(name))
-    if batch.to_encode:
-        encoder = store._require_encoder(name)
-        store._check_encoder(coll, encoder)
-        texts = [batch.documents[i] or "" for i in batch.to_encode]
-        vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
-        for row, index in enumerate(batch.to_encode):
-            batch.vectors[index] = vectors[row]
+    await encode_documents(store, name, coll, batch)
     if coll is not None:
         array = batch.vector_array(coll.dimension, source="the collection's")
     else:
