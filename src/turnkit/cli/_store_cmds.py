@@ -92,29 +92,27 @@ def run_ingest(args: argparse.Namespace) -> int:
     if args.ray_address and args.engine != "ray":
         raise CliUsageError("--ray-address needs --engine ray.", hint="Add --engine ray.")
     progress = not (args.no_progress or args.json)
-    engine: Any = "local"
+    options: dict[str, Any] = {
+        "store": store,
+        "collection": collection,
+        "chunk_size": args.chunk_size,
+        "chunk_overlap": args.chunk_overlap,
+        "batch_size": args.batch_size,
+        "prune": args.prune,
+        "progress": progress,
+        "max_file_size": args.max_file_size,
+        "follow_external_symlinks": args.follow_external_symlinks,
+        "include": args.include,
+        "exclude": args.exclude,
+        "gitignore": not args.no_gitignore,
+        "fallback_encodings": args.fallback_encoding,
+        "html_extractor": args.html_extractor,
+    }
     if args.engine == "ray":
         from ..ingest.ray import RayEngine
 
-        engine = RayEngine(address=args.ray_address)
-    report = ingest_sync(
-        args.paths,
-        store=store,
-        collection=collection,
-        engine=engine,
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.chunk_overlap,
-        batch_size=args.batch_size,
-        prune=args.prune,
-        progress=progress,
-        max_file_size=args.max_file_size,
-        follow_external_symlinks=args.follow_external_symlinks,
-        include=args.include,
-        exclude=args.exclude,
-        gitignore=not args.no_gitignore,
-        fallback_encodings=args.fallback_encoding,
-        html_extractor=args.html_extractor,
-    )
+        options["engine"] = RayEngine(address=args.ray_address)
+    report = ingest_sync(args.paths, **options)
     if args.engine == "ray" and progress and sys.stderr.isatty():
         print(report, file=sys.stderr)  # the ray engine draws no progress bar
     # Let a compaction the writes triggered finish rather than die with the process.

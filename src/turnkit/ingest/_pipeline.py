@@ -156,6 +156,53 @@ def find_files(
     )
 
 
+def settings_record(
+    settings: _Settings, files: FileFilter, prune: bool, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """The settings a report records (``IngestReport.settings``)."""
+    return {
+        "chunk_size": settings.chunk_size,
+        "chunk_overlap": settings.chunk_overlap,
+        "encoding": settings.encoding,
+        "prune": prune,
+        "max_file_size": settings.max_file_size,
+        "fallback_encodings": list(settings.fallback_encodings),
+        "include": list(files.include),
+        "exclude": list(files.exclude),
+        "gitignore": files.gitignore,
+        "html_extractor": settings.html_extractor,
+        **extra,
+    }
+
+
+def make_report(
+    collection: str,
+    found: Found,
+    counts: dict[str, int],
+    skipped: list[FileIssue],
+    errors: list[FileIssue],
+    chunks: tuple[int, int],
+    pruned: tuple[int, int],
+    started: float,
+    settings: dict[str, Any],
+) -> IngestReport:
+    """The report of a run: ``chunks`` is (written, deleted), ``pruned`` (files, chunks)."""
+    return IngestReport(
+        collection=collection,
+        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + len(skipped) + len(errors),
+        files_written=counts["write"] + counts["repair"],
+        files_unchanged=counts["unchanged"],
+        files_pruned=pruned[0],
+        files_ignored=found.ignored,
+        chunks_written=chunks[0],
+        chunks_deleted=chunks[1] + pruned[1],
+        skipped=tuple(skipped),
+        errors=tuple(errors),
+        elapsed_s=time.perf_counter() - started,
+        settings=settings,
+    )
+
+
 def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Outcome:
     """Decide what a file needs, reading and (only if needed) parsing and chunking it. Runs in a thread."""
     try:
@@ -392,32 +439,17 @@ async def ingest(
         await asyncio.gather(producer, return_exceptions=True)
         if bar is not None:
             bar.close()
-    report = IngestReport(
-        collection=collection,
-        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + len(skipped) + len(errors),
-        files_written=counts["write"] + counts["repair"],
-        files_unchanged=counts["unchanged"],
-        files_pruned=pruned_files,
-        files_ignored=found.ignored,
-        chunks_written=writer.chunks_written,
-        chunks_deleted=writer.chunks_deleted + pruned_chunks,
-        skipped=tuple(skipped),
-        errors=tuple(errors),
-        elapsed_s=time.perf_counter() - started,
-        settings={
-            "chunk_size": chunk_size,
-            "chunk_overlap": chunk_overlap,
-            "encoding": encoding,
-            "batch_size": batch_size,
-            "prune": prune,
-            "max_file_size": max_file_size,
-            "follow_external_symlinks": follow_external_symlinks,
-            "fallback_encodings": list(settings.fallback_encodings),
-            "include": list(files.include),
-            "exclude": list(files.exclude),
-            "gitignore": gitignore,
-            "html_extractor": settings.html_extractor,
-        },
+    extra = {"batch_size": batch_size, "follow_external_symlinks": follow_external_symlinks}
+    report = make_report(
+        collection,
+        found,
+        counts,
+        skipped,
+        errors,
+        (writer.chunks_written, writer.chunks_deleted),
+        (pruned_files, pruned_chunks),
+        started,
+        settings_record(settings, files, prune, extra),
     )
     if bar is not None:
         print(report, file=sys.stderr)

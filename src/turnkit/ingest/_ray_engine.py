@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .._aio import run_sync
 from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
 from ._ignore import FileFilter
-from ._pipeline import _process, _Settings
+from ._pipeline import _process, _Settings, make_report, settings_record
 from ._report import FileIssue, IngestReport
 from ._store_io import Row, Writer, lookup
 from ._store_io import prune as prune_missing
@@ -275,29 +274,17 @@ def _finish(
     counts = {s: sum(r.status == s for r in results) for s in ("write", "repair", "unchanged")}
     skipped = [*found.skipped, *(r.issue for r in results if r.status in ("skipped", "empty") and r.issue)]
     errors = [*found.errors, *(r.issue for r in results if r.status == "error" and r.issue)]
-    return IngestReport(
-        collection=collection,
-        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + len(skipped) + len(errors),
-        files_written=counts["write"] + counts["repair"],
-        files_unchanged=counts["unchanged"],
-        files_pruned=pruned_files,
-        files_ignored=found.ignored,
-        chunks_written=written,
-        chunks_deleted=deleted + pruned_chunks,
-        skipped=tuple(skipped),
-        errors=tuple(errors),
-        elapsed_s=time.perf_counter() - started,
-        settings={
-            "engine": "ray",
-            "chunk_size": settings.chunk_size,
-            "chunk_overlap": settings.chunk_overlap,
-            "encoding": settings.encoding,
-            "prune": prune,
-            "max_file_size": settings.max_file_size,
-            "fallback_encodings": list(settings.fallback_encodings),
-            "include": list(files.include),
-            "exclude": list(files.exclude),
-            "gitignore": files.gitignore,
-            "html_extractor": settings.html_extractor,
-        },
+    skipped_issues = [i for i in skipped if i is not None]
+    error_issues = [i for i in errors if i is not None]
+    record = settings_record(settings, files, prune, {"engine": "ray"})
+    return make_report(
+        collection,
+        found,
+        counts,
+        skipped_issues,
+        error_issues,
+        (written, deleted),
+        (pruned_files, pruned_chunks),
+        started,
+        record,
     )
