@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import inspect
 import re
 import threading
@@ -119,6 +120,33 @@ def _windows(text: str, size: int) -> list[str]:
     return out
 
 
+def optional_module(name: str, needs: str, extra: str, package: str | None = None) -> Any:
+    """Import ``name`` for an encoder, or `DriverUnavailableError` naming the extra to install."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        package = package or name
+        raise DriverUnavailableError(
+            f"{needs} needs the `{package}` package.", hint=f"pip install 'turnkit[{extra}]'", package=package
+        ) from exc
+
+
+class LazyModel:
+    """A model built on first use, exactly once, even when threads ask for it together."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def get(self, build: Callable[[], Any]) -> Any:
+        """The model, built with ``build`` the first time."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = build()
+        return self._model
+
+
 class WordLlamaEncoder:
     """The embedded default: WordLlama, loaded offline from its installed package.
 
@@ -141,31 +169,21 @@ class WordLlamaEncoder:
         self.dimension = dimension
         self.batch_size = batch_size
         self.name = f"wordllama-l2_supercat-{dimension}"
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model = LazyModel()
 
     def _load(self) -> Any:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    try:
-                        import wordllama
-                        from wordllama import WordLlama
-                    except ImportError as exc:
-                        raise DriverUnavailableError(
-                            "The WordLlama encoder needs the `wordllama` package.",
-                            hint="pip install 'turnkit[wordllama]'",
-                            package="wordllama",
-                        ) from exc
-                    # wordllama's default lookup misses the tokenizer it ships
-                    # (tokenizer/ vs tokenizers/); pointing cache_dir at the
-                    # package finds both files and never touches the network.
-                    self._model = WordLlama.load(
-                        cache_dir=Path(wordllama.__file__).parent,
-                        disable_download=True,
-                        trunc_dim=None if self.dimension == 256 else self.dimension,
-                    )
-        return self._model
+        def build() -> Any:
+            wordllama = optional_module("wordllama", "The WordLlama encoder", "wordllama")
+            # wordllama's default lookup misses the tokenizer it ships
+            # (tokenizer/ vs tokenizers/); pointing cache_dir at the
+            # package finds both files and never touches the network.
+            return wordllama.WordLlama.load(
+                cache_dir=Path(wordllama.__file__).parent,
+                disable_download=True,
+                trunc_dim=None if self.dimension == 256 else self.dimension,
+            )
+
+        return self._model.get(build)
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
         """Encode texts with WordLlama (same model for queries and documents).

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from turnkit.batteries.vector._errors import DriverUnavailableError
-from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
+from turnkit.batteries.vector.encoders._base import EncodeKind, LazyModel, Vectors, optional_module
 
 __all__ = ["SentenceTransformerEncoder"]
 
@@ -50,8 +48,7 @@ class SentenceTransformerEncoder:
         self.local_files_only = local_files_only
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model = LazyModel()
         self._dimension = dimension
 
     @property
@@ -65,21 +62,18 @@ class SentenceTransformerEncoder:
         return self._dimension
 
     def _load(self) -> Any:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    try:
-                        from sentence_transformers import SentenceTransformer
-                    except ImportError as exc:
-                        raise DriverUnavailableError(
-                            "SentenceTransformerEncoder needs the `sentence-transformers` package.",
-                            hint="pip install 'turnkit[sentence-transformers]'",
-                            package="sentence-transformers",
-                        ) from exc
-                    self._model = SentenceTransformer(
-                        self.model_name, device=self.device, local_files_only=self.local_files_only
-                    )
-        return self._model
+        def build() -> Any:
+            module = optional_module(
+                "sentence_transformers",
+                "SentenceTransformerEncoder",
+                "sentence-transformers",
+                "sentence-transformers",
+            )
+            return module.SentenceTransformer(
+                self.model_name, device=self.device, local_files_only=self.local_files_only
+            )
+
+        return self._model.get(build)
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
         """Encode texts, normalized, with the query or document prefix."""

@@ -9,16 +9,13 @@ a hybrid query), so diversification works the same after any ranking.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
-    from turnkit.batteries.vector.query._spec import QuerySpec
-    from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = ["DEFAULT_LAMBDA", "MmrSpec", "diversify", "mmr_select"]
 
@@ -81,23 +78,3 @@ def diversify(
             rows[i] = match.vector
     relevance = [m.score or 0.0 for m in matches]
     return [matches[i] for i in mmr_select(relevance, rows, k, lambda_mult=lambda_mult)]
-
-
-async def mmr_search(
-    store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
-) -> list[VectorMatch]:
-    """Over-fetch ``spec`` (it has ``spec.mmr``) with vectors, diversify, page, drop unasked vectors."""
-    mmr = spec.mmr
-    assert mmr is not None
-    select = spec.select or ("*",)
-    wants_vector = "*" in select or "vector" in select
-    leg = replace(
-        spec,
-        mmr=None,
-        limit=mmr.pool(spec.limit, spec.offset),
-        offset=0,
-        select=select if wants_vector else (*select, "vector"),
-    )
-    candidates = await store._search(leg, vector)
-    picked = diversify(candidates, spec.limit + spec.offset, lambda_mult=mmr.lambda_mult)[spec.offset :]
-    return picked if wants_vector else [replace(m, vector=None) for m in picked]

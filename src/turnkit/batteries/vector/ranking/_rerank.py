@@ -56,7 +56,8 @@ __all__ = [
 # -- the reranker ------------------------------------------------------------------------------------
 
 
-def _normalized(values: Sequence[float]) -> list[float]:
+def min_max_scaled(values: Sequence[float]) -> list[float]:
+    """``values`` scaled to [0, 1] (all 1 when equal): the vector signal, and linear fusion's legs."""
     if not values:
         return []
     low, high = min(values), max(values)
@@ -151,7 +152,7 @@ async def rerank(
         return []
     n = len(matches)
     retrieval = [m.score if m.score is not None and math.isfinite(m.score) else 0.0 for m in matches]
-    vector = _normalized(retrieval)
+    vector = min_max_scaled(retrieval)
     position = [1.0 - i / n for i in range(n)]
     semantic: list[float | None] = [None] * n
     if judge is not None and opts.weights.semantic > 0:

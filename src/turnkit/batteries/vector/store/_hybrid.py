@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from turnkit.batteries.vector.ranking._rerank import min_max_scaled
+
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
     from turnkit.batteries.vector.query._spec import QuerySpec
@@ -84,16 +86,6 @@ def rrf_fuse(
     return [(doc, min(1.0, scores[doc])) for doc in ranked]
 
 
-def _minmax(values: Sequence[float]) -> list[float]:
-    array = np.asarray(values, dtype=np.float64)
-    if array.size == 0:
-        return []
-    low, high = float(array.min()), float(array.max())
-    if high - low <= 1e-12:
-        return [1.0] * array.size
-    return [float(x) for x in (array - low) / (high - low)]
-
-
 def linear_fuse(
     dense: Sequence[tuple[str, float]],
     lexical: Sequence[tuple[str, float]],
@@ -119,7 +111,7 @@ def linear_fuse(
         first: dict[str, float] = {}
         for doc, value in pairs:
             first.setdefault(doc, float(value))  # the first occurrence of an id wins
-        legs.append(dict(zip(first, _minmax(list(first.values())), strict=True)))
+        legs.append(dict(zip(first, min_max_scaled(list(first.values())), strict=True)))
     position = {d: i for i, d in enumerate(dict.fromkeys([d for d, _ in dense] + [d for d, _ in lexical]))}
     dense_n, lexical_n = legs
     docs = set(dense_n) if alpha >= 1 else set(lexical_n) if alpha <= 0 else set(dense_n) | set(lexical_n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,9 +15,11 @@ from turnkit.batteries.vector._errors import (
     InvalidQueryError,
     RecordNotFoundError,
 )
+from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
+from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
 from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw
 from turnkit.batteries.vector.store._index_policy import search_knobs
@@ -34,7 +37,7 @@ from turnkit.batteries.vector.store._scores import (
     distance_bound,
 )
 
-__all__ = ["count", "get", "knobs", "search", "search_now", "search_now_async", "vector_of"]
+__all__ = ["count", "get", "knobs", "mmr_search", "search", "search_now", "search_now_async", "vector_of"]
 
 
 if TYPE_CHECKING:
@@ -44,8 +47,6 @@ if TYPE_CHECKING:
 async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
     # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
     if spec.mmr is not None:
-        from turnkit.batteries.vector.ranking._mmr import mmr_search
-
         return await mmr_search(store, spec, vector)
     coll = await store._collection(spec.collection)
     if spec.hybrid is not None:
@@ -261,3 +262,23 @@ def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
                 target[path[-1]] = node
         out.append(replace(match, metadata=trimmed))
     return out
+
+
+async def mmr_search(
+    store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
+) -> list[VectorMatch]:
+    """Over-fetch ``spec`` (it has ``spec.mmr``) with vectors, diversify, page, drop unasked vectors."""
+    mmr = spec.mmr
+    assert mmr is not None
+    select = spec.select or ("*",)
+    wants_vector = "*" in select or "vector" in select
+    leg = replace(
+        spec,
+        mmr=None,
+        limit=mmr.pool(spec.limit, spec.offset),
+        offset=0,
+        select=select if wants_vector else (*select, "vector"),
+    )
+    candidates = await search(store, leg, vector)
+    picked = diversify(candidates, spec.limit + spec.offset, lambda_mult=mmr.lambda_mult)[spec.offset :]
+    return picked if wants_vector else [replace(m, vector=None) for m in picked]
