@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from turnkit.batteries.vector.query._ranking_specs import (
 from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
 
 if TYPE_CHECKING:
+    from turnkit.batteries.vector.query._executor import QueryExecutor
     from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
 __all__ = ["MAX_LIMIT", "QueryBuilder"]
@@ -67,7 +68,7 @@ class QueryBuilder(Filterable):
 
     __slots__ = ("_filter", "_spec", "_store")
 
-    def __init__(self, store: VectorStore, spec: QuerySpec) -> None:
+    def __init__(self, store: QueryExecutor, spec: QuerySpec) -> None:
         self._store = store
         self._spec = spec
         self._filter = spec.filter
@@ -91,7 +92,7 @@ class QueryBuilder(Filterable):
     @property
     def store(self) -> VectorStore:
         """The store this builder searches."""
-        return self._store
+        return cast("VectorStore", self._store)
 
     def __repr__(self) -> str:
         return f"<QueryBuilder {self._spec.to_dict()!r}>"
