@@ -118,3 +118,21 @@ def test_cli_engine_ray_and_missing_ray(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.startswith("E_INGEST_DEPENDENCY_MISSING") and "turnkit[ray]" in out.stdout
+
+
+def test_ray_engine_against_object_storage(tmp_path: Path) -> None:
+    """The workers write their fragments to an S3-compatible server; the driver commits once."""
+    from tests._s3 import moto_available, s3_server
+
+    if not moto_available():
+        pytest.skip("moto[server] is not installed (pip install 'turnkit[s3-test]')")
+    root = _corpus(tmp_path / "docs")
+    with s3_server() as s3:
+        vs = create_vector_store(
+            s3.new_bucket(), encoder=HashEncoder(32), storage_options=s3.storage_options, auto_optimize=None
+        )
+        report = ingest_sync(root, store=vs, collection="kb", engine=RayEngine(workers=2))
+        assert report.ok and report.files_written == 13
+        assert vs("kb").count_sync() == report.chunks_written == len(_rows(vs))
+        again = ingest_sync(root, store=vs, collection="kb", engine=RayEngine(workers=2))
+        assert again.chunks_written == 0 and again.files_unchanged == 13
