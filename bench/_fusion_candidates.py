@@ -212,4 +212,6 @@ CANDIDATES: dict[str, Fuser] = {
     "union z, conf x0.5 + shape, long=passage": _with(uzconf, scale=0.5, shape=True, long=40),
     "union z a=0.3, shape, long=passage": _with(uzshape, alpha=0.3, long=40),
     "union z a=0.2, long=passage": uzlen,
+    "union z a=0.1, long=passage": _with(uzlen, alpha=0.1),
+    "union z a=0.05, long=passage": _with(uzlen, alpha=0.05),
 }

@@ -147,6 +147,12 @@ def new_default(vs: VectorStore, coll: str, query: str, exclude: str | None, lim
 # -- metrics ---------------------------------------------------------------------------------------
 
 
+def first_sentence(text: str) -> str:
+    """A short topical query from a Lee document: its first sentence, at most 40 words."""
+    head = re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
+    return " ".join(head.split()[:40])
+
+
 def doc_order(chunk_ids: Sequence[str], chunk_doc: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(chunk_doc[c] for c in chunk_ids))
 
@@ -277,7 +283,12 @@ def main() -> None:
     leg_wins: dict[tuple[str, str, str], list[int]] = {}  # (enc, set, style) -> [dense only, lexical only, n]
     top_z: dict[tuple[str, str], list[list[float]]] = {}  # (enc, set) -> best hit's union z, per leg
 
-    def record(label: str, per_set: dict[str, list[tuple[Query, list[str]]]], lee_ndcg: float | None) -> None:
+    def record(
+        label: str,
+        per_set: dict[str, list[tuple[Query, list[str]]]],
+        lee_ndcg: float | None,
+        lee_short: float | None = None,
+    ) -> None:
         row: dict[str, str] = {}
         for b in benches[:-1]:
             runs = per_set.get(b.name, [])
@@ -287,6 +298,7 @@ def main() -> None:
             row[f"{b.name} R@5"] = f"{recall_at(runs, 5):.2f}" if runs else "-"
             row[f"{b.name} R@1"] = f"{recall_at(runs, 1):.2f}" if runs else "-"
         row["Lee nDCG@10"] = "-" if lee_ndcg is None else f"{lee_ndcg:.3f}"
+        row["Lee short nDCG@10"] = "-" if lee_short is None else f"{lee_short:.3f}"
         results[label] = row
         print(f"  {label}: done", file=sys.stderr)
 
@@ -296,26 +308,31 @@ def main() -> None:
     for b in benches:
         for label, rank in lexical_baselines(list(b.texts.items())).items():
             if b.name == "lee":
-                scores = []
-                for i, doc in enumerate(lee):
-                    got = [int(c.split("-")[1]) for c in rank(doc) if c != f"lee-{i}"]
-                    scores.append(ndcg10(got, i, human))
-                lee_lex[label] = float(np.mean(scores))
+                for key, text_of in (("", lambda d: d), (" short", first_sentence)):
+                    scores = []
+                    for i, doc in enumerate(lee):
+                        got = [int(c.split("-")[1]) for c in rank(text_of(doc)) if c != f"lee-{i}"]
+                        scores.append(ndcg10(got, i, human))
+                    lee_lex[label + key] = float(np.mean(scores))
             else:
                 lex_per.setdefault(label, {})[b.name] = [
                     (q, doc_order(rank(q.text), b.chunk_doc)) for q in b.queries
                 ]
     for label in lex_per:
-        record(label, lex_per[label], lee_lex[label])
+        record(label, lex_per[label], lee_lex[label], lee_lex[label + " short"])
 
     fused_pools: dict[tuple[str, str], list[tuple[Query, Fused]]] = {}  # for rerank: (enc, set) -> pools
     for enc in encoders:
         systems: dict[str, dict[str, list[tuple[Query, list[str]]]]] = {}
         lee_scores: dict[str, list[float]] = {}
+        lee_short_scores: dict[str, list[float]] = {}
         timings: list[float] = []
         for b in benches:
             queries = (
-                b.queries if b.name != "lee" else [Query(d, f"lee-{i}", "lee") for i, d in enumerate(lee)]
+                b.queries
+                if b.name != "lee"
+                else [Query(d, f"lee-{i}", "lee") for i, d in enumerate(lee)]
+                + [Query(first_sentence(d), f"lee-{i}", "lee-short") for i, d in enumerate(lee)]
             )
             for q in queries:
                 exclude = q.target if b.name == "lee" else None
@@ -348,8 +365,9 @@ def main() -> None:
                         fused_pools.setdefault((enc, b.name), []).append((q, fused[:40]))
                 if b.name == "lee":
                     i = int(q.target.split("-")[1])
+                    into = lee_scores if q.style == "lee" else lee_short_scores
                     for label, ids in ranked.items():
-                        lee_scores.setdefault(label, []).append(
+                        into.setdefault(label, []).append(
                             ndcg10([int(x.split("-")[1]) for x in ids], i, human)
                         )
                 else:
@@ -378,7 +396,7 @@ def main() -> None:
         for label, per_set in systems.items():
             if label.startswith("full-text") and label in results:  # the same for every encoder
                 continue
-            record(label, per_set, float(np.mean(lee_scores[label])))
+            record(label, per_set, float(np.mean(lee_scores[label])), float(np.mean(lee_short_scores[label])))
         print(f"  {enc}: both legs {median_ms(timings):.0f} ms median per query", file=sys.stderr)
 
     keys = [*cols]
@@ -389,6 +407,7 @@ def main() -> None:
         *[f"{n} R@1" for n in header_sets],
         *[f"{n} R@5" for n in header_sets],
         "Lee nDCG@10",
+        "Lee short nDCG@10",
     )
     rows = [
         (
@@ -397,6 +416,7 @@ def main() -> None:
             *[r[f"{n} R@1"] for n in header_sets],
             *[r[f"{n} R@5"] for n in header_sets],
             r["Lee nDCG@10"],
+            r["Lee short nDCG@10"],
         )
         for label, r in results.items()
     ]
