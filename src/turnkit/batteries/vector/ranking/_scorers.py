@@ -108,7 +108,10 @@ def local_scorer(encoder: Encoder | None, kind: LocalScorerKind = "auto") -> Enc
         kind == "auto" and installed and getattr(encoder, "name", None) != MiniLMEncoder.name
     ):
         if _minilm_scorer is None:
-            _minilm_scorer = EncoderScorer(MiniLMEncoder())
+            from turnkit.batteries.vector.encoders._registry import encoder_from_spec
+
+            # The one registry the CLI and MCP use builds it too.
+            _minilm_scorer = EncoderScorer(encoder_from_spec("minilm"))
         return _minilm_scorer
     if encoder is None:
         raise InvalidRankingConfigError(
