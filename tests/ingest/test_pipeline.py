@@ -402,3 +402,22 @@ def test_a_file_name_that_is_not_utf8_does_not_stop_the_run(store, collection, t
     assert report.ok and report.files_written == 2
     names = {r.metadata["source_display_name"] for r in stored(store, collection).values()}
     assert names == {"plain.txt", "caf\ufffd.txt"}
+
+
+def test_ingest_declares_the_keys_it_filters_on_and_migrates_an_older_collection(store, collection, tmp_path):
+    from turnkit.ingest._store_io import INGEST_FIELDS
+
+    folder = tmp_path / "declared"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nAlpha text.\n")
+    ingest_sync(folder, store=store, collection=collection)
+    info = store.collection_info_sync(collection)
+    assert info.fields == INGEST_FIELDS
+    assert {f"{key}_idx" for key in INGEST_FIELDS} <= {i.split(":")[0] for i in info.indexes}
+    # A collection written before ingest declared anything is migrated on the next run, rows intact.
+    older = f"{collection}old"
+    store(older).upsert_sync([{"id": "x", "document": "kept", "metadata": {"source_uri": "elsewhere"}}])
+    report = ingest_sync(folder, store=store, collection=older)
+    assert report.chunks_written == 1
+    assert store.collection_info_sync(older).fields == INGEST_FIELDS
+    assert store(older).where("metadata.source_uri", "elsewhere").count_sync() == 1

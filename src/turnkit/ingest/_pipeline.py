@@ -66,7 +66,7 @@ from ._loaders import (
 )
 from ._model import LoadedDocument
 from ._report import FileIssue, IngestReport
-from ._store_io import Row, Writer, lookup
+from ._store_io import Row, Writer, declare_ingest_fields, lookup
 from ._store_io import prune as prune_missing
 from ._walk import Candidate, Found, PathInput, issue_of, walk
 
@@ -382,6 +382,8 @@ async def ingest(
             hint="from turnkit.ingest.ray import RayEngine; ingest(..., engine=RayEngine()).",
         )
     exists = await store.has_collection(collection)
+    if exists:
+        await declare_ingest_fields(store, collection, exists=True)
 
     bar = _progress_bar(progress, len(found.candidates))
     writer = Writer(q, batch_size, bar)

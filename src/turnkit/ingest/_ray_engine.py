@@ -25,7 +25,7 @@ from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
 from ._ignore import FileFilter
 from ._pipeline import _process, _Settings, make_report, settings_record
 from ._report import FileIssue, IngestReport
-from ._store_io import Row, Writer, lookup
+from ._store_io import INGEST_FIELDS, Row, Writer, declare_ingest_fields, lookup
 from ._store_io import prune as prune_missing
 from ._walk import Candidate, Found
 
@@ -179,7 +179,8 @@ def run_on_ray(
         raise IngestDependencyMissingError(
             "The ray engine needs pylance to write fragments.", hint="Install it: pip install 'turnkit[ray]'."
         )
-    info = store.create_collection_sync(collection, exist_ok=True)
+    run_sync(declare_ingest_fields(store, collection, store.has_collection_sync(collection)))
+    info = store.create_collection_sync(collection, exist_ok=True, fields=INGEST_FIELDS)
     factory = engine.encoder_factory or _default_factory(store, info.dimension)
     stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates], whole_collection=True))
     with warnings.catch_warnings():

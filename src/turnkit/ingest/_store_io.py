@@ -11,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -20,10 +20,19 @@ from ._report import RATE_MIN_CHUNKS, RATE_MIN_SECONDS
 from ._walk import Found
 
 if TYPE_CHECKING:
-    from ..batteries.vector import QueryBuilder, VectorMatch
+    from ..batteries.vector import QueryBuilder, VectorMatch, VectorStore
     from ._pipeline import Outcome
 
-__all__ = ["CRASH_AFTER_WRITES_ENV", "CRASH_PID_ENV", "Row", "Writer", "lookup", "prune"]
+__all__ = [
+    "CRASH_AFTER_WRITES_ENV",
+    "CRASH_PID_ENV",
+    "INGEST_FIELDS",
+    "Row",
+    "Writer",
+    "declare_ingest_fields",
+    "lookup",
+    "prune",
+]
 
 # Test hook (documented in docs/ingesting.md): SIGKILL this process right after the N-th
 # store write (upsert, replace or delete) has committed, to prove a rerun completes a killed run.
@@ -43,6 +52,27 @@ class Row:
     id: str
     fingerprint: str | None
     count: int | None
+
+
+INGEST_FIELDS: Final = {
+    "source_uri": "str",
+    "kind": "str",
+    "file_hash": "str",
+    "ingest_fingerprint": "str",
+    "chunk_index": "int",
+}
+"""The metadata keys ingest filters on, declared as typed, indexed columns of its collections."""
+
+
+async def declare_ingest_fields(store: VectorStore, collection: str, exists: bool) -> None:
+    """Give the collection ingest's declared fields: at its creation, or once by migrating it."""
+    if exists:
+        declared = (await store.collection_info(collection)).fields
+        missing = {key: kind for key, kind in INGEST_FIELDS.items() if key not in declared}
+        if missing:
+            await store.declare_fields(collection, missing)
+    elif store.encoder is not None:  # without one the first upsert explains what is missing
+        await store.create_collection(collection, fields=INGEST_FIELDS, exist_ok=True)
 
 
 def _crash_after() -> int:
@@ -141,6 +171,7 @@ class Writer:
         self.writes = 0
         self.crash_after = _crash_after()
         self.started = time.perf_counter()
+        self.created = False  # a new collection is made (with its fields) at the first write, not before
 
     def committed(self) -> None:
         self.writes += 1
@@ -179,6 +210,11 @@ class Writer:
         batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
         if not batch:
             return
+        if not self.created:
+            self.created = True
+            store, name = self.q.store, self.q.spec.collection
+            if not await store.has_collection(name):
+                await declare_ingest_fields(store, name, exists=False)
         # The files this batch completes; a file that fits a batch is always wholly inside one.
         done, complete = len(batch), 0
         uris: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, assert_never
 
@@ -14,6 +14,7 @@ from turnkit.batteries.vector._errors import (
 )
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
 from turnkit.batteries.vector.filters._build import _describe, condition
+from turnkit.batteries.vector.filters._declared import MAX_EXACT_INT, FieldType, fits
 from turnkit.batteries.vector.filters._fields import _Number, _path, _too_deep, validate_field
 
 
@@ -184,7 +185,7 @@ def _bind_one(value: Any, index: int) -> str:
 # SQL compilation
 
 
-def to_sql(node: FilterNode) -> str:
+def to_sql(node: FilterNode, fields: Mapping[str, FieldType] | None = None) -> str:
     """Compile a filter tree to a LanceDB SQL predicate.
 
     Literals are escaped by `sql_literal`; identifiers come only from
@@ -194,8 +195,13 @@ def to_sql(node: FilterNode) -> str:
     are bound with `bind_raw` and wrapped in parentheses (they keep SQL's
     three-valued logic).
 
+    A ``metadata.<key>`` condition on a *declared field* (``fields``: key →
+    type, the collection's typed columns) compiles to that column, which a
+    scalar index can serve; it selects the same rows as the JSON read would.
+
     Args:
         node: The filter tree.
+        fields: The collection's declared fields; ``None`` reads every key from the JSON.
 
     Returns:
         The SQL text for ``table.search().where(...)``, ``delete`` or ``count_rows``.
@@ -204,31 +210,31 @@ def to_sql(node: FilterNode) -> str:
         InvalidFilterError: A node is malformed (e.g. built by hand with a bad value).
     """
     try:
-        return _compile(node)
+        return _compile(node, fields or {})
     except RecursionError:
         raise _too_deep() from None
 
 
-def _compile(node: FilterNode) -> str:
+def _compile(node: FilterNode, fields: Mapping[str, FieldType]) -> str:
     if isinstance(node, And):
         if not node.children:
             return "true"
-        return " AND ".join(_wrap(child) for child in node.children)
+        return " AND ".join(_wrap(child, fields) for child in node.children)
     if isinstance(node, Or):
         if not node.children:
             return "false"
-        return " OR ".join(_wrap(child) for child in node.children)
+        return " OR ".join(_wrap(child, fields) for child in node.children)
     if isinstance(node, Not):
-        return f"NOT ({_compile(node.child)})"
+        return f"NOT ({_compile(node.child, fields)})"
     if isinstance(node, Raw):
         return f"({bind_raw(node.sql, node.bindings)})"
     if isinstance(node, Condition):
-        return _condition_sql(_recheck(node))
+        return _condition_sql(_recheck(node), fields)
     raise InvalidFilterError(f"Not a filter node: {type(node).__name__}.")
 
 
-def _wrap(node: FilterNode) -> str:
-    text = _compile(node)
+def _wrap(node: FilterNode, fields: Mapping[str, FieldType]) -> str:
+    text = _compile(node, fields)
     return f"({text})" if isinstance(node, And | Or) and len(node.children) > 1 else text
 
 
@@ -243,18 +249,22 @@ def _recheck(node: Condition) -> Condition:
     return condition(node.field, node.op, node.value)
 
 
-def _condition_sql(node: Condition) -> str:
+def _condition_sql(node: Condition, fields: Mapping[str, FieldType]) -> str:
     field, op, value = node.field, node.op, node.value
     if op in ("ne", "nin"):
         positive = Condition(field, "eq" if op == "ne" else "in", value)
         if op == "ne" and value is None:
             positive = Condition(field, "null", True)
-        return f"NOT ({_condition_sql(positive)})"
+        return f"NOT ({_condition_sql(positive, fields)})"
     if op in ("exists", "null") and value is False:
-        return f"NOT ({_condition_sql(Condition(field, op, True))})"
+        return f"NOT ({_condition_sql(Condition(field, op, True), fields)})"
     if field in COLUMN_FIELDS:
         return _column_sql(field, op, value)
-    return _metadata_sql(_path(field), op, value)
+    path = _path(field)
+    declared = fields.get(path[0]) if len(path) == 1 else None
+    if declared is not None:
+        return _declared_sql(path[0], declared, op, value, _metadata_sql(path, "exists", True))
+    return _metadata_sql(path, op, value)
 
 
 def _any(parts: Sequence[str]) -> str:
@@ -267,9 +277,12 @@ def _any(parts: Sequence[str]) -> str:
 _SQL_OPS: Final[Mapping[str, str]] = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
-def _column_sql(column: str, op: Op, value: Any) -> str:
+def _column_sql(
+    column: str, op: Op, value: Any, literal: Callable[[Any, Op], str | None] = lambda v, _: sql_literal(v)
+) -> str:
     # `id` is NOT NULL: a bare comparison is already two-valued and stays
     # usable by a scalar index. Nullable columns get `col IS NOT NULL AND …`.
+    # `literal` returns None for a value the column can never compare true with.
     nullable = column != "id"
 
     def guard(expr: str) -> str:
@@ -281,12 +294,14 @@ def _column_sql(column: str, op: Op, value: Any) -> str:
         case "null":
             return f"{column} IS NULL"
         case "eq" | "gt" | "gte" | "lt" | "lte":
-            return guard(f"{column} {_SQL_OPS[op]} {sql_literal(value)}")
+            bound = literal(value, op)
+            return "false" if bound is None else guard(f"{column} {_SQL_OPS[op]} {bound}")
         case "in":
             values = [v for v in value if v is not None]
+            literals = [lit for v in values if (lit := literal(v, "in")) is not None]
             parts: list[str] = []
-            if values:
-                parts.append(guard(f"{column} IN ({', '.join(sql_literal(v) for v in values)})"))
+            if literals:
+                parts.append(guard(f"{column} IN ({', '.join(literals)})"))
             if len(values) != len(value):
                 parts.append(f"{column} IS NULL")
             return _any(parts)
@@ -298,6 +313,50 @@ def _column_sql(column: str, op: Op, value: Any) -> str:
             raise InvalidFilterError(f"Operator {op!r} reaches the column compiler only negated.")
         case _:
             assert_never(op)
+
+
+def _declared_sql(column: str, kind: FieldType, op: Op, value: Any, json_exists: str) -> str:
+    """A condition on a declared field, read from its typed column.
+
+    The column is NULL where the key is missing or JSON ``null`` and holds a
+    value of type ``kind`` everywhere else (writes refuse other types), so a
+    literal of another type matches nothing, exactly as the JSON read; only
+    ``exists`` (true for a key holding ``null``) still asks the JSON.
+    """
+    quoted = f"`{column}`"  # declared names are checked identifiers; backticks keep their case
+    match op:
+        case "exists":
+            return f"({quoted} IS NOT NULL OR {json_exists})"
+        case "like" if kind != "str":
+            return "false"
+        case "contains":
+            if not isinstance(value, str) or kind not in ("str", "list[str]"):
+                return "false"  # a number or bool is never inside a string or a list of strings
+            test = "contains" if kind == "str" else "array_has"
+            return f"({quoted} IS NOT NULL AND {test}({quoted}, {_sql_string(value)}))"
+        case _:
+            return _column_sql(quoted, op, value, lambda v, o: _declared_literal(kind, v, o))
+
+
+def _declared_literal(kind: FieldType, value: Any, op: Op = "eq") -> str | None:
+    """The literal comparing a ``kind`` column with ``value`` as `evaluate` would, or None (never true).
+
+    Numbers compare as float64. An ``int`` column holds exact integers within
+    ±2**53 and LanceDB refuses a float literal against it, so the float is
+    turned into the integer bound that selects the same rows.
+    """
+    if kind == "list[str]":
+        return None  # a list equals no scalar and orders against none
+    if kind == "float":
+        return _sql_float(value) if fits("float", value) else None
+    if kind == "int":
+        if not fits("float", value):
+            return None
+        bound = min(max(float(value), -float(MAX_EXACT_INT + 1)), float(MAX_EXACT_INT + 1))
+        if op in ("eq", "in"):
+            return str(int(bound)) if bound.is_integer() and bound == float(value) else None
+        return str(math.floor(bound) if op in ("gt", "lte") else math.ceil(bound))
+    return sql_literal(value) if fits(kind, value) else None
 
 
 def _jsonpath(path: Sequence[str]) -> str:

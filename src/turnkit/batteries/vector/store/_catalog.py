@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -9,12 +10,16 @@ from turnkit.batteries.vector._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     InvalidQueryError,
+    InvalidVectorStoreConfigError,
 )
+from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._common import (
     _FORMAT,
     CollectionInfo,
 )
+from turnkit.batteries.vector.store._fields import arrow_type, ensure_field_indexes, fill_declared
 from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
 from turnkit.batteries.vector.store._records import (
     collection_schema,
@@ -26,7 +31,7 @@ from turnkit.batteries.vector.store._scores import (
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import VectorStore
 
-__all__ = ["create", "drop", "info", "list_"]
+__all__ = ["create", "declare", "drop", "info", "list_"]
 
 
 async def list_(store: VectorStore) -> list[str]:
@@ -44,7 +49,12 @@ async def list_(store: VectorStore) -> list[str]:
 
 
 async def create(
-    store: VectorStore, name: str, dimension: int | None, metric: str | None, exist_ok: bool
+    store: VectorStore,
+    name: str,
+    dimension: int | None,
+    metric: str | None,
+    exist_ok: bool,
+    fields: Mapping[str, FieldType] | None = None,
 ) -> None:
     dim = dimension or (store.encoder.dimension if store.encoder is not None else None)
     if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
@@ -68,12 +78,40 @@ async def create(
         }
         try:
             with translate_errors("create_collection", name):
-                table = await conn.create_table(name, schema=collection_schema(dim, meta))
+                declared = {**store.fields, **(fields or {})}
+                table = await conn.create_table(name, schema=collection_schema(dim, meta, declared))
+                await ensure_field_indexes(table, name, declared)
         except CollectionExistsError:  # integrity: created by another writer meanwhile
             if not exist_ok:
                 raise
             return
         store._collections[name] = await store._wrap(name, table)
+
+
+async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]) -> int:
+    """Declare fields on an existing collection: migrate its rows, index the columns; rows filled."""
+    coll = await store._collection(name)
+    async with coll.lock, collection_lock(store.uri, name):
+        with translate_errors("declare fields", name):
+            await coll.table.checkout_latest()
+        current = await store._refresh_fields(coll)
+        present = {f.name: f.type for f in await coll.table.schema()}
+        for key, kind in fields.items():
+            clash = current.get(key, kind) != kind
+            clash = clash or (key not in current and key in present and present[key] != arrow_type(kind))
+            if clash:
+                raise InvalidVectorStoreConfigError(
+                    f"Field {key!r} of collection {name!r} is already a {current.get(key) or present[key]} "
+                    f"column; it cannot become {kind}.",
+                    hint="Declare the new type under another metadata key.",
+                    collection=name,
+                )
+        new = {key: kind for key, kind in fields.items() if key not in current}
+        rows = await fill_declared(coll.table, name, new) if new else 0
+        await ensure_field_indexes(coll.table, name, fields)
+        coll.wrote()
+        await store._refresh_fields(coll)
+    return rows
 
 
 async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
@@ -109,6 +147,7 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
                 unindexed = max(unindexed, int(istats.num_unindexed_rows))
     await _set_index(coll, indices)
     return CollectionInfo(
+        fields=dict(coll.fields),
         name=name,
         dimension=coll.dimension,
         metric=coll.metric,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._scores import Metric
 
 __all__ = ["CollectionInfo", "UpsertResult", "log"]
@@ -75,3 +76,5 @@ class CollectionInfo:
     indexes: tuple[str, ...]
     unindexed_rows: int
     fragments: int
+    fields: dict[str, FieldType] = field(default_factory=dict)
+    """Declared fields (metadata keys kept as typed, indexed columns) and their types."""

@@ -11,6 +11,7 @@ from turnkit.batteries.vector._errors import (
     InvalidVectorStoreConfigError,
 )
 from turnkit.batteries.vector.encoders._base import Encoder
+from turnkit.batteries.vector.store._fields import normalize_fields
 from turnkit.batteries.vector.store._memory_index import (
     MemoryCache,
 )
@@ -35,6 +36,7 @@ def create_vector_store(
     auto_optimize: AutoOptimize | None = AutoOptimize(),
     memory_cache: MemoryCache | None = MemoryCache(),
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+    fields: Mapping[str, Any] | None = None,
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -56,6 +58,10 @@ def create_vector_store(
         max_document_chars: The longest ``document`` an upsert accepts (default
             1,000,000 characters); a longer one is refused with the record named
             and nothing is written. ``None`` lifts the limit.
+        fields: Metadata keys every collection this store creates declares as
+            typed, indexed columns (``{"tenant": str, "year": int, "tags":
+            list[str]}``), so filters on them read a column, not the JSON. See
+            `VectorStore.declare_fields` for existing collections.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
             API key defaults to the ``LANCEDB_API_KEY`` environment variable.
@@ -96,6 +102,7 @@ def create_vector_store(
         or max_document_chars < 1
     ):
         raise InvalidVectorStoreConfigError("max_document_chars must be a positive integer or None.")
+    declared = normalize_fields(fields)
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.
         connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
@@ -106,6 +113,7 @@ def create_vector_store(
     return VectorStore(
         uri=uri,
         encoder=encoder,
+        fields=declared,
         metric=canonical,
         read_consistency_interval=read_consistency_interval,
         storage_options=storage_options,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnkit._aio import on_loop, sync_form
 from turnkit.batteries.vector._errors import DriverUnavailableError, InvalidVectorRecordError
+from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._records import collection_schema, prepare_records
@@ -65,8 +66,10 @@ async def write_fragments(
             "could never return it.",
             collection=collection,
         )
-    schema = collection_schema(coll.dimension, {})
-    data = batch.to_arrow(array, schema, datetime.now(UTC))
+    fields = await on_loop(store._refresh_fields(coll))
+    data = batch.to_arrow(array, collection_schema(coll.dimension, {}), datetime.now(UTC))
+    data = with_declared(data, batch.ids, batch.metadata, fields)
+    schema = data.schema
 
     async def write() -> list[str]:
         uri = await coll.table.uri()

@@ -330,7 +330,7 @@ async def hybrid_search(
         select = spec.select or ("*",)
         query = coll.table.query().nearest_to_text(text, columns="document")
         if spec.filter is not None:
-            query = query.where(to_sql(spec.filter))
+            query = query.where(to_sql(spec.filter, coll.fields))
             if not spec.prefilter:
                 query = query.postfilter()
         query = query.select([*_columns(select), "_score"]).limit(pool)

@@ -9,6 +9,7 @@ from turnkit.batteries.vector._errors import (
     InvalidQueryError,
 )
 from turnkit.batteries.vector.store._common import log
+from turnkit.batteries.vector.store._fields import ensure_field_indexes
 from turnkit.batteries.vector.store._index_policy import auto_index
 from turnkit.batteries.vector.store._integrity import (
     claim_maintenance,
@@ -83,6 +84,7 @@ async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = 
             await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
         coll.wrote()
         coll.writes = 0
+        await ensure_field_indexes(coll.table, coll.name, coll.fields)  # e.g. lost to a race at creation
         await _set_index(coll, await coll.table.list_indices())
     return removed
 

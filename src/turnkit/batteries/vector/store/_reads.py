@@ -56,7 +56,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
     select = spec.select or ("*",)
     columns = _columns(select)
     raw = _contains_raw(spec.filter)
-    where = None if spec.filter is None else to_sql(spec.filter)
+    where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     if isinstance(spec.near, NearId):
         vector = await store._vector_of(coll, spec.near.id)
     elif isinstance(spec.near, NearVector):
@@ -188,7 +188,7 @@ async def vector_of(store: VectorStore, coll: _Collection, record_id: str) -> np
 
 async def count(store: VectorStore, spec: QuerySpec) -> int:
     coll = await store._collection(spec.collection)
-    where = None if spec.filter is None else to_sql(spec.filter)
+    where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
         return int(await coll.table.count_rows(where))
 
@@ -207,7 +207,7 @@ async def get(store: VectorStore, spec: QuerySpec, ids: list[str]) -> list[Any]:
         if spec.filter is not None:
             node = And((node, spec.filter))
         # integrity: no limit, so an id held twice cannot crowd another out.
-        query = coll.table.query().where(to_sql(node)).select(_columns(select))
+        query = coll.table.query().where(to_sql(node, coll.fields)).select(_columns(select))
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
             rows = await query.to_list()
         for match in dedupe_matches([match_from_row(row, None) for row in rows]):

@@ -20,6 +20,8 @@ import pyarrow as pa
 
 from turnkit.batteries.vector._errors import DimensionMismatchError, InvalidVectorRecordError
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord, parse_timestamp
+from turnkit.batteries.vector.filters._declared import FieldType
+from turnkit.batteries.vector.store._fields import field_schema
 
 __all__ = [
     "PreparedBatch",
@@ -40,8 +42,10 @@ MAX_METADATA_DEPTH = 64
 """How deeply ``metadata`` may nest (objects and lists); deeper is refused with the record named."""
 
 
-def collection_schema(dimension: int, meta: Mapping[str, Any]) -> pa.Schema:
-    """The explicit Arrow schema of a collection (turnkit's own metadata under ``turnkit``)."""
+def collection_schema(
+    dimension: int, meta: Mapping[str, Any], fields: Mapping[str, FieldType] | None = None
+) -> pa.Schema:
+    """The explicit Arrow schema of a collection (own metadata under ``turnkit``, declared fields last)."""
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -52,6 +56,7 @@ def collection_schema(dimension: int, meta: Mapping[str, Any]) -> pa.Schema:
             pa.field("metadata", pa.json_()),
             pa.field("created_at", pa.timestamp("us", tz="UTC")),
             pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+            *field_schema(fields or {}),
         ],
         metadata={b"turnkit": json.dumps(dict(meta), sort_keys=True).encode()},
     )
@@ -64,6 +69,7 @@ class PreparedBatch:
     ids: list[str]
     documents: list[str | None]
     metadata_json: list[str | None]
+    metadata: list[Mapping[str, Any] | None]  # the records' own dicts, for declared fields
     vectors: list[Any]
     created_at: list[datetime | None]
     updated_at: list[datetime | None]
@@ -144,7 +150,7 @@ class PreparedBatch:
         return out
 
     def to_arrow(self, vectors: npt.NDArray[np.float32], schema: pa.Schema, now: datetime) -> pa.Table:
-        """Build the Arrow table written by ``merge_insert``."""
+        """Build the Arrow table written by ``merge_insert`` (declared fields: `with_declared`)."""
         n, dimension = vectors.shape
         vector_col = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
         stamp = pa.timestamp("us", tz="UTC")
@@ -185,10 +191,11 @@ def prepare_records(
     records: Iterable[Mapping[str, Any]], *, max_document_chars: int | None = None
 ) -> PreparedBatch:
     """Validate a batch of records; raise `InvalidVectorRecordError` naming the first bad one."""
-    batch = PreparedBatch([], [], [], [], [], [])
+    batch = PreparedBatch([], [], [], [], [], [], [])
     seen: dict[str, int] = {}
     # Bound methods and exact-type checks: this loop runs once per record on every upsert.
     ids, documents, metas, vectors = batch.ids, batch.documents, batch.metadata_json, batch.vectors
+    dicts = batch.metadata
     created, updated, to_encode = batch.created_at, batch.updated_at, batch.to_encode
     encode_json = orjson.dumps
     for index, record in enumerate(records):
@@ -263,6 +270,7 @@ def prepare_records(
         ids.append(rid)
         documents.append(document)
         metas.append(metadata_json)
+        dicts.append(metadata)
         vectors.append(vector)
         created.append(made)
         updated.append(changed)

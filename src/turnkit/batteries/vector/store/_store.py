@@ -29,6 +29,7 @@ from turnkit.batteries.vector._errors import (
 )
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.filters._ast import FilterNode
+from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store import _catalog, _maintenance, _reads, _writes
@@ -38,6 +39,7 @@ from turnkit.batteries.vector.store._common import (
     CollectionInfo,
     UpsertResult,
 )
+from turnkit.batteries.vector.store._fields import declared_fields, ensure_field_indexes, normalize_fields
 from turnkit.batteries.vector.store._integrity import (
     create_or_open,
     reopen_or_corrupt,
@@ -95,6 +97,7 @@ class _Collection:
     index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
+    fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
 
     @property
     def lock(self) -> asyncio.Lock:
@@ -149,8 +152,10 @@ class VectorStore:
         auto_optimize: AutoOptimize | None,
         memory_cache: MemoryCache | None = None,
         max_document_chars: int | None = None,
+        fields: Mapping[str, FieldType] | None = None,
     ) -> None:
         self.uri = uri
+        self.fields: dict[str, FieldType] = dict(fields or {})
         self.max_document_chars = max_document_chars
         self._memory = MemoryIndex(memory_cache)
         self.encoder = encoder
@@ -239,7 +244,14 @@ class VectorStore:
             coll.seen_version = coll.tracker.version
             with translate_errors("open", coll.name):
                 await coll.table.checkout_latest()
+            await self._refresh_fields(coll)
         return coll
+
+    async def _refresh_fields(self, coll: _Collection) -> dict[str, FieldType]:
+        # A stale set only slows filters (they read the JSON); writes call this on the version they land on.
+        with translate_errors("open", coll.name):
+            coll.fields = declared_fields(await coll.table.schema())
+        return coll.fields
 
     def _encoder_name_for(self, dimension: int) -> str | None:
         # Precomputed vectors of another size were not made by this store's encoder.
@@ -256,7 +268,9 @@ class VectorStore:
             "created_at": datetime.now(UTC).isoformat(),
         }
         # integrity: another process may have created it since we looked.
-        return await create_or_open(conn, name, collection_schema(dimension, meta))
+        table = await create_or_open(conn, name, collection_schema(dimension, meta, self.fields))
+        await ensure_field_indexes(table, name, declared_fields(await table.schema()))
+        return table
 
     async def _wrap(self, name: str, table: Any) -> _Collection:
         with translate_errors("open", name):
@@ -281,6 +295,7 @@ class VectorStore:
             metric=metric,
             encoder=meta.get("encoder"),
             tracker=self._tracker(name),
+            fields=declared_fields(schema),
         )
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
@@ -304,11 +319,19 @@ class VectorStore:
 
     has_collection_sync = sync_form(has_collection)
 
-    async def _create(self, name: str, dimension: int | None, metric: str | None, exist_ok: bool) -> None:
-        return await _catalog.create(self, name, dimension, metric, exist_ok)
+    async def _create(
+        self, name: str, dimension: int | None, metric: str | None, exist_ok: bool, fields: Any
+    ) -> None:
+        return await _catalog.create(self, name, dimension, metric, exist_ok, normalize_fields(fields))
 
     async def create_collection(
-        self, name: str, *, dimension: int | None = None, metric: str | None = None, exist_ok: bool = False
+        self,
+        name: str,
+        *,
+        dimension: int | None = None,
+        metric: str | None = None,
+        exist_ok: bool = False,
+        fields: Mapping[str, Any] | None = None,
     ) -> CollectionInfo:
         """Create an empty collection (upserting into a new name also creates it).
 
@@ -317,12 +340,42 @@ class VectorStore:
             dimension: Vector length; defaults to the encoder's.
             metric: ``cosine`` (default: the store's), ``l2`` or ``dot``; fixed for the collection's life.
             exist_ok: Return the existing collection instead of raising `CollectionExistsError`.
+            fields: Metadata keys to keep as typed, indexed columns, besides the
+                store's own ``fields`` (see `declare_fields`).
         """
         _check_name(name)
-        await on_loop(self._create(name, dimension, metric, exist_ok))
+        await on_loop(self._create(name, dimension, metric, exist_ok, fields))
         return await self.collection_info(name)
 
     create_collection_sync = sync_form(create_collection)
+
+    async def _declare(self, name: str, fields: Any) -> int:
+        return await _catalog.declare(self, name, normalize_fields(fields))
+
+    async def declare_fields(self, name: str, fields: Mapping[str, Any]) -> CollectionInfo:
+        """Keep metadata keys as typed columns with scalar indexes, migrating the rows already stored.
+
+        Filters on ``metadata.<key>`` then read the column (a BTREE, BITMAP or
+        LABEL_LIST index serves them) instead of parsing every row's JSON, with
+        the same results. The key stays in the metadata that reads return.
+        Declaring is idempotent; a key cannot change its type.
+
+        Args:
+            name: The collection.
+            fields: ``{key: type}``; types are ``str``, ``int``, ``float``,
+                ``bool`` and ``list[str]`` (or their names as strings).
+
+        Raises:
+            InvalidVectorRecordError: A stored row holds another type under a
+                key (named in the error); nothing is changed.
+            InvalidVectorStoreConfigError: A bad name or type, or a key
+                already declared with another type.
+        """
+        _check_name(name)
+        await on_loop(self._declare(name, fields))
+        return await self.collection_info(name)
+
+    declare_fields_sync = sync_form(declare_fields)
 
     async def _drop(self, name: str, missing_ok: bool) -> bool:
         return await _catalog.drop(self, name, missing_ok)
@@ -412,16 +465,10 @@ class VectorStore:
         batch: Any,
         vectors: np.ndarray[Any, Any],
         *,
-        replace_where: str | None = None,
-        guard_where: str | None = None,
+        replace: FilterNode | None = None,
+        guard: FilterNode | None = None,
     ) -> UpsertResult:
-        # The table's own schema reads the JSON column back as large_binary;
-        # writing with it stores bytes that JSON filters then reject. Built
-        # before the collection is opened or created, so a failure here leaves
-        # no trace.
-        return await _writes.write(
-            self, name, batch, vectors, replace_where=replace_where, guard_where=guard_where
-        )
+        return await _writes.write(self, name, batch, vectors, replace=replace, guard=guard)
 
     def _check_consent(self, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
         return _writes.check_consent(self, terminal, spec, all_records=all_records)

@@ -21,6 +21,7 @@ from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._common import UpsertResult, _contains_raw, _matches_everything
+from turnkit.batteries.vector.store._fields import declared_arrays, with_declared
 from turnkit.batteries.vector.store._guarded import check_inside_guard, drop_outside_guard
 from turnkit.batteries.vector.store._integrity import (
     heal_after_write,
@@ -69,14 +70,15 @@ async def upsert(
             return UpsertResult(0, 0)
         return UpsertResult(0, 0, await store._delete(replace, all_records=True))
     coll = await on_loop(store._existing(name))
+    # Refused before anything is created or encoded; checked again on the version the write lands on.
+    declared_arrays(batch.ids, batch.metadata, store.fields if coll is None else coll.fields)
     await encode_documents(store, name, coll, batch)
     if coll is not None:
         array = batch.vector_array(coll.dimension, source="the collection's")
     else:
         array = batch.vector_array(None, source="the first record's")
-    where = None if replace is None or replace.filter is None else to_sql(replace.filter)
-    guard_where = None if guard is None else to_sql(guard)
-    return await on_loop(store._write(name, batch, array, replace_where=where, guard_where=guard_where))
+    replacing = None if replace is None else replace.filter
+    return await on_loop(store._write(name, batch, array, replace=replacing, guard=guard))
 
 
 async def write(
@@ -85,8 +87,8 @@ async def write(
     batch: Any,
     vectors: np.ndarray[Any, Any],
     *,
-    replace_where: str | None = None,
-    guard_where: str | None = None,
+    replace: FilterNode | None = None,
+    guard: FilterNode | None = None,
 ) -> UpsertResult:
     # The table's own schema reads the JSON column back as large_binary;
     # writing with it stores bytes that JSON filters then reject. Built
@@ -132,8 +134,12 @@ async def write(
         if across:  # integrity: other processes' commits too
             with translate_errors("upsert", name):
                 await coll.table.checkout_latest()
-        if guard_where is not None:  # guard: rows outside it are never touched
-            data, hidden = await drop_outside_guard(coll.table, name, data, guard_where)
+        # Declared fields as of the version this write lands on (another process may have declared one).
+        fields = await store._refresh_fields(coll)
+        data = with_declared(data, batch.ids, batch.metadata, fields)
+        replace_where = None if replace is None else to_sql(replace, fields)
+        if guard is not None:  # guard: rows outside it are never touched
+            data, hidden = await drop_outside_guard(coll.table, name, data, to_sql(guard, fields))
         merge = coll.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         if replace_where is not None:
             # Same commit: the filter's records that this batch does not hold go.
@@ -165,9 +171,9 @@ def check_consent(store: VectorStore, terminal: str, spec: QuerySpec, *, all_rec
 async def delete(store: VectorStore, spec: QuerySpec, *, all_records: bool) -> int:
     store._check_consent("delete", spec, all_records=all_records)
     coll = await store._collection(spec.collection)
-    sql = "true" if spec.filter is None else to_sql(spec.filter)
     async with coll.lock, collection_lock(store.uri, coll.name):
         await store._fresh(coll)
+        sql = "true" if spec.filter is None else to_sql(spec.filter, coll.fields)
         with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
             result = await coll.table.delete(sql)
     store._after_write(coll)

@@ -1,0 +1,232 @@
+"""Declared fields on LanceDB: typed columns beside the JSON metadata, their indexes, their migration.
+
+Invariants (what filters on a declared field rely on):
+
+- every row's column value equals its metadata key's value, or is NULL where
+  the key is missing or JSON ``null``; writes refuse any other value;
+- the set of declared fields is read from the table's own schema (a column
+  whose Arrow field carries ``turnkit.field``), so every process and store
+  sees the same declaration as soon as it sees the version that made it;
+- declaring a field on a collection with rows fills the column from the JSON
+  in the same write lock as upserts, after checking every row's value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias
+
+import orjson
+import pyarrow as pa
+
+from turnkit.batteries.vector._errors import InvalidVectorRecordError, InvalidVectorStoreConfigError
+from turnkit.batteries.vector.filters._declared import FIELD_TYPES, FieldType, fits
+from turnkit.batteries.vector.store._common import _COLUMNS
+from turnkit.batteries.vector.store._lancedb import translate_errors
+
+__all__ = [
+    "FieldIndex",
+    "arrow_type",
+    "ensure_field_indexes",
+    "declared_arrays",
+    "declared_fields",
+    "field_schema",
+    "fill_declared",
+    "normalize_fields",
+    "scalar_index_config",
+    "with_declared",
+]
+
+FieldIndex: TypeAlias = Literal["btree", "bitmap", "label_list"]
+
+_MARK: Final = b"turnkit.field"
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_ARROW: Final[Mapping[FieldType, pa.DataType]] = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "list[str]": pa.list_(pa.string()),
+}
+_BY_PYTHON: Final[Mapping[Any, FieldType]] = {
+    str: "str",
+    int: "int",
+    float: "float",
+    bool: "bool",
+    list[str]: "list[str]",
+}
+# BTREE orders values (range filters, many distinct values); BITMAP suits a few
+# distinct values (booleans); LABEL_LIST answers "has this label" on lists.
+_INDEX: Final[Mapping[FieldType, FieldIndex]] = {
+    "str": "btree",
+    "int": "btree",
+    "float": "btree",
+    "bool": "bitmap",
+    "list[str]": "label_list",
+}
+_FILL_BATCH: Final = 50_000
+
+
+def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
+    """Check a ``{key: type}`` declaration and return it with canonical type names.
+
+    Types are ``str``, ``int``, ``float``, ``bool`` and ``list[str]``, as Python types or as those names.
+    """
+    if fields is None:
+        return {}
+    if not isinstance(fields, Mapping):
+        raise InvalidVectorStoreConfigError(
+            f"fields must be a mapping of metadata key to type, not {type(fields).__name__}.",
+            hint="fields={'tenant': str, 'year': int, 'tags': list[str]}",
+        )
+    out: dict[str, FieldType] = {}
+    for key, kind in fields.items():
+        if not isinstance(key, str) or _NAME.fullmatch(key) is None:
+            raise InvalidVectorStoreConfigError(
+                f"Declared field name {key!r} is not a plain metadata key.",
+                hint="Use ASCII letters, digits and '_' (not first a digit), at most 64 characters.",
+            )
+        if key in _COLUMNS or key.startswith("_"):
+            raise InvalidVectorStoreConfigError(
+                f"{key!r} cannot be a declared field: it is a column of every collection or reserved.",
+                hint=f"Pick another key; {', '.join(_COLUMNS)} and names starting with '_' are taken.",
+            )
+        found = kind if kind in FIELD_TYPES else _BY_PYTHON.get(kind)
+        if found is None:
+            raise InvalidVectorStoreConfigError(
+                f"Declared field {key!r} has type {kind!r}; supported: str, int, float, bool, list[str].",
+                hint="Pass a Python type (str, int, float, bool, list[str]) or its name.",
+            )
+        out[key] = found
+    return out
+
+
+def field_schema(fields: Mapping[str, FieldType]) -> list[pa.Field]:
+    """The Arrow fields of declared fields, marked so the collection knows them again when reopened."""
+    return [
+        pa.field(key, _ARROW[kind], metadata={_MARK: kind.encode()}) for key, kind in sorted(fields.items())
+    ]
+
+
+def declared_fields(schema: pa.Schema) -> dict[str, FieldType]:
+    """The declared fields recorded in a table's schema."""
+    out: dict[str, FieldType] = {}
+    for fld in schema:
+        kind = (fld.metadata or {}).get(_MARK)
+        if kind is not None and kind.decode() in FIELD_TYPES:
+            out[fld.name] = kind.decode()
+    return out
+
+
+def arrow_type(kind: FieldType) -> pa.DataType:
+    """The Arrow type of a declared field's column."""
+    return _ARROW[kind]
+
+
+async def ensure_field_indexes(table: Any, name: str, fields: Mapping[str, FieldType]) -> None:
+    """Give each declared field its scalar index, unless it has one (optimize keeps them current)."""
+    if not fields:
+        return
+    with translate_errors("declare fields", name):
+        for key, kind in sorted(fields.items()):
+            if key in await _indexed(table):
+                continue
+            try:
+                await table.create_index(key, config=scalar_index_config(kind), replace=False)
+            except Exception:
+                # integrity: another process may have built it meanwhile; that is not a failure.
+                await table.checkout_latest()
+                if key not in await _indexed(table):
+                    raise
+
+
+async def _indexed(table: Any) -> set[str]:
+    return {col for index in await table.list_indices() for col in (index.columns or [])}
+
+
+def scalar_index_config(kind: FieldType) -> Any:
+    """LanceDB's index config for a field of this type."""
+    from lancedb.index import Bitmap, BTree, LabelList  # noqa: TID251 - inside the battery, lazily
+
+    return {"btree": BTree, "bitmap": Bitmap, "label_list": LabelList}[_INDEX[kind]]()
+
+
+def _bad_value(index: int, rid: str, key: str, kind: FieldType, value: Any) -> InvalidVectorRecordError:
+    shown = repr(value)[:60]
+    why = f"larger than 2**53 in magnitude ({shown})" if kind == "int" and fits("float", value) else shown
+    return InvalidVectorRecordError(
+        f"Record {index} (id {rid!r}): metadata.{key} is a declared {kind} field, but holds {why}.",
+        hint=f"Store a value of type {kind}, null, or no such key; or declare the field under another key.",
+        index=index,
+        record_id=rid,
+        field=key,
+    )
+
+
+def declared_arrays(
+    ids: Sequence[str], metadata: Sequence[Mapping[str, Any] | None], fields: Mapping[str, FieldType]
+) -> dict[str, pa.Array]:
+    """The declared columns of a batch, from each record's metadata; a wrong type names the record."""
+    values: dict[str, list[Any]] = {key: [] for key in fields}
+    for index, meta in enumerate(metadata):
+        for key, kind in fields.items():
+            value = None if meta is None else meta.get(key)
+            if value is not None and not fits(kind, value):
+                raise _bad_value(index, ids[index], key, kind, value)
+            values[key].append(list(value) if kind == "list[str]" and value is not None else value)
+    return {key: pa.array(values[key], _ARROW[fields[key]]) for key in sorted(fields)}
+
+
+def with_declared(
+    data: pa.Table,
+    ids: Sequence[str],
+    metadata: Sequence[Mapping[str, Any] | None],
+    fields: Mapping[str, FieldType],
+) -> pa.Table:
+    """``data`` with the declared fields' columns appended, taken from the records' metadata."""
+    for fld, array in zip(field_schema(fields), declared_arrays(ids, metadata, fields).values(), strict=True):
+        data = data.append_column(fld, array)
+    return data
+
+
+async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) -> int:
+    """Declare ``fields`` on a table that may hold rows: add, fill from the JSON, then mark each column.
+
+    Two passes over ``id, metadata`` in batches (memory stays bounded): the
+    first checks every row, so a wrong-typed value refuses the declaration
+    before anything is written; the second fills the columns. A column counts
+    as declared only once its mark is committed, last: a declaration cut
+    short leaves an unmarked column that filters never read, and declaring
+    again refills it. Call it holding the collection's write locks.
+    """
+    async for ids, metas in _id_metadata_batches(table, name):
+        declared_arrays(ids, metas, fields)  # pass 1: refuses before any write
+    with translate_errors("declare fields", name):
+        present = set((await table.schema()).names)
+        new = {key: kind for key, kind in fields.items() if key not in present}
+        if new:
+            await table.add_columns([pa.field(key, _ARROW[kind]) for key, kind in sorted(new.items())])
+    rows = 0
+    async for ids, metas in _id_metadata_batches(table, name):
+        columns = {"id": pa.array(ids, pa.string()), **declared_arrays(ids, metas, fields)}
+        with translate_errors("declare fields", name):
+            await table.merge_insert("id").when_matched_update_all().execute(pa.table(columns))
+        rows += len(ids)
+    with translate_errors("declare fields", name):  # one commit declares them all
+        await table.update_field_metadata(
+            *({"path": key, "metadata": {_MARK.decode(): kind}} for key, kind in sorted(fields.items()))
+        )
+    return rows
+
+
+async def _id_metadata_batches(
+    table: Any, name: str
+) -> AsyncIterator[tuple[list[str], list[Mapping[str, Any] | None]]]:
+    with translate_errors("declare fields", name):
+        reader = await table.query().select(["id", "metadata"]).to_batches(max_batch_length=_FILL_BATCH)
+        async for batch in reader:
+            metas = [
+                None if raw is None else orjson.loads(raw) for raw in batch.column("metadata").to_pylist()
+            ]
+            yield batch.column("id").to_pylist(), metas
