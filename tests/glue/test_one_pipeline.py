@@ -134,6 +134,19 @@ async def test_retrieve_contexts_over_mcp(corpus, expected) -> None:
     assert [c["sourceUri"] for c in hit.structured_content["contexts"]["contexts"]] == expected
 
 
+async def test_vector_query_over_mcp(corpus) -> None:
+    """MCP's vector_query takes no threshold; its hybrid ranking is the tool's, through the same pipeline."""
+    _, vs = corpus
+    direct = await create_vector_query_tool(store=vs, collection="kb", hybrid=ALPHA).execute(
+        {"query_text": QUERY, "top_k": TOP_K}
+    )
+    async with mcp.Client(create_mcp_server(vs, collections="kb", hybrid=ALPHA)) as client:
+        hit = await client.call_tool("vector_query", {"query_text": QUERY, "top_k": TOP_K})
+    assert not hit.is_error
+    ranked = [m.id for m in vs("kb").near_text(QUERY).hybrid(ALPHA).select("id").limit(TOP_K).search_sync()]
+    assert [s["id"] for s in hit.structured_content["sources"]] == [s.id for s in direct.sources] == ranked
+
+
 def test_turnkit_query(corpus, expected) -> None:
     uri, _ = corpus
     argv = [sys.executable, "-m", "turnkit.cli", "query", QUERY, "--uri", uri, "--collection", "kb"]
