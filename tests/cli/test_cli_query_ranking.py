@@ -43,6 +43,8 @@ def test_min_score_reads_the_dense_similarity_under_hybrid(run: Run, db: Path) -
     threshold = f"{(plain[0].score or 0) - 1e-3:.4f}"  # just below the best dense similarity
     assert _ids(run, db, "--min-score", threshold) == [plain[0].id]
     assert plain[0].id in _ids(run, db, "--min-score", threshold, "--hybrid", "0.5")
+    result = run("query", "refunds original card", "--uri", str(db), "--json", "--min-score", threshold)
+    assert json.loads(result.out)["min_score"] == float(threshold)
 
 
 def test_rerank_reorders_an_over_fetched_pool(run: Run, db: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +19,7 @@ def test_ingested_chunk_reaches_the_prompt_with_its_source_and_timestamps(tmp_pa
     store = create_vector_store(tmp_path / "db", encoder=HashEncoder(64), auto_optimize=None)
     before = datetime.now(UTC)
     ingest_sync([root], store=store, collection="kb", progress=False)
-    time.sleep(0.01)
+    fetched_at = datetime.now(UTC)
 
     callbacks = create_vector_retrievable_callbacks(store=store, collection="kb", trust_tier="third-party")
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["ok"]), **callbacks))
@@ -30,9 +29,9 @@ def test_ingested_chunk_reaches_the_prompt_with_its_source_and_timestamps(tmp_pa
     assert record.source == "guides/refunds.md § Payments › Refunds"
     assert record.kind == "markdown"
     # The stored write time, not the time of this fetch.
-    assert before <= record.created_at <= datetime.now(UTC)
-    fetched_after = datetime.now(UTC)
-    assert record.created_at < fetched_after and record.updated_at == record.created_at
+    (row,) = store("kb").get_sync([record.id])
+    assert before <= record.created_at == row.created_at < fetched_at
+    assert record.updated_at == row.updated_at == record.created_at
     assert record.metadata["source_uri"].startswith("file://")
     rendered = "\n".join(m.content for m in result.prompt)
     assert 'source="guides/refunds.md § Payments › Refunds"' in rendered
@@ -68,7 +67,14 @@ def test_turnkit_ingest_to_a_rendered_prompt_with_page_spans(tmp_path: Path) -> 
     (pdf,) = [r for r in result.retrievables if r.source.startswith("manual.pdf")]
     assert pdf.metadata["page_span"] == {"first_page": 1, "last_page": 2}
     assert pdf.source == "manual.pdf (pp. 1–2)"
+    stored = {m.id: m for m in store("kb").get_sync([r.id for r in result.retrievables])}
+    rendered = "\n".join(m.content for m in result.prompt)
     for record in result.retrievables:
         assert before <= record.created_at <= after_ingest  # written by the ingest, not the fetch
-    rendered = "\n".join(m.content for m in result.prompt)
+        # The stored columns, as they are, reach the record and the prompt.
+        row = stored[record.id]
+        assert (record.created_at, record.updated_at) == (row.created_at, row.updated_at)
+        shown = record.updated_at.isoformat(timespec="seconds").replace("+00:00", "Z")
+        assert f'id="{record.id}" source="{record.source}"' in rendered
+        assert f'updated_at="{shown}"' in rendered
     assert 'source="faq.md § Shipping"' in rendered and 'source="manual.pdf (pp. 1–2)"' in rendered

@@ -61,7 +61,8 @@ def expected(corpus):
     want = [m.id for m in fused if dense[m.id] >= MIN_SCORE][:TOP_K]
     # The case must hold a chunk the dense score keeps and the fused score would drop.
     assert any(dense[m.id] >= MIN_SCORE > m.score for m in fused if m.id in want)
-    assert 1 < len(want) < len(DOCS)
+    # And the threshold cuts the list below top_k, so a surface that ignores it returns more.
+    assert 1 < len(want) < TOP_K
     got = vs("kb").near_text(QUERY).hybrid(ALPHA).min_score(MIN_SCORE).select("id").limit(TOP_K)
     assert [m.id for m in got.search_sync()] == want
     return want
@@ -131,6 +132,19 @@ async def test_retrieve_contexts_over_mcp(corpus, expected) -> None:
         hit = await client.call_tool("retrieve_contexts", _vertex_request())
     assert not hit.is_error
     assert [c["sourceUri"] for c in hit.structured_content["contexts"]["contexts"]] == expected
+
+
+async def test_vector_query_over_mcp(corpus) -> None:
+    """MCP's vector_query takes no threshold; its hybrid ranking is the tool's, through the same pipeline."""
+    _, vs = corpus
+    direct = await create_vector_query_tool(store=vs, collection="kb", hybrid=ALPHA).execute(
+        {"query_text": QUERY, "top_k": TOP_K}
+    )
+    async with mcp.Client(create_mcp_server(vs, collections="kb", hybrid=ALPHA)) as client:
+        hit = await client.call_tool("vector_query", {"query_text": QUERY, "top_k": TOP_K})
+    assert not hit.is_error
+    ranked = [m.id for m in vs("kb").near_text(QUERY).hybrid(ALPHA).select("id").limit(TOP_K).search_sync()]
+    assert [s["id"] for s in hit.structured_content["sources"]] == [s.id for s in direct.sources] == ranked
 
 
 def test_turnkit_query(corpus, expected) -> None:

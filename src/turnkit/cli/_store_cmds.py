@@ -189,6 +189,7 @@ def run_query(args: argparse.Namespace) -> int:
                 "query": args.text,
                 "filter": args.filter,
                 "top_k": args.top_k,
+                "min_score": args.min_score,
                 "hybrid": args.hybrid,
                 "fusion": args.fusion if args.hybrid is not None else None,
                 "rerank": args.rerank,

@@ -86,7 +86,9 @@ class RagFilter(_Request):
             over metadata keys, parsed by turnkit's grammar (never passed as SQL).
         vector_distance_threshold: Keep contexts whose raw distance is smaller.
         vector_similarity_threshold: Keep contexts whose similarity (turnkit's
-            score in [0, 1]) is larger.
+            score in [0, 1]) is larger. Under ``hybrid_search`` it reads the
+            dense similarity (the score in a plain vector search), never the
+            fused score, which only ranks.
     """
 
     metadata_filter: str | None = None

@@ -180,7 +180,11 @@ class QueryBuilder(Filterable):
         return self._with(offset=_positive_int(n, "offset", minimum=0, maximum=MAX_LIMIT))
 
     def min_score(self, score: float) -> QueryBuilder:
-        """Keep matches whose score (similarity in [0, 1]) is at least ``score``."""
+        """Keep matches whose similarity (in [0, 1]) is at least ``score``.
+
+        With `hybrid` it reads each match's dense similarity (the score it has in
+        a plain vector search), never the fused score, which only ranks.
+        """
         if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
             raise InvalidQueryError(f"min_score() takes a number in [0, 1], got {score!r}.")
         return self._with(min_score=float(score))
