@@ -72,6 +72,9 @@ def test_each_command_lists_only_the_variables_it_reads(capsys: pytest.CaptureFi
     assert "TURNKIT_ENCODER" not in stats and "TURNKIT_OPENAI" not in stats
     query = epilog("query")
     assert "TURNKIT_ENCODER" in query and "TURNKIT_COLLECTION" in query and "TURNKIT_OPENAI" not in query
+    assert "TURNKIT_MCP_TOKEN" not in query and "RAY_ADDRESS" not in query
+    assert "TURNKIT_MCP_TOKEN" in epilog("serve") and "RAY_ADDRESS" not in epilog("serve")
+    assert "RAY_ADDRESS" in epilog("ingest") and "TURNKIT_MCP_TOKEN" not in epilog("ingest")
 
 
 def test_collections_list_path_and_drop(run: Run, corpus: Path, tmp_path: Path) -> None:

@@ -43,8 +43,13 @@ def test_demo_from_scratch_then_again(run: Run, tmp_path: Path) -> None:
         # A newcomer's first screen: short, and an answer for every question.
         assert len(block.splitlines()) < 40, block
         assert "Answer (extractive:" in block
-        quotes = re.findall(r"^  • (.+)\n(?:    .+\n)*      — ([\w./-]+\.md)", block, re.M)
+        quotes = re.findall(r"^  • (.+\n(?:    .+\n)*?)      — ([\w./-]+\.md)", block, re.M)
         assert 1 <= len(quotes) <= 3, block
+        # Each quote is one whole prose sentence: no code, no fragment cut where code was left out.
+        for text, _ in quotes:
+            sentence = " ".join(text.split())
+            assert re.match(r"[A-Z0-9`\"'(*_].*[.!?][*_`\"')\]]*$", sentence), sentence
+            assert not re.search(r"^(?:assert|await|import|from \S+ import|def|print\()", sentence), sentence
         hits = re.findall(r"^  \d\. score (0\.\d{3})  first-party  ([\w./-]+\.md)", block, re.M)
         assert len(hits) == 3, block[:2000]
         scores = [float(s) for s, _ in hits]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -118,6 +119,24 @@ def test_cli_engine_ray_and_missing_ray(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.startswith("E_INGEST_DEPENDENCY_MISSING") and "turnkit[ray]" in out.stdout
+
+
+def test_cli_joins_the_cluster_ray_address_names(tmp_path: Path) -> None:
+    """RAY_ADDRESS names a running cluster (this module's): the CLI joins it instead of starting Ray."""
+    root = _corpus(tmp_path / "docs")
+    env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+    done = subprocess.run(
+        [sys.executable, "-m", "turnkit.cli", "ingest", str(root), "--uri", str(tmp_path / "db")]
+        + ["-c", "kb", "--encoder", "hash:32", "--engine", "ray", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files_written"] == 13
+    # The cluster is still this module's: joining it did not stop it.
+    assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 2
 
 
 def test_ray_engine_against_object_storage(tmp_path: Path) -> None:

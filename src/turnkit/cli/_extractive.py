@@ -30,6 +30,10 @@ _STOP = frozenset(
     "a an and are as at be by can do does for from how i in is it me my of on or the this to what "
     "when where which who why will with you your".split()
 )
+# A section's heading says what the section answers: its words count for every sentence in it.
+_HEADING_WEIGHT = 0.3
+# A sentence that leans on the one before it says little quoted alone ("It ingests…": what does?).
+_LEANS_BACK = re.compile(r"(?:It|Its|This|That|These|Those|They|Their|Them|So|Then|Also)\b")
 _MIN_CHARS = 30
 _MAX_CHARS = 320
 
@@ -47,15 +51,20 @@ _CODE_START = re.compile(
     r"^(?:assert|await|async|def|class|import|from\s+\S+\s+import|print\(|return|>>>|\$\s)"
 )
 _SYMBOLS = re.compile(r"[=(){}\[\];<>]")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)\s]*\)")
+# A quoted sentence is a whole one: it ends as a sentence does, not with the colon that
+# introduces a code block or list, nor cut off where a line of code was left out.
+_WHOLE = re.compile(r"^[A-Z0-9`\"'(*_].*[.!?][*_`\"')\]]*$", re.S)
 
 
 def _looks_like_code(line: str) -> bool:
     """A line of code outside a fence (a chunk can start inside a code block)."""
-    return bool(_CODE_START.match(line)) or len(_SYMBOLS.findall(line)) > max(3, len(line) // 12)
+    prose = _LINK.sub(r"\1", line)  # a Markdown link's brackets are not code
+    return bool(_CODE_START.match(prose)) or len(_SYMBOLS.findall(prose)) > max(3, len(prose) // 12)
 
 
 def sentences_of(text: str) -> list[str]:
-    """The prose sentences of a chunk: code blocks, tables and headings left out."""
+    """The whole prose sentences of a chunk: code blocks, tables, headings and fragments left out."""
     out: list[str] = []
     # A chunk cut inside a code block starts with code and meets a bare closing fence first.
     fences = [line.strip() for line in text.splitlines() if line.strip().startswith("```")]
@@ -82,12 +91,22 @@ def sentences_of(text: str) -> list[str]:
             line = _MARKUP.sub("", line)
         paragraph.append(line)
     flush()
-    return [s for s in out if _MIN_CHARS <= len(s) <= _MAX_CHARS]
+    return [s for s in out if _MIN_CHARS <= len(s) <= _MAX_CHARS and _WHOLE.match(s)]
 
 
 def _stems(text: str) -> set[str]:
     # A five-letter prefix is a crude stem: "chunks"/"chunking", "split"/"splits" meet.
     return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _share(wanted: set[str], text: str) -> float:
+    """The share of the question's words that ``text`` contains."""
+    return len(wanted & _stems(text)) / len(wanted) if wanted else 0.0
+
+
+def _heading(source: str) -> str:
+    """The innermost heading of an ingested chunk's source (``page.md § Title › Section``)."""
+    return re.split(r"[§›]", source)[-1] if "§" in source else ""
 
 
 def _encode(encoder: Encoder, texts: Sequence[str], kind: Any) -> np.ndarray[Any, Any]:
@@ -111,26 +130,27 @@ def extract_answer(
     """The ``sentences`` retrieved sentences that best answer ``question``, best first, no repeats.
 
     A sentence scores by its similarity to the question under ``encoder``, plus
-    the share of the question's words it contains, plus a little for coming
-    from a higher-ranked chunk.
+    the share of the question's words it contains, plus a share for the words
+    of its section's heading, plus a little for coming from a higher-ranked chunk.
+    A sentence that leans on the one before it ("It…", "This…") is not quoted.
     """
+    wanted = _stems(question)
     candidates: list[tuple[str, str]] = []
     prior: list[float] = []
     seen: set[str] = set()
     for rank, record in enumerate(retrieved):
+        source = record.source or record.id
+        bonus = 0.05 / (rank + 1) + _HEADING_WEIGHT * _share(wanted, _heading(source))
         for sentence in sentences_of(record.content):
             key = sentence.lower()
-            if key not in seen:
+            if key not in seen and not _LEANS_BACK.match(sentence):
                 seen.add(key)
-                candidates.append((sentence, record.source or record.id))
-                prior.append(0.05 / (rank + 1))
+                candidates.append((sentence, source))
+                prior.append(bonus)
     if not candidates:
         return []
     q = _encode(encoder, [question], "query")[0]
-    wanted = _stems(question)
-    overlap = np.array(
-        [len(wanted & _stems(c[0])) / len(wanted) if wanted else 0.0 for c in candidates], dtype=np.float32
-    )
+    overlap = np.array([_share(wanted, c[0]) for c in candidates], dtype=np.float32)
     similarity = _encode(encoder, [c[0] for c in candidates], "document") @ q
     scores = similarity + 0.5 * overlap + np.asarray(prior, dtype=np.float32)
     order = np.argsort(-scores, kind="stable")[:sentences]

@@ -30,6 +30,8 @@ _ENV_HELP = {
     "TURNKIT_OPENAI_MODEL": "model name; setting it turns the endpoint on (or TURNKIT_MODEL)",
     "TURNKIT_OPENAI_BASE_URL": "API root, e.g. http://127.0.0.1:8000/v1 (or OPENAI_BASE_URL)",
     "TURNKIT_OPENAI_API_KEY": "bearer token, if the endpoint needs one (or OPENAI_API_KEY)",
+    "TURNKIT_MCP_TOKEN": "bearer token HTTP clients must send (same as --token)",
+    "RAY_ADDRESS": "with --engine ray: the Ray cluster to join (same as --ray-address)",
     "TURNKIT_DEBUG": "1 to print tracebacks (same as --debug)",
 }
 _STORAGE_NOTE = (
@@ -246,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         "chunks and upsert them. Re-running writes only what changed; a killed run is finished by\n"
         "the next one.",
         [_common(encoder=True)],
-        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
+        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER, "RAY_ADDRESS"),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
     p.add_argument(
@@ -288,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ray-address",
         metavar="ADDRESS",
-        help="with --engine ray: the cluster to join ('auto', 'ray://host:10001'); default: start Ray here",
+        help="with --engine ray: the cluster to join ('auto', 'ray://host:10001') [$RAY_ADDRESS, "
+        "default: start Ray here]",
     )
     p.add_argument(
         "--html-extractor",
@@ -398,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Run an MCP server whose tools search (and, with --enable-writes, write) the collections:\n"
         "the one named with --collection, or every collection of the database.",
         [_common(collection=False, json=False, encoder=True)],
-        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
+        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER, "TURNKIT_MCP_TOKEN"),
     )
     p.add_argument(
         "-c", "--collection", metavar="NAME", help=f"only this collection [${ENV_COLLECTION}, default: all]"

@@ -139,7 +139,8 @@ class RayEngine:
     not running and no ``address`` is given (and stopped afterwards).
 
     Attributes:
-        address: A Ray cluster to join (``"auto"``, ``"ray://host:10001"``).
+        address: A Ray cluster to join (``"auto"``, ``"ray://host:10001"``);
+            default: the ``RAY_ADDRESS`` variable, or else Ray started here.
         workers: Ray actors, one CPU each, each loading the encoder once;
             default: the CPUs Ray has, at most 8.
         files_per_task: Files a worker takes at a time.
@@ -206,9 +207,12 @@ def _run_workers(
     workers, files_per_task = engine.workers, engine.files_per_task
     started_ray = not ray.is_initialized()
     if started_ray:
+        # Ray's own default (address None) also joins a cluster that `ray start` left running here,
+        # and then refuses num_cpus; "local" starts Ray here, as documented, unless an address is given.
+        address = engine.address or os.environ.get("RAY_ADDRESS") or "local"
         ray.init(
-            address=engine.address,
-            num_cpus=None if engine.address else (workers or os.cpu_count() or 1),
+            address=address,
+            num_cpus=(workers or os.cpu_count() or 1) if address == "local" else None,
             include_dashboard=False,
             log_to_driver=False,
             configure_logging=False,
