@@ -52,3 +52,8 @@ def test_small_flat_index_probes_every_partition() -> None:
     partitions = auto_index(rows)[1]["num_partitions"]
     assert search_knobs("IvfFlat", rows, 10, None, None, None) == (partitions, None, None)
     assert search_knobs("IvfPq", rows, 10, None, None, None)[1] == 10
+
+
+def test_hnsw_sq_reranks_by_full_vectors() -> None:
+    # Quantized distances alone capped filtered recall@10 near 0.95 (bench/filters.py).
+    assert search_knobs("IvfHnswSq", 100_000, 10, None, None, None)[1] == 2

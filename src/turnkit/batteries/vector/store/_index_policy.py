@@ -21,6 +21,9 @@ EXACT_ROWS = 50_000
 _HNSW_GRAPH_ROWS = 1_000_000  # rows per HNSW graph (LanceDB: one graph suits most tables)
 _FLAT_PARTITION_ROWS = 4_096
 _PQ_REFINE = 10
+# HNSW-SQ ranks by 8-bit quantized distances; re-ranking twice the candidates by the full vectors
+# lifted filtered recall@10 from 0.945 to 0.982 at 100k rows for about 1 ms (bench/filters.py data).
+_HNSW_REFINE = 2
 
 
 def auto_index(rows: int) -> tuple[str, dict[str, Any]]:
@@ -63,6 +66,8 @@ def search_knobs(
     if "hnsw" in kind:
         if ef is None:
             ef = default_ef(rows, wanted)
+        if refine_factor is None and "sq" in kind:
+            refine_factor = _HNSW_REFINE
         if nprobes is None and rows > _HNSW_GRAPH_ROWS:
             nprobes = math.ceil(rows / _HNSW_GRAPH_ROWS)  # every graph
     elif "pq" in kind:
