@@ -177,7 +177,7 @@ CANDIDATES: dict[str, Fuser] = {
     "union z a=0.5": uz,
     "union z, conf weights": uzconf,
     "union z a=0.3, shape, long=passage": _with(uzshape, alpha=0.3, long=40),
-    "union z a=0.2, long=passage (0.2 default)": uzlen,
+    "union z a=0.2, long=passage": uzlen,
     "union z a=0.1, long=passage": _with(uzlen, alpha=0.1),
     "union z a=0.2, long=passage, lead z 2.0": _with(uzlead, lead=2.0),
     "union z a=0.2, long=passage, lead z 2.5": uzlead,
