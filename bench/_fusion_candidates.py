@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from turnkit.batteries.vector.store._hybrid import linear_fuse, rrf_fuse
+from turnkit.batteries.vector.store._hybrid import linear_fuse, rrf_fuse, zscore_fuse
 
 Leg = Sequence[tuple[str, float]]
 Fused = list[tuple[str, float]]
@@ -26,19 +26,6 @@ def _first(leg: Leg) -> dict[str, float]:
     for doc, value in leg:
         out.setdefault(doc, float(value))
     return out
-
-
-def _z(leg: Leg) -> tuple[dict[str, float], float]:
-    """Z-scores within the leg, and the z a document the leg did not return gets (its lowest)."""
-    scores = _first(leg)
-    if not scores:
-        return {}, 0.0
-    values = np.fromiter(scores.values(), dtype=np.float64)
-    std = float(values.std())
-    if std <= 1e-12:
-        return dict.fromkeys(scores, 0.0), 0.0
-    z = (values - values.mean()) / std
-    return dict(zip(scores, z.tolist(), strict=True)), float(z.min())
 
 
 def _zu(leg: Leg, union: Sequence[str], floor: float) -> tuple[dict[str, float], float]:
@@ -84,26 +71,6 @@ def minmax(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float
     return linear_fuse(dense, lexical, alpha=alpha)
 
 
-def zscore(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5) -> Fused:
-    """Each leg z-scored over its own hits; a miss gets the leg's lowest z."""
-    (zd, fd), (zl, fl) = _z(dense), _z(lexical)
-    return _combine(dense, lexical, [(alpha, zd, fd), (1 - alpha, zl, fl)])
-
-
-def dbsf(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5) -> Fused:
-    """Distribution-based score fusion: each leg scaled so mean ± 3 sd maps to [0, 1]; a miss scores 0."""
-
-    def scaled(leg: Leg) -> dict[str, float]:
-        scores = _first(leg)
-        if not scores:
-            return {}
-        v = np.fromiter(scores.values(), dtype=np.float64)
-        lo, span = v.mean() - 3 * v.std(), max(6 * v.std(), 1e-12)
-        return dict(zip(scores, np.clip((v - lo) / span, 0, 1).tolist(), strict=True))
-
-    return _combine(dense, lexical, [(alpha, scaled(dense), 0.0), (1 - alpha, scaled(lexical), 0.0)])
-
-
 def uz(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5) -> Fused:
     """Union z-score fusion (see `_zlegs`) with a fixed dense weight."""
     (zd, fd), (zl, fl) = _zlegs(dense, lexical, pool)
@@ -113,14 +80,6 @@ def uz(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0
 def _top_z(z: dict[str, float]) -> float:
     """How far a leg's best hit stands out from the candidates (its z-score); 0 for an empty leg."""
     return max(z.values()) if z else 0.0
-
-
-def _gap(leg: Leg, n: int = 10) -> float:
-    """The relative gap between a leg's 1st and ``n``-th hit: (s1 - sn) / (s1 - s_last)."""
-    values = list(_first(leg).values())
-    if len(values) < 2 or values[0] - values[-1] <= 1e-12:
-        return 1.0 if values else 0.0
-    return (values[0] - values[min(n, len(values)) - 1]) / (values[0] - values[-1])
 
 
 _IDENT = re.compile(r"[A-Za-z0-9]_|[a-z][A-Z]|\w\.\w|\d|[\"'`]")
@@ -157,23 +116,6 @@ def uzconf(
     return _combine(dense, lexical, [(wd, zd, fd), (1 - wd, zl, fl)])
 
 
-def uzgap(query: str, dense: Leg, lexical: Leg, *, pool: int = 30) -> Fused:
-    """Union z with leg weights from each leg's 1st-to-10th score gap."""
-    (zd, fd), (zl, fl) = _zlegs(dense, lexical, pool)
-    gd, gl = max(_gap(dense), 1e-6), max(_gap(lexical), 1e-6)
-    return _combine(dense, lexical, [(gd / (gd + gl), zd, fd), (gl / (gd + gl), zl, fl)])
-
-
-def uzagree(query: str, dense: Leg, lexical: Leg, *, pool: int = 30) -> Fused:
-    """``uzconf``, but when the legs' top 10 barely overlap the more confident leg leads (0.8)."""
-    (zd, fd), (zl, fl) = _zlegs(dense, lexical, pool)
-    cd, cl = max(_top_z(zd), 1e-6), max(_top_z(zl), 1e-6)
-    wd = cd / (cd + cl)
-    if len({d for d, _ in dense[:10]} & {d for d, _ in lexical[:10]}) < 2:
-        wd = 0.8 if cd >= cl else 0.2
-    return _combine(dense, lexical, [(wd, zd, fd), (1 - wd, zl, fl)])
-
-
 def uzshape(
     query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5, long: int = 0
 ) -> Fused:
@@ -193,25 +135,51 @@ def _with(f: Fuser, **kw: object) -> Fuser:
     return lambda query, dense, lexical, *, pool=30: f(query, dense, lexical, pool=pool, **kw)
 
 
+def uzlead(
+    query: str,
+    dense: Leg,
+    lexical: Leg,
+    *,
+    pool: int = 30,
+    alpha: float = 0.2,
+    long: int = 40,
+    lead: float = 2.5,
+) -> Fused:
+    """``uzlen``, and a short query's best full-text hit stays first when its union z is at least ``lead``.
+
+    This is turnkit's default (`zscore_fuse` with ``lead``): a confident lexical
+    hit is never pulled below a dense one; passages (over ``long`` words) are
+    fused as ``uzlen`` fuses them.
+    """
+    short = len(query.split()) <= long
+    a = alpha if short else 0.5
+    return zscore_fuse(dense, lexical, alpha=a, pool=pool, lead=lead if short else None)
+
+
+def uz_many(query: str, denses: Sequence[Leg], lexical: Leg, *, pool: int = 30, lead: float = 2.5) -> Fused:
+    """``uzlead`` over several dense legs: they share the dense weight equally (z-scored over the union)."""
+    short = len(query.split()) <= 40
+    alpha = 0.2 if short else 0.5
+    union = list(dict.fromkeys([d for leg in denses for d, _ in leg] + [d for d, _ in lexical]))
+    parts = [(alpha / len(denses), *_zu(leg, union, min((s for _, s in leg), default=0.0))) for leg in denses]
+    lfloor = 0.0 if len(lexical) < pool else min((s for _, s in lexical), default=0.0)
+    zl, fl = _zu(lexical, union, lfloor)
+    fused = _combine([p for leg in denses for p in leg], lexical, [*parts, (1 - alpha, zl, fl)])
+    if short and lexical and zl.get(lexical[0][0], 0.0) >= lead and fused[0][0] != lexical[0][0]:
+        top = dict(fused)[lexical[0][0]]
+        fused = [(lexical[0][0], max(top, fused[0][1])), *[p for p in fused if p[0] != lexical[0][0]]]
+    return fused
+
+
 CANDIDATES: dict[str, Fuser] = {
     "rrf a=0.5 (old default)": rrf,
-    "rrf a=0.2": _with(rrf, alpha=0.2),
-    "min-max linear a=0.5": minmax,
     "min-max linear a=0.2": _with(minmax, alpha=0.2),
-    "z (own hits) a=0.5": zscore,
-    "DBSF a=0.5": dbsf,
     "union z a=0.5": uz,
-    "union z a=0.3": _with(uz, alpha=0.3),
-    "union z a=0.2": _with(uz, alpha=0.2),
     "union z, conf weights": uzconf,
-    "union z, gap weights": uzgap,
-    "union z, conf + disagreement": uzagree,
-    "union z a=0.3, shape": _with(uzshape, alpha=0.3),
-    "union z, conf + shape": _with(uzconf, shape=True),
-    "union z, conf x0.5 + shape": _with(uzconf, scale=0.5, shape=True),
-    "union z, conf x0.5 + shape, long=passage": _with(uzconf, scale=0.5, shape=True, long=40),
     "union z a=0.3, shape, long=passage": _with(uzshape, alpha=0.3, long=40),
     "union z a=0.2, long=passage": uzlen,
     "union z a=0.1, long=passage": _with(uzlen, alpha=0.1),
-    "union z a=0.05, long=passage": _with(uzlen, alpha=0.05),
+    "union z a=0.2, long=passage, lead z 2.0": _with(uzlead, lead=2.0),
+    "union z a=0.2, long=passage, lead z 2.5": uzlead,
+    "union z a=0.2, long=passage, lead z 3.0": _with(uzlead, lead=3.0),
 }

@@ -29,8 +29,7 @@ import numpy as np
 from _common import median_ms, p95_ms, table
 from peers import Numpy, clustered, recall, tuned_chroma
 
-from turnkit.batteries.vector import create_vector_store
-from turnkit.batteries.vector import condition, to_sql
+from turnkit.batteries.vector import condition, create_vector_store, to_sql
 from turnkit.batteries.vector.store._index_policy import search_knobs
 
 K = 10

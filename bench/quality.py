@@ -15,13 +15,16 @@ short" asks each by its first sentence (at most 40 words) instead.
 Every system ranks the same chunks. BM25 and TF-IDF are gensim's
 (``OkapiBM25Model``, ``TfidfModel``) on lowercased word tokens. turnkit's legs
 are its vector search and the LanceDB full-text query ``.hybrid(alpha=0)`` runs,
-read with raw BM25 scores, on turnkit's index (no stemming, stop words kept) and
-on a stemmed one without stop words (LanceDB's defaults, turnkit's index before
-0.2). Each candidate fusion in bench/_fusion_candidates.py fuses those two legs
-(30 hits each, as a 10-result hybrid search fetches). "new default .hybrid()"
-is turnkit's ``.hybrid()`` itself, end to end; "old default" is RRF at
-alpha 0.5 on the stemmed index, what ``.hybrid()`` did before 0.2. The stores
-live in temporary directories, removed at exit.
+read with raw BM25 scores: on turnkit's index (no stemming, stop words kept,
+positions) with turnkit's query (the words, plus identifiers and quoted text as
+phrases), the same index asked for the words only (turnkit 0.2), and a stemmed
+index without stop words (LanceDB's defaults, turnkit before 0.2). Each
+candidate fusion in bench/_fusion_candidates.py fuses those legs (30 hits each,
+as a 10-result hybrid search fetches). "dense PRF" searches again with the query
+vector plus the mean of its first three hits' vectors; "two dense legs" adds the
+MiniLM store's vector leg to WordLlama's. "new default .hybrid()" is turnkit's
+``.hybrid()`` itself, end to end; "old default" is RRF at alpha 0.5 on the
+stemmed index. The stores live in temporary directories, removed at exit.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import logging
-import math
 import re
 import shutil
 import sys
@@ -47,20 +49,18 @@ from lancedb.index import FTS  # noqa: TID251
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, table
-from _fusion_candidates import CANDIDATES, Fused, Leg, _zlegs
+from _fusion_candidates import CANDIDATES, Fused, Leg, _zlegs, uz_many, uzlead, uzlen
+from _metrics import doc_order, first_sentence, ndcg10, recall_at
+from _rerank_bench import rerank_section
 from _sets import STYLES, KnownItemSet, Query, known_item_set, lee_docs
 
 from turnkit.batteries.vector import (
-    EncoderScorer,
     MiniLMEncoder,
-    RerankOptions,
-    VectorMatch,
     VectorStore,
     WordLlamaEncoder,
     create_vector_store,
-    rerank_sync,
 )
-from turnkit.ingest import split_text
+from turnkit.batteries.vector.store._hybrid import full_text_query
 
 POOL = 30
 _TOKEN = re.compile(r"[a-z0-9_]+")
@@ -122,51 +122,55 @@ def legs(
 
     The lexical leg is the query ``.hybrid(alpha=0)`` runs, read with its raw
     ``_score`` (turnkit returns it rescaled): ``fts="plain"`` reads the index
-    turnkit builds (no stemming, stop words kept), ``fts="stem"`` a copy of the
-    text indexed with LanceDB's defaults (English stemming, stop words removed).
+    turnkit builds (no stemming, stop words kept, positions) with turnkit's
+    query (the words, plus identifiers and quoted text as phrases),
+    ``fts="words"`` the same index asked for the words only (turnkit before
+    0.3), ``fts="stem"`` a copy of the text indexed with LanceDB's defaults
+    (English stemming, stop words removed; turnkit before 0.2).
     """
     q = vs(coll).near_text(query).select("id")
     q = q.where("id", "!=", exclude) if exclude else q
     dense = [(m.id, m.score or 0.0) for m in q.limit(pool).search_sync()]
-    table = _tables[(id(vs), coll, fts)]
-    search = table.search(query, query_type="fts", fts_columns="document").select(["id"]).limit(pool)
+    return dense, lexical_leg(vs, coll, query, exclude, pool, fts)
+
+
+def lexical_leg(vs: VectorStore, coll: str, query: str, exclude: str | None, pool: int, fts: str) -> Leg:
+    table = _tables[(id(vs), coll, "stem" if fts == "stem" else "plain")]
+    text = full_text_query(query, positions=True) if fts == "plain" else query
+    search = table.search(text, query_type="fts", fts_columns="document").select(["id"]).limit(pool)
     if exclude:
         search = search.where(f"id != '{exclude}'")
-    lexical = [(row["id"], float(row["_score"])) for row in search.to_list()]
-    return dense, lexical
+    return [(row["id"], float(row["_score"])) for row in search.to_list()]
+
+
+def dense_prf(
+    vs: VectorStore, coll: str, query: str, exclude: str | None, pool: int, *, k: int = 3, beta: float = 1.0
+) -> Leg:
+    """The dense leg with pseudo-relevance feedback: the query vector plus ``beta`` times the mean of
+    its first ``k`` hits' vectors (Rocchio), searched again."""
+    q = vs(coll).near_text(query).select("id", "vector")
+    q = q.where("id", "!=", exclude) if exclude else q
+    first = q.limit(k).search_sync()
+    enc = _encoders[id(vs)]
+    vector = np.asarray(enc.encode([query], kind="query"), dtype=np.float64)[0]  # type: ignore[attr-defined]
+    vector /= max(float(np.linalg.norm(vector)), 1e-12)
+    if first:
+        hits = np.asarray([m.vector for m in first], dtype=np.float64)
+        hits /= np.maximum(np.linalg.norm(hits, axis=1, keepdims=True), 1e-12)
+        vector = vector + beta * hits.mean(axis=0)
+    again = vs(coll).near_vector(vector.tolist()).select("id")
+    again = again.where("id", "!=", exclude) if exclude else again
+    return [(m.id, m.score or 0.0) for m in again.limit(pool).search_sync()]
 
 
 _tables: dict[tuple[int, str, str], Any] = {}
+_encoders: dict[int, object] = {}
 
 
 def new_default(vs: VectorStore, coll: str, query: str, exclude: str | None, limit: int) -> list[str]:
     q = vs(coll).near_text(query).select("id")
     q = q.where("id", "!=", exclude) if exclude else q
     return [m.id for m in q.hybrid().limit(limit).search_sync()]
-
-
-# -- metrics ---------------------------------------------------------------------------------------
-
-
-def first_sentence(text: str) -> str:
-    """A short topical query from a Lee document: its first sentence, at most 40 words."""
-    head = re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
-    return " ".join(head.split()[:40])
-
-
-def doc_order(chunk_ids: Sequence[str], chunk_doc: dict[str, str]) -> list[str]:
-    return list(dict.fromkeys(chunk_doc[c] for c in chunk_ids))
-
-
-def recall_at(runs: list[tuple[Query, list[str]]], k: int) -> float:
-    return sum(q.target in docs[:k] for q, docs in runs) / max(1, len(runs))
-
-
-def ndcg10(ranked: list[int], i: int, human: np.ndarray) -> float:
-    gains = [human[i, j] for j in ranked[:10]]
-    ideal = sorted((human[i, j] for j in range(len(human)) if j != i), reverse=True)[:10]
-    dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains))
-    return float(dcg / sum(g / math.log2(r + 2) for r, g in enumerate(ideal)))
 
 
 def lee_ratings() -> np.ndarray:
@@ -201,6 +205,7 @@ def build(
         uri = tempfile.mkdtemp(prefix=f"quality-{name}-")
         atexit.register(shutil.rmtree, uri, ignore_errors=True)
         vs = create_vector_store(uri=uri, encoder=enc, auto_optimize=None)  # type: ignore[arg-type]
+        _encoders[id(vs)] = enc
         started = time.perf_counter()
         for b in [*benches, lee_bench]:
             vs(b.name).upsert_sync(
@@ -221,40 +226,6 @@ def build(
             _tables[(id(vs), b.name, "stem")] = stem
         print(f"  indexed with {name} in {ingest_s[name]:.1f} s", file=sys.stderr)
     return [*benches, lee_bench], ingest_s
-
-
-# -- second-opinion vectors (rerank prototype) -----------------------------------------------------
-
-
-class WindowScorer:
-    """Relevance from MiniLM vectors computed once per chunk at write time: the best window's cosine.
-
-    ``first_only`` keeps only each chunk's first window, which is what today's
-    scorer sees after truncating a chunk to 256 tokens.
-    """
-
-    def __init__(self, encoder: MiniLMEncoder, texts: dict[str, str], *, first_only: bool = False) -> None:
-        self.encoder = encoder
-        self.windows: dict[str, np.ndarray] = {}
-        flat: list[str] = []
-        spans: list[tuple[str, int, int]] = []
-        for text in dict.fromkeys(texts.values()):
-            pieces = split_text(text, chunk_size=180, chunk_overlap=40) or [text]
-            pieces = pieces[:1] if first_only else pieces
-            spans.append((text, len(flat), len(flat) + len(pieces)))
-            flat.extend(pieces)
-        vectors = np.asarray(encoder.encode(flat, kind="document"), dtype=np.float32)
-        self.windows = {text: vectors[a:b] for text, a, b in spans}
-        self.count = len(flat)
-
-    def score(self, query: str, passages: Sequence[str], /) -> list[float | None]:
-        q = np.asarray(self.encoder.encode([query], kind="query"), dtype=np.float32)[0]
-        return [
-            None
-            if p not in self.windows
-            else float(min(1.0, max(0.0, (1 + float((self.windows[p] @ q).max())) / 2)))
-            for p in passages
-        ]
 
 
 # -- main ------------------------------------------------------------------------------------------
@@ -341,24 +312,43 @@ def main() -> None:
                 t0 = time.perf_counter()
                 dense, lexical = legs(b.stores[enc], b.name, q.text, exclude, pool)
                 timings.append(time.perf_counter() - t0)
-                _, stemmed = legs(b.stores[enc], b.name, q.text, exclude, pool, fts="stem")
+                stemmed = lexical_leg(b.stores[enc], b.name, q.text, exclude, pool, "stem")
+                words = lexical_leg(b.stores[enc], b.name, q.text, exclude, pool, "words")
+                prf = dense_prf(b.stores[enc], b.name, q.text, exclude, pool)
                 ranked: dict[str, list[str]] = {
                     f"vector only ({enc})": [d for d, _ in dense],
+                    f"vector only, dense PRF ({enc})": [d for d, _ in prf],
                     "full-text only (stemmed index, no stop words)": [d for d, _ in stemmed],
+                    WORDS_FULL_TEXT: [d for d, _ in words],
                     PLAIN_FULL_TEXT: [d for d, _ in lexical],
-                    **{
-                        f"{label} on the stemmed index ({enc})": [
-                            d for d, _ in CANDIDATES[label](q.text, dense, stemmed, pool=pool)
-                        ]
-                        for label in (DEFAULT_CANDIDATE, "min-max linear a=0.2")
-                    },
                     f"old default: rrf a=0.5 on the stemmed index ({enc})": [
                         d for d, _ in CANDIDATES["rrf a=0.5 (old default)"](q.text, dense, stemmed, pool=pool)
+                    ],
+                    f"0.2 default: union z on the words-only leg ({enc})": [
+                        d for d, _ in uzlen(q.text, dense, words, pool=pool)
+                    ],
+                    f"{DEFAULT_CANDIDATE} on the words-only leg ({enc})": [
+                        d for d, _ in uzlead(q.text, dense, words, pool=pool)
+                    ],
+                    f"{DEFAULT_CANDIDATE}, dense PRF ({enc})": [
+                        d for d, _ in uzlead(q.text, prf, lexical, pool=pool)
                     ],
                     f"new default .hybrid() ({enc})": new_default(
                         b.stores[enc], b.name, q.text, exclude, 10 if b.name != "lee" else pool
                     ),
                 }
+                if enc == "wordllama" and "minilm" in encoders:  # a second dense leg: MiniLM vectors
+                    other = b.stores["minilm"](b.name).near_text(q.text).select("id")
+                    other = other.where("id", "!=", exclude) if exclude else other
+                    second = [(m.id, m.score or 0.0) for m in other.limit(pool).search_sync()]
+                    second_prf = dense_prf(b.stores["minilm"], b.name, q.text, exclude, pool)
+                    for label, pair in (("", (dense, second)), (", dense PRF", (prf, second_prf))):
+                        ranked[f"two dense legs (wordllama + minilm){label}, vector only"] = [
+                            d for d, _ in uz_many(q.text, pair, [], pool=pool)
+                        ]
+                        ranked[f"{DEFAULT_CANDIDATE}, two dense legs{label}"] = [
+                            d for d, _ in uz_many(q.text, pair, lexical, pool=pool)
+                        ]
                 for label, fuse in CANDIDATES.items():
                     fused = fuse(q.text, dense, lexical, pool=pool)
                     ranked[f"{label} ({enc})"] = [d for d, _ in fused]
@@ -472,69 +462,9 @@ def main() -> None:
     print(f"\n{time.perf_counter() - started:.0f} s in all.")
 
 
-DEFAULT_CANDIDATE = "union z a=0.2, long=passage"
-PLAIN_FULL_TEXT = "full-text only (plain index: no stemming, stop words kept; turnkit's)"
-
-
-def rerank_section(
-    benches: list[Bench],
-    encoders: dict[str, object],
-    pools: dict[tuple[str, str], list[tuple[Query, Fused]]],
-    human: np.ndarray,
-) -> None:
-    """Rerank the new default's top 40 on pydoc and Lee (MiniLM encodes every window: kept small)."""
-    minilm = encoders["minilm"]
-    assert isinstance(minilm, MiniLMEncoder)
-    print("\n## Rerank of the new default's top 40 (WordLlama store), MiniLM second opinion, default blend\n")
-    rows = []
-    lat_best: list[float] = []
-    for b in [x for x in benches if x.name in ("pydoc", "lee")]:
-        t0 = time.perf_counter()
-        best = WindowScorer(minilm, b.texts)
-        write_s = time.perf_counter() - t0
-        first = WindowScorer(minilm, b.texts, first_only=True)
-        runs: dict[str, list[tuple[Query, list[str]]]] = {
-            "none": [],
-            "first 256 tokens": [],
-            "best window": [],
-        }
-        for q, fused in pools[("wordllama", b.name)]:
-            matches = [VectorMatch(id=d, score=s, document=b.texts[d]) for d, s in fused[:40]]
-            runs["none"].append((q, [m.id for m in matches]))
-            for label, scorer in (("first 256 tokens", first), ("best window", best)):
-                t0 = time.perf_counter()
-                out = rerank_sync(q.text, matches, RerankOptions(top_k=10), scorer=scorer)
-                if label == "best window":
-                    lat_best.append(time.perf_counter() - t0)
-                runs[label].append((q, [r.match.id for r in out]))
-        for label, rr in runs.items():
-            if b.name == "lee":
-                quality = [
-                    ndcg10([int(x.split("-")[1]) for x in ids], int(q.target.split("-")[1]), human)
-                    for q, ids in rr
-                ]
-                cells = ("-", "-", f"{np.mean(quality):.3f}")
-            else:
-                docs = [(q, doc_order(ids, b.chunk_doc)) for q, ids in rr]
-                cells = (f"{recall_at(docs, 1):.2f}", f"{recall_at(docs, 5):.2f}", "-")
-            cost = f"{write_s:.0f} s for {best.count} windows" if label == "best window" else "-"
-            rows.append((b.name, label, *cells, cost))
-    print(table(rows, ("set", "rerank", "R@1", "R@5", "nDCG@10", "write-time MiniLM encoding")))
-    # today's scorer re-encodes the 40 candidates per query: time a few queries
-    b = benches[0]
-    scorer = EncoderScorer(minilm)
-    lat_live = []
-    for q, fused in pools[("wordllama", b.name)][:5]:
-        matches = [VectorMatch(id=d, score=s, document=b.texts[d]) for d, s in fused[:40]]
-        t0 = time.perf_counter()
-        rerank_sync(q.text, matches, RerankOptions(top_k=10), scorer=scorer)
-        lat_live.append(time.perf_counter() - t0)
-    print(
-        "\nper-query rerank latency, 40 candidates: "
-        f"live MiniLM scorer {median_ms(lat_live):.0f} ms median (5 queries), "
-        f"stored window vectors {median_ms(lat_best):.1f} ms median ({len(lat_best)} queries); "
-        f"ratio {median_ms(lat_live) / max(median_ms(lat_best), 1e-9):.0f}x"
-    )
+DEFAULT_CANDIDATE = "union z a=0.2, long=passage, lead z 2.5"
+PLAIN_FULL_TEXT = "full-text only (turnkit's index and query: words + phrases)"
+WORDS_FULL_TEXT = "full-text only (turnkit's index, words only)"
 
 
 if __name__ == "__main__":

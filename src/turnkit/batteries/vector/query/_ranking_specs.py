@@ -13,6 +13,7 @@ __all__ = [
     "PASSAGE_WORDS",
     "SHORT_QUERY_ALPHA",
     "DEFAULT_LAMBDA",
+    "LEXICAL_LEAD_Z",
     "DEFAULT_RRF_K",
     "Fusion",
     "HybridOption",
@@ -29,6 +30,10 @@ DEFAULT_ALPHA = 0.5
 SHORT_QUERY_ALPHA = 0.2
 PASSAGE_ALPHA = 0.5
 PASSAGE_WORDS = 40
+# With the default alpha, a short query's best full-text hit stays first when it stands this many
+# standard deviations above the candidates (docs/ranking.md): the dense leg then cannot pull a
+# confident lookup down, which is where fused search lost to plain BM25.
+LEXICAL_LEAD_Z = 2.5
 DEFAULT_RRF_K = 60
 _MIN_POOL = 30
 
@@ -40,7 +45,8 @@ class HybridSpec:
     Attributes:
         alpha: Weight of the dense leg; ``1 - alpha`` goes to the lexical leg.
             ``None`` (the default) picks it from the query: ``SHORT_QUERY_ALPHA``
-            (0.2) up to ``PASSAGE_WORDS`` (40) words, ``PASSAGE_ALPHA`` (0.5) above.
+            (0.2) up to ``PASSAGE_WORDS`` (40) words, ``PASSAGE_ALPHA`` (0.5) above;
+            a short query's confident full-text hit then also leads (`lead_for`).
         fusion: ``"zscore"`` (default: scores z-scored over both legs' candidates),
             ``"linear"`` (min-max normalized scores) or ``"rrf"`` (reciprocal rank fusion).
         rrf_k: RRF's rank offset (60 in the original paper and in LanceDB).
@@ -61,6 +67,17 @@ class HybridSpec:
             return self.alpha
         words = len(text.split()) if text else 0
         return SHORT_QUERY_ALPHA if words <= PASSAGE_WORDS else PASSAGE_ALPHA
+
+    def lead_for(self, text: str | None) -> float | None:
+        """The lexical z-score from which the full-text leg's best hit leads (``None``: no lead).
+
+        Only the default alpha has one, and only for a short query (a lookup);
+        with an explicit ``alpha`` the fusion is exactly the weighted blend.
+        """
+        if self.alpha is not None or self.fusion != "zscore":
+            return None
+        words = len(text.split()) if text else 0
+        return LEXICAL_LEAD_Z if words <= PASSAGE_WORDS else None
 
     def pool(self, limit: int, offset: int) -> int:
         """Matches to fetch per leg for a page of ``limit`` after ``offset``."""

@@ -126,6 +126,7 @@ def zscore_fuse(
     *,
     alpha: float = DEFAULT_ALPHA,
     pool: int | None = None,
+    lead: float | None = None,
 ) -> list[tuple[str, float]]:
     """Fuse two scored lists by z-scores taken over both legs' candidates; best first.
 
@@ -139,12 +140,19 @@ def zscore_fuse(
     the logistic function, which keeps the order. Ties keep the dense order,
     then the lexical order.
 
+    With ``lead``, the lexical leg's best hit comes first whenever its own
+    z-score (over the same candidates) is at least ``lead``: a confident
+    full-text hit is never pulled below a dense one. It then scores as much
+    as the best fused score, so scores still fall in order.
+
     Args:
         dense: ``(id, similarity)`` in vector-search order.
         lexical: ``(id, bm25)`` in full-text order.
         alpha: Weight of the dense leg, in [0, 1].
         pool: How many results each leg was asked for (``None``: the lexical
             leg is taken as complete).
+        lead: The lexical z-score from which the lexical leg's best hit leads
+            (``None``: never; ignored when ``alpha`` is 1).
 
     Returns:
         ``(id, score)`` pairs with scores in (0, 1).
@@ -167,18 +175,64 @@ def zscore_fuse(
         0.0 if pool is None or len(lexical_s) < pool else min(lexical_s.values(), default=0.0),
     )
     fused = np.zeros(len(docs), dtype=np.float64)
+    zs: list[np.ndarray[Any, Any]] = []
     for weight, leg, floor in ((alpha, dense_s, floors[0]), (1.0 - alpha, lexical_s, floors[1])):
-        if weight <= 0:
-            continue
         values = np.array([leg.get(d, floor) for d in docs], dtype=np.float64)
         std = float(values.std())
-        if std > 1e-12:
-            fused += weight * (values - values.mean()) / std
-    ranked = sorted(range(len(docs)), key=lambda i: (-fused[i], position[docs[i]]))
+        z = (values - values.mean()) / std if std > 1e-12 else np.zeros(len(docs))
+        zs.append(z)
+        if weight > 0:
+            fused += weight * z
+    leader = -1
+    if lead is not None and alpha < 1 and lexical_s:
+        best = docs.index(max(lexical_s, key=lambda d: lexical_s[d]))  # the first of equal best
+        if zs[1][best] >= lead:
+            leader = best
+            fused[best] = max(fused[best], float(fused.max()))
+    ranked = sorted(range(len(docs)), key=lambda i: (-fused[i], i != leader, position[docs[i]]))
     return [(docs[i], float(1.0 / (1.0 + np.exp(-fused[i])))) for i in ranked]
 
 
 # -- the store side ------------------------------------------------------------------------------------
+
+
+def full_text_query(text: str, positions: bool) -> Any:
+    """The full-text leg's query: every word of ``text``, plus its phrases when the index has positions.
+
+    Each phrase of `query_phrases` (an identifier split the way the index
+    splits it, or quoted text) is one more optional clause, so a document
+    holding it in order scores the phrase's BM25 on top of its words'.
+    """
+    from lancedb.query import (  # noqa: TID251 - inside the battery, lazily
+        BooleanQuery,
+        FullTextOperator,
+        MatchQuery,
+        Occur,
+        PhraseQuery,
+    )
+
+    from turnkit.batteries.vector.ranking._phrases import query_phrases
+
+    # Every field is spelled out: LanceDB's stubs declare the defaults as required.
+    words = MatchQuery(
+        text,
+        "document",
+        boost=1.0,
+        fuzziness=0,
+        max_expansions=50,
+        operator=FullTextOperator.OR,
+        prefix_length=0,
+        document_granularity=None,
+    )
+    phrases = query_phrases(text) if positions else []
+    if not phrases:
+        return words
+    return BooleanQuery(
+        [
+            (Occur.SHOULD, words),
+            *((Occur.SHOULD, PhraseQuery(p, "document", slop=0, document_granularity=None)) for p in phrases),
+        ]
+    )
 
 
 async def _query_vector(
@@ -283,12 +337,18 @@ async def ensure_fts_index(coll: _Collection) -> None:
             try:
                 with translate_errors("create_index", coll.name):
                     indices = await coll.table.list_indices()
-                    if not any("document" in list(getattr(i, "columns", []) or []) for i in indices):
+                    found = [i for i in indices if "document" in list(getattr(i, "columns", []) or [])]
+                    if not found:
                         # No stemming, stop words kept: on known-item queries that index matches
-                        # plain BM25, where LanceDB's default loses 2 to 7 points (docs/ranking.md).
-                        config = FTS(stem=False, remove_stop_words=False)
+                        # plain BM25, where LanceDB's default loses 2 to 7 points; positions let
+                        # identifiers and quoted text match as phrases (docs/ranking.md).
+                        config = FTS(stem=False, remove_stop_words=False, with_position=True)
                         await coll.table.create_index("document", config=config, replace=False)
                         coll.wrote()
+                        coll.fts_positions = True
+                    else:  # an index built earlier, perhaps without positions: no phrase clauses then
+                        details = getattr(found[0], "index_details", None) or {}
+                        coll.fts_positions = bool(details.get("with_position", False))
                 break
             except StoreOperationFailedError:
                 # Another process built it at the same moment (a commit conflict, or "exists"):
@@ -328,7 +388,7 @@ async def hybrid_search(
     if alpha < 1 and text:
         await ensure_fts_index(coll)
         select = spec.select or ("*",)
-        query = coll.table.query().nearest_to_text(text, columns="document")
+        query = coll.table.query().nearest_to_text(full_text_query(text, coll.fts_positions))
         if spec.filter is not None:
             query = query.where(to_sql(spec.filter, coll.fields))
             if not spec.prefilter:
@@ -346,6 +406,7 @@ async def hybrid_search(
             list(zip([m.id for m in lexical], bm25, strict=True)),
             alpha=alpha,
             pool=pool,
+            lead=hybrid.lead_for(text),
         )
     else:
         fused = linear_fuse(

@@ -97,6 +97,7 @@ class _Collection:
     index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
+    fts_positions: bool = False  # ... and it records positions (phrase queries work)
     fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
 
     @property
