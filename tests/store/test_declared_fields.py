@@ -223,3 +223,15 @@ def test_a_declaration_by_another_process_reaches_this_processs_writes(tmp_path:
     assert fresh.collection_info_sync("p").fields == {"tenant": "str"}
     assert {m.id for m in fresh("p").where("metadata.tenant", "B").get_sync(["r0", "late"])} == {"late"}
     assert fresh("p").where("metadata.tenant", "A").count_sync() == 1
+
+
+@pytest.mark.parametrize("op", ["gt", "gte", "lt", "lte", "eq", "ne"])
+@pytest.mark.parametrize("value", [1e300, -1e300, 1e20, -(1e20), 2**63 - 1, 2.0**53 + 2, -(2.0**53) - 2])
+def test_int_fields_compare_with_numbers_beyond_2_53_as_evaluate_does(op: str, value: float) -> None:
+    # The largest storable magnitudes sit right at the edge an out-of-range bound is clamped to.
+    vs = _store(fields={"n": int})
+    records = _records([{"n": 2**53}, {"n": -(2**53)}, {"n": 0}, {"n": None}, {}])
+    vs("big").upsert_sync(records)
+    node = condition("metadata.n", op, value)
+    expected = {r["id"] for r in records if evaluate(node, r)}
+    assert _ids(vs, "big", node) == expected, to_sql(node, CANONICAL)
