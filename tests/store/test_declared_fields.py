@@ -235,3 +235,21 @@ def test_int_fields_compare_with_numbers_beyond_2_53_as_evaluate_does(op: str, v
     node = condition("metadata.n", op, value)
     expected = {r["id"] for r in records if evaluate(node, r)}
     assert _ids(vs, "big", node) == expected, to_sql(node, CANONICAL)
+
+
+def test_fragments_written_before_a_declaration_are_refused_at_commit(tmp_path: Path) -> None:
+    pytest.importorskip("lance")
+    from turnkit.batteries.vector import UpsertFailedError, commit_fragments_sync, write_fragments_sync
+
+    vs = create_vector_store(uri=str(tmp_path / "db"), memory_cache=None, fields={"z": str})
+    vs("f").upsert_sync(_records([{"z": "a", "late": "L0"}]))
+    before = write_fragments_sync(vs, "f", [{"id": "b", "vector": [0.3, 1.0], "metadata": {"late": "L"}}])
+    vs.declare_fields_sync("f", {"late": str})
+    # Committed, the fragment would read NULL in `late` while its JSON holds "L": the filter would miss it.
+    with pytest.raises(UpsertFailedError, match="declared late after these fragments were written"):
+        commit_fragments_sync(vs, "f", before)
+    assert vs("f").count_sync() == 1
+    after = write_fragments_sync(vs, "f", [{"id": "b", "vector": [0.3, 1.0], "metadata": {"late": "L"}}])
+    assert commit_fragments_sync(vs, "f", after) == 1
+    assert {m.id for m in vs("f").where("metadata.late", "L").get_sync(["r0", "b"])} == {"b"}
+    assert vs("f").where("metadata.late", "L0").count_sync() == 1
