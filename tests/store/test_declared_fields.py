@@ -253,3 +253,18 @@ def test_fragments_written_before_a_declaration_are_refused_at_commit(tmp_path: 
     assert commit_fragments_sync(vs, "f", after) == 1
     assert {m.id for m in vs("f").where("metadata.late", "L").get_sync(["r0", "b"])} == {"b"}
     assert vs("f").where("metadata.late", "L0").count_sync() == 1
+
+
+def test_a_declaration_cut_short_can_be_made_again_with_another_type(tmp_path: Path) -> None:
+    import lancedb  # noqa: TID251 - a cut-short declaration is made below the store
+    import pyarrow as pa
+
+    uri = str(tmp_path / "db")
+    vs = create_vector_store(uri=uri, memory_cache=None)
+    vs("cut").upsert_sync(_records([{"u": 1}, {"u": 2}, {}]))
+    # What a declaration killed after adding its column, before marking it, leaves behind.
+    lancedb.connect(uri).open_table("cut").add_columns([pa.field("u", pa.string())])
+    fresh = create_vector_store(uri=uri, memory_cache=None)
+    assert fresh.collection_info_sync("cut").fields == {}
+    assert fresh.declare_fields_sync("cut", {"u": int}).fields == {"u": "int"}
+    assert {m.id for m in fresh("cut").where("metadata.u", "gte", 2).get_sync(["r0", "r1", "r2"])} == {"r1"}
