@@ -198,6 +198,8 @@ def test_writes_refuse_a_value_of_another_type_naming_the_record() -> None:
         ({"a.b": str}, "plain metadata key"),
         ({"a": dict}, "supported: str, int, float, bool, list"),
         ({"a": "list[int]"}, "supported"),
+        ({"a": ["str"]}, "supported"),
+        ({"a": {"type": "str"}}, "supported"),
     ],
 )
 def test_bad_declarations_are_refused(fields: dict[str, Any], match: str) -> None:

@@ -92,7 +92,10 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
                 f"{key!r} cannot be a declared field: it is a column of every collection or reserved.",
                 hint=f"Pick another key; {', '.join(_COLUMNS)} and names starting with '_' are taken.",
             )
-        found = kind if kind in FIELD_TYPES else _BY_PYTHON.get(kind)
+        try:
+            found = kind if kind in FIELD_TYPES else _BY_PYTHON.get(kind)
+        except (TypeError, ValueError):  # unhashable or not comparable (['str'], an array)
+            found = None
         if found is None:
             raise InvalidVectorStoreConfigError(
                 f"Declared field {key!r} has type {kind!r}; supported: str, int, float, bool, list[str].",
