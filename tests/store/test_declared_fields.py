@@ -270,3 +270,20 @@ def test_a_declaration_cut_short_can_be_made_again_with_another_type(tmp_path: P
     assert fresh.collection_info_sync("cut").fields == {}
     assert fresh.declare_fields_sync("cut", {"u": int}).fields == {"u": "int"}
     assert {m.id for m in fresh("cut").where("metadata.u", "gte", 2).get_sync(["r0", "r1", "r2"])} == {"r1"}
+
+
+def test_float_fields_take_integers_beyond_2_53() -> None:
+    # JSON keeps any 64-bit integer; the float column holds it as float64, which is how filters compare it.
+    big = [2**53 + 1, 2**63 - 1, -(2**63)]
+    vs = _store()
+    records = _records([{"f": v} for v in big] + [{"f": 0.5}])
+    vs("fb").upsert_sync(records[:2])
+    vs.declare_fields_sync("fb", {"f": float})
+    vs("fb").upsert_sync(records[2:])
+    assert vs("fb").get_sync(["r0"])[0].metadata == {"f": 2**53 + 1}
+    for node in (
+        condition("metadata.f", "eq", 2**53),
+        condition("metadata.f", "gt", 1e18),
+        condition("metadata.f", "lt", 0),
+    ):
+        assert _ids(vs, "fb", node) == {r["id"] for r in records if evaluate(node, r)}, node

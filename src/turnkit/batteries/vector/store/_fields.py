@@ -177,7 +177,11 @@ def declared_arrays(
             value = None if meta is None else meta.get(key)
             if value is not None and not fits(kind, value):
                 raise _bad_value(index, ids[index], key, kind, value)
-            values[key].append(list(value) if kind == "list[str]" and value is not None else value)
+            if value is not None and kind == "list[str]":
+                value = list(value)
+            elif value is not None and kind == "float":
+                value = float(value)  # what filters compare; Arrow refuses an int beyond 2**53 as is
+            values[key].append(value)
     return {key: pa.array(values[key], _ARROW[fields[key]]) for key in sorted(fields)}
 
 
