@@ -287,3 +287,19 @@ def test_float_fields_take_integers_beyond_2_53() -> None:
         condition("metadata.f", "lt", 0),
     ):
         assert _ids(vs, "fb", node) == {r["id"] for r in records if evaluate(node, r)}, node
+
+
+def test_declaring_on_a_table_holding_an_id_twice_fills_each_row_from_its_own_metadata(
+    tmp_path: Path,
+) -> None:
+    from tests.store.test_store_writers import _duplicated
+
+    uri = str(tmp_path / "db")
+    ids = [f"i{k}" for k in range(10)]
+    _duplicated(uri, ids)  # each id twice: metadata v=1, and a newer copy with v=2
+    vs = create_vector_store(uri, memory_cache=None, auto_optimize=None)
+    vs.declare_fields_sync("d", {"v": int})
+    # Reads return the newest copy of each id (v=2); the column must agree row by row with the JSON.
+    assert sorted((m.id, m.metadata) for m in vs("d").get_sync(ids)) == [(i, {"v": 2}) for i in ids]
+    assert vs("d").where("metadata.v", 2).count_sync() == vs("d").count_sync() == 10
+    assert vs("d").where("metadata.v", 1).count_sync() == 0

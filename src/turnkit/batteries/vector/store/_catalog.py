@@ -18,6 +18,7 @@ from turnkit.batteries.vector.store._common import (
     CollectionInfo,
 )
 from turnkit.batteries.vector.store._fields import arrow_type, ensure_field_indexes, fill_declared
+from turnkit.batteries.vector.store._integrity import remove_duplicates
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
@@ -115,6 +116,10 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
             with translate_errors("declare fields", name):
                 await coll.table.drop_columns(sorted(stale))
         new = {key: kind for key, kind in fields.items() if key not in current}
+        if new:
+            # integrity: the fill sets the columns by id, so every copy of an id held twice (older
+            # versions, object storage) would take one copy's values; the older copies go, as in repair.
+            await remove_duplicates(coll.table, name)
         rows = await fill_declared(coll.table, name, new) if new else 0
         await ensure_field_indexes(coll.table, name, fields)
         coll.wrote()
