@@ -198,6 +198,8 @@ def test_writes_refuse_a_value_of_another_type_naming_the_record() -> None:
         ({"a.b": str}, "plain metadata key"),
         ({"a": dict}, "supported: str, int, float, bool, list"),
         ({"a": "list[int]"}, "supported"),
+        ({"a": ["str"]}, "supported"),
+        ({"a": {"type": "str"}}, "supported"),
     ],
 )
 def test_bad_declarations_are_refused(fields: dict[str, Any], match: str) -> None:
@@ -223,3 +225,81 @@ def test_a_declaration_by_another_process_reaches_this_processs_writes(tmp_path:
     assert fresh.collection_info_sync("p").fields == {"tenant": "str"}
     assert {m.id for m in fresh("p").where("metadata.tenant", "B").get_sync(["r0", "late"])} == {"late"}
     assert fresh("p").where("metadata.tenant", "A").count_sync() == 1
+
+
+@pytest.mark.parametrize("op", ["gt", "gte", "lt", "lte", "eq", "ne"])
+@pytest.mark.parametrize("value", [1e300, -1e300, 1e20, -(1e20), 2**63 - 1, 2.0**53 + 2, -(2.0**53) - 2])
+def test_int_fields_compare_with_numbers_beyond_2_53_as_evaluate_does(op: str, value: float) -> None:
+    # The largest storable magnitudes sit right at the edge an out-of-range bound is clamped to.
+    vs = _store(fields={"n": int})
+    records = _records([{"n": 2**53}, {"n": -(2**53)}, {"n": 0}, {"n": None}, {}])
+    vs("big").upsert_sync(records)
+    node = condition("metadata.n", op, value)
+    expected = {r["id"] for r in records if evaluate(node, r)}
+    assert _ids(vs, "big", node) == expected, to_sql(node, CANONICAL)
+
+
+def test_fragments_written_before_a_declaration_are_refused_at_commit(tmp_path: Path) -> None:
+    pytest.importorskip("lance")
+    from turnkit.batteries.vector import UpsertFailedError, commit_fragments_sync, write_fragments_sync
+
+    vs = create_vector_store(uri=str(tmp_path / "db"), memory_cache=None, fields={"z": str})
+    vs("f").upsert_sync(_records([{"z": "a", "late": "L0"}]))
+    before = write_fragments_sync(vs, "f", [{"id": "b", "vector": [0.3, 1.0], "metadata": {"late": "L"}}])
+    vs.declare_fields_sync("f", {"late": str})
+    # Committed, the fragment would read NULL in `late` while its JSON holds "L": the filter would miss it.
+    with pytest.raises(UpsertFailedError, match="declared late after these fragments were written"):
+        commit_fragments_sync(vs, "f", before)
+    assert vs("f").count_sync() == 1
+    after = write_fragments_sync(vs, "f", [{"id": "b", "vector": [0.3, 1.0], "metadata": {"late": "L"}}])
+    assert commit_fragments_sync(vs, "f", after) == 1
+    assert {m.id for m in vs("f").where("metadata.late", "L").get_sync(["r0", "b"])} == {"b"}
+    assert vs("f").where("metadata.late", "L0").count_sync() == 1
+
+
+def test_a_declaration_cut_short_can_be_made_again_with_another_type(tmp_path: Path) -> None:
+    import lancedb  # noqa: TID251 - a cut-short declaration is made below the store
+    import pyarrow as pa
+
+    uri = str(tmp_path / "db")
+    vs = create_vector_store(uri=uri, memory_cache=None)
+    vs("cut").upsert_sync(_records([{"u": 1}, {"u": 2}, {}]))
+    # What a declaration killed after adding its column, before marking it, leaves behind.
+    lancedb.connect(uri).open_table("cut").add_columns([pa.field("u", pa.string())])
+    fresh = create_vector_store(uri=uri, memory_cache=None)
+    assert fresh.collection_info_sync("cut").fields == {}
+    assert fresh.declare_fields_sync("cut", {"u": int}).fields == {"u": "int"}
+    assert {m.id for m in fresh("cut").where("metadata.u", "gte", 2).get_sync(["r0", "r1", "r2"])} == {"r1"}
+
+
+def test_float_fields_take_integers_beyond_2_53() -> None:
+    # JSON keeps any 64-bit integer; the float column holds it as float64, which is how filters compare it.
+    big = [2**53 + 1, 2**63 - 1, -(2**63)]
+    vs = _store()
+    records = _records([{"f": v} for v in big] + [{"f": 0.5}])
+    vs("fb").upsert_sync(records[:2])
+    vs.declare_fields_sync("fb", {"f": float})
+    vs("fb").upsert_sync(records[2:])
+    assert vs("fb").get_sync(["r0"])[0].metadata == {"f": 2**53 + 1}
+    for node in (
+        condition("metadata.f", "eq", 2**53),
+        condition("metadata.f", "gt", 1e18),
+        condition("metadata.f", "lt", 0),
+    ):
+        assert _ids(vs, "fb", node) == {r["id"] for r in records if evaluate(node, r)}, node
+
+
+def test_declaring_on_a_table_holding_an_id_twice_fills_each_row_from_its_own_metadata(
+    tmp_path: Path,
+) -> None:
+    from tests.store.test_store_writers import _duplicated
+
+    uri = str(tmp_path / "db")
+    ids = [f"i{k}" for k in range(10)]
+    _duplicated(uri, ids)  # each id twice: metadata v=1, and a newer copy with v=2
+    vs = create_vector_store(uri, memory_cache=None, auto_optimize=None)
+    vs.declare_fields_sync("d", {"v": int})
+    # Reads return the newest copy of each id (v=2); the column must agree row by row with the JSON.
+    assert sorted((m.id, m.metadata) for m in vs("d").get_sync(ids)) == [(i, {"v": 2}) for i in ids]
+    assert vs("d").where("metadata.v", 2).count_sync() == vs("d").count_sync() == 10
+    assert vs("d").where("metadata.v", 1).count_sync() == 0

@@ -212,3 +212,17 @@ def test_near_vector_keeps_a_read_only_float32_array() -> None:
     }
     with pytest.raises(InvalidQueryError):
         vs("c").near_vector([1e300, 0.0])
+
+
+def test_cached_masks_tell_true_from_1_and_false_from_0(tmp_path: Any) -> None:
+    # True == 1 and False == 0 == -0.0 in Python, with equal hashes: equal filter nodes, different filters.
+    vs = create_vector_store(uri=str(tmp_path / "db"), auto_optimize=None)
+    values: list[Any] = [True, 1, False, 0, -0.0, 1.0]
+    vs("c").upsert_sync(
+        [{"id": f"r{i}", "vector": [1.0, i], "metadata": {"v": v}} for i, v in enumerate(values)]
+    )
+    for literal in values:
+        node = condition("metadata.v", "eq", literal)
+        got = {m.id for m in vs("c").near_vector([1.0, 0.0]).where(node).select("id").limit(10).search_sync()}
+        want = {f"r{i}" for i, v in enumerate(values) if evaluate(node, {"metadata": {"v": v}})}
+        assert got == want, literal

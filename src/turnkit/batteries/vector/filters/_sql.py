@@ -352,7 +352,9 @@ def _declared_literal(kind: FieldType, value: Any, op: Op = "eq") -> str | None:
     if kind == "int":
         if not fits("float", value):
             return None
-        bound = min(max(float(value), -float(MAX_EXACT_INT + 1)), float(MAX_EXACT_INT + 1))
+        # Clamped just outside the stored range: 2**53 + 2 is exact in float64 (2**53 + 1 rounds to 2**53).
+        beyond = float(MAX_EXACT_INT + 2)
+        bound = min(max(float(value), -beyond), beyond)
         if op in ("eq", "in"):
             return str(int(bound)) if bound.is_integer() and bound == float(value) else None
         return str(math.floor(bound) if op in ("gt", "lte") else math.ceil(bound))

@@ -18,6 +18,7 @@ from turnkit.batteries.vector.store._common import (
     CollectionInfo,
 )
 from turnkit.batteries.vector.store._fields import arrow_type, ensure_field_indexes, fill_declared
+from turnkit.batteries.vector.store._integrity import remove_duplicates
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
@@ -97,16 +98,28 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
         current = await store._refresh_fields(coll)
         present = {f.name: f.type for f in await coll.table.schema()}
         for key, kind in fields.items():
-            clash = current.get(key, kind) != kind
-            clash = clash or (key not in current and key in present and present[key] != arrow_type(kind))
-            if clash:
+            if current.get(key, kind) != kind:
                 raise InvalidVectorStoreConfigError(
-                    f"Field {key!r} of collection {name!r} is already a {current.get(key) or present[key]} "
+                    f"Field {key!r} of collection {name!r} is already a {current[key]} "
                     f"column; it cannot become {kind}.",
                     hint="Declare the new type under another metadata key.",
                     collection=name,
                 )
+        # An unmarked column is what a declaration cut short left (filters never read it):
+        # one of another type goes, so that the key can still be declared.
+        stale = [
+            k
+            for k, kind in fields.items()
+            if k not in current and k in present and present[k] != arrow_type(kind)
+        ]
+        if stale:
+            with translate_errors("declare fields", name):
+                await coll.table.drop_columns(sorted(stale))
         new = {key: kind for key, kind in fields.items() if key not in current}
+        if new:
+            # integrity: the fill sets the columns by id, so every copy of an id held twice (older
+            # versions, object storage) would take one copy's values; the older copies go, as in repair.
+            await remove_duplicates(coll.table, name)
         rows = await fill_declared(coll.table, name, new) if new else 0
         await ensure_field_indexes(coll.table, name, fields)
         coll.wrote()

@@ -92,7 +92,10 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
                 f"{key!r} cannot be a declared field: it is a column of every collection or reserved.",
                 hint=f"Pick another key; {', '.join(_COLUMNS)} and names starting with '_' are taken.",
             )
-        found = kind if kind in FIELD_TYPES else _BY_PYTHON.get(kind)
+        try:
+            found = kind if kind in FIELD_TYPES else _BY_PYTHON.get(kind)
+        except (TypeError, ValueError):  # unhashable or not comparable (['str'], an array)
+            found = None
         if found is None:
             raise InvalidVectorStoreConfigError(
                 f"Declared field {key!r} has type {kind!r}; supported: str, int, float, bool, list[str].",
@@ -174,7 +177,11 @@ def declared_arrays(
             value = None if meta is None else meta.get(key)
             if value is not None and not fits(kind, value):
                 raise _bad_value(index, ids[index], key, kind, value)
-            values[key].append(list(value) if kind == "list[str]" and value is not None else value)
+            if value is not None and kind == "list[str]":
+                value = list(value)
+            elif value is not None and kind == "float":
+                value = float(value)  # what filters compare; Arrow refuses an int beyond 2**53 as is
+            values[key].append(value)
     return {key: pa.array(values[key], _ARROW[fields[key]]) for key in sorted(fields)}
 
 

@@ -17,7 +17,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from turnkit._aio import on_loop, sync_form
-from turnkit.batteries.vector._errors import DriverUnavailableError, InvalidVectorRecordError
+from turnkit.batteries.vector._errors import (
+    DriverUnavailableError,
+    InvalidVectorRecordError,
+    UpsertFailedError,
+)
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
@@ -105,6 +109,15 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
             with translate_errors("upsert", collection):
                 await coll.table.checkout_latest()
                 version = await coll.table.version()
+                fields = await store._refresh_fields(coll)
+                dataset = None
+                if fields:
+                    dataset = await asyncio.to_thread(
+                        lance.dataset, uri, version=version, storage_options=store.storage_options or None
+                    )
+            if dataset is not None:
+                _check_declared_columns(collection, dataset, fields, fragments)
+            with translate_errors("upsert", collection):
                 await asyncio.to_thread(
                     lance.LanceDataset.commit,
                     uri,
@@ -117,6 +130,25 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
         return sum(int(m.num_rows) for m in metas)
 
     return await on_loop(commit())
+
+
+def _check_declared_columns(
+    collection: str, dataset: Any, fields: Mapping[str, Any], fragments: Sequence[str]
+) -> None:
+    # integrity: a fragment written before a field was declared has no data for its column, so
+    # Lance would read NULL there while the JSON holds the value: filters on it would miss the row.
+    ids = {dataset.lance_schema.field(key).id(): key for key in fields}
+    missing: set[str] = set()
+    for text in fragments:
+        present = {fid for data_file in json.loads(text)["files"] for fid in data_file["fields"]}
+        missing.update(key for fid, key in ids.items() if fid not in present)
+    if missing:
+        raise UpsertFailedError(
+            f"Collection {collection!r} declared {', '.join(sorted(missing))} after these fragments were "
+            "written, so they lack those columns; nothing was committed.",
+            hint="Write the records again with write_fragments, then commit the new fragments.",
+            collection=collection,
+        )
 
 
 write_fragments_sync = sync_form(write_fragments)

@@ -106,7 +106,7 @@ class _Snapshot:
         self.id_rank = np.empty(n, dtype=np.int64)
         self.id_rank[np.argsort(ids, kind="stable")] = np.arange(n)
         self.paths: dict[tuple[str, ...], PathColumn] = {}
-        self.masks: OrderedDict[Hashable, npt.NDArray[np.bool_] | None] = OrderedDict()
+        self.masks: OrderedDict[str, npt.NDArray[np.bool_] | None] = OrderedDict()
         self.lists: dict[str, list[Any]] = {}
         # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
         self.lock = threading.Lock()
@@ -125,17 +125,16 @@ class _Snapshot:
         return found
 
     def mask(self, node: FilterNode) -> npt.NDArray[np.bool_] | None:
-        try:
-            hash(node)
-        except TypeError:
-            return filter_mask(node, self.columns, self.path)
+        # Keyed by repr, not the node: True == 1 and False == 0 == -0.0 (same hashes too), so
+        # equal nodes can be different filters (`eq True` matches booleans, `eq 1` numbers).
+        key = repr(node)
         with self.lock:
-            if node in self.masks:
-                self.masks.move_to_end(node)
-                return self.masks[node]
+            if key in self.masks:
+                self.masks.move_to_end(key)
+                return self.masks[key]
         mask = filter_mask(node, self.columns, self.path)
         with self.lock:
-            self.masks[node] = mask
+            self.masks[key] = mask
             if len(self.masks) > _MASKS_KEPT:
                 self.masks.popitem(last=False)
         return mask
