@@ -27,7 +27,8 @@ from turnkit.batteries.vector.ranking._rerank import min_max_scaled
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
     from turnkit.batteries.vector.query._spec import QuerySpec
-    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+    from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = [
     "DEFAULT_ALPHA",

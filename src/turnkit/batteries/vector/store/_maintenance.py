@@ -31,7 +31,8 @@ __all__ = [
 
 
 if TYPE_CHECKING:
-    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+    from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._store import VectorStore
 
 
 def after_write(store: VectorStore, coll: _Collection) -> None:

@@ -41,7 +41,8 @@ __all__ = ["count", "get", "knobs", "mmr_search", "search", "search_now", "searc
 
 
 if TYPE_CHECKING:
-    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+    from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._store import VectorStore
 
 
 async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:

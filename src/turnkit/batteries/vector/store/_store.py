@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,7 +22,6 @@ from turnkit.batteries.vector._errors import (
     ConnectionFailedError,
     EncoderMismatchError,
     EncoderRequiredError,
-    InvalidCollectionNameError,
     InvalidVectorStoreConfigError,
 )
 from turnkit.batteries.vector.encoders._base import Encoder
@@ -40,6 +37,13 @@ from turnkit.batteries.vector.store._common import (
     UpsertResult,
 )
 from turnkit.batteries.vector.store._fields import declared_fields, ensure_field_indexes, normalize_fields
+from turnkit.batteries.vector.store._handles import (
+    _TRACKERS,
+    AutoOptimize,
+    _check_name,
+    _Collection,
+    _Tracker,
+)
 from turnkit.batteries.vector.store._integrity import (
     create_or_open,
     reopen_or_corrupt,
@@ -64,73 +68,6 @@ from turnkit.batteries.vector.store._writes import _encode_for
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore"]
 
 
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AutoOptimize:
-    """When the store compacts a collection by itself, in the background after a write.
-
-    Attributes:
-        every_writes: Optimize after this many write commits (LanceDB's own rule
-            of thumb is about 20).
-        unindexed_rows: Also optimize once an indexed collection has this many
-            rows outside its index (they are flat-scanned until then).
-    """
-
-    every_writes: int = 20
-    unindexed_rows: int | None = 10_000
-
-
-@dataclass(slots=True)
-class _Collection:
-    name: str
-    table: Any
-    dimension: int
-    metric: Metric
-    encoder: str | None
-    tracker: _Tracker
-    seen_version: int = 0
-    generation: int = 0
-    writes: int = 0
-    index_type: str | None = None
-    index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
-    maintenance: asyncio.Task[None] | None = None
-    fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
-    fts_positions: bool = False  # ... and it records positions (phrase queries work)
-    fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
-
-    @property
-    def lock(self) -> asyncio.Lock:
-        """The process-wide writer lock of this collection."""
-        return self.tracker.lock
-
-    def wrote(self) -> None:
-        """Record a commit made through this handle (it already sees it; other stores' do not)."""
-        self.tracker.version += 1
-        self.seen_version = self.tracker.version
-
-
-@dataclass(slots=True)
-class _Tracker:
-    """Process-wide facts about one collection, shared by every store opened on its database."""
-
-    # One writer per collection per *process*, whichever store object writes:
-    # LanceDB duplicates a new key written by two merge_inserts at once.
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # Bumped by every write and drop, so other stores' handles know to refresh.
-    version: int = 0
-    generation: int = 0
-
-
-_TRACKERS: dict[tuple[str, str], _Tracker] = {}
-
-
-def _check_name(name: str) -> str:
-    # "." and ".." match the character set but name directories, not tables.
-    if not isinstance(name, str) or not _NAME.match(name) or not name.strip("."):
-        raise InvalidCollectionNameError(f"Invalid collection name {name!r}.", collection=str(name))
-    return name
 
 
 class VectorStore:

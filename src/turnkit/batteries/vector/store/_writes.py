@@ -37,7 +37,8 @@ __all__ = ["check_consent", "delete", "encode_documents", "upsert", "write"]
 
 
 if TYPE_CHECKING:
-    from turnkit.batteries.vector.store._store import VectorStore, _Collection
+    from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._store import VectorStore
 
 
 async def encode_documents(store: VectorStore, name: str, coll: _Collection | None, batch: Any) -> None:
