@@ -303,3 +303,24 @@ def test_declaring_on_a_table_holding_an_id_twice_fills_each_row_from_its_own_me
     assert sorted((m.id, m.metadata) for m in vs("d").get_sync(ids)) == [(i, {"v": 2}) for i in ids]
     assert vs("d").where("metadata.v", 2).count_sync() == vs("d").count_sync() == 10
     assert vs("d").where("metadata.v", 1).count_sync() == 0
+
+
+def test_declaring_scalar_fields_keeps_every_row_in_the_vector_index() -> None:
+    vs = _store()
+    vs("ix").upsert_sync(
+        [{"id": f"r{i}", "vector": [1.0, float(i % 7)], "metadata": {"t": f"v{i % 5}"}} for i in range(3000)]
+    )
+    vs("ix").create_index_sync("ivf_flat")
+    assert vs.collection_info_sync("ix").unindexed_rows == 0
+    info = vs.declare_fields_sync("ix", {"t": str})
+    # The column is computed from the JSON without rewriting rows: nothing left the vector index.
+    assert info.unindexed_rows == 0
+    assert vs("ix").where("metadata.t", "v3").count_sync() == 600
+
+
+def test_create_collection_with_exist_ok_declares_the_fields_on_an_existing_one() -> None:
+    vs = _store()
+    vs("e").upsert_sync(_records([{"t": "a"}, {"t": "b"}]))
+    info = vs.create_collection_sync("e", dimension=2, fields={"t": str}, exist_ok=True)
+    assert (info.fields, info.rows) == ({"t": "str"}, 2)
+    assert vs("e").where("metadata.t", "b").count_sync() == 1

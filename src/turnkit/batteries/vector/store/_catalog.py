@@ -17,7 +17,7 @@ from turnkit.batteries.vector.store._common import (
     _FORMAT,
     CollectionInfo,
 )
-from turnkit.batteries.vector.store._fields import arrow_type, ensure_field_indexes, fill_declared
+from turnkit.batteries.vector.store._fields import ensure_field_indexes, fill_declared
 from turnkit.batteries.vector.store._integrity import remove_duplicates
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
@@ -57,6 +57,19 @@ async def create(
     exist_ok: bool,
     fields: Mapping[str, FieldType] | None = None,
 ) -> None:
+    if not await _create_new(store, name, dimension, metric, exist_ok, fields) and fields:
+        await declare(store, name, fields)  # exist_ok: an existing collection gets the fields too
+
+
+async def _create_new(
+    store: VectorStore,
+    name: str,
+    dimension: int | None,
+    metric: str | None,
+    exist_ok: bool,
+    fields: Mapping[str, FieldType] | None,
+) -> bool:
+    """Create the collection; False when it already existed (and ``exist_ok``)."""
     dim = dimension or (store.encoder.dimension if store.encoder is not None else None)
     if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise InvalidQueryError(
@@ -69,7 +82,7 @@ async def create(
         if name in await store._list():
             if not exist_ok:
                 raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
-            return
+            return False
         meta = {
             "format": _FORMAT,
             "dimension": dim,
@@ -85,8 +98,9 @@ async def create(
         except CollectionExistsError:  # integrity: created by another writer meanwhile
             if not exist_ok:
                 raise
-            return
+            return False
         store._collections[name] = await store._wrap(name, table)
+    return True
 
 
 async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]) -> int:
@@ -106,12 +120,8 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
                     collection=name,
                 )
         # An unmarked column is what a declaration cut short left (filters never read it):
-        # one of another type goes, so that the key can still be declared.
-        stale = [
-            k
-            for k, kind in fields.items()
-            if k not in current and k in present and present[k] != arrow_type(kind)
-        ]
+        # it goes, and the declaration fills the key afresh.
+        stale = [k for k in fields if k not in current and k in present]
         if stale:
             with translate_errors("declare fields", name):
                 await coll.table.drop_columns(sorted(stale))

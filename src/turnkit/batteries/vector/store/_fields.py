@@ -66,6 +66,13 @@ _INDEX: Final[Mapping[FieldType, FieldIndex]] = {
     "list[str]": "label_list",
 }
 _FILL_BATCH: Final = 50_000
+# Exact for JSON values of the declared type (checked first); JSON null and missing keys give NULL.
+_JSON_GET: Final[Mapping[FieldType, str]] = {
+    "str": "json_get_string",
+    "int": "json_get_int",
+    "float": "json_get_float",
+    "bool": "json_get_bool",
+}
 
 
 def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
@@ -200,25 +207,35 @@ def with_declared(
 async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) -> int:
     """Declare ``fields`` on a table that may hold rows: add, fill from the JSON, then mark each column.
 
-    Two passes over ``id, metadata`` in batches (memory stays bounded): the
-    first checks every row, so a wrong-typed value refuses the declaration
-    before anything is written; the second fills the columns. A column counts
-    as declared only once its mark is committed, last: a declaration cut
-    short leaves an unmarked column that filters never read, and declaring
-    again refills it. Call it holding the collection's write locks.
+    A first pass over ``id, metadata`` in batches (memory stays bounded)
+    checks every row, so a wrong-typed value refuses the declaration before
+    anything is written. Scalar fields are then added as columns computed
+    from the JSON in one commit (``json_get_*``, exact for values of the
+    declared type): no row is rewritten, so the vector index stays whole.
+    ``list[str]`` fields, which SQL cannot build from JSON, are filled by a
+    second pass that updates the rows by id (they leave the vector index
+    until the next optimize). A column counts as declared only once its mark
+    is committed, last: a declaration cut short leaves an unmarked column
+    that filters never read. The caller drops such columns first, holding
+    the collection's write locks.
     """
     async for ids, metas in _id_metadata_batches(table, name):
         declared_arrays(ids, metas, fields)  # pass 1: refuses before any write
+    scalars = {key: kind for key, kind in fields.items() if kind != "list[str]"}
+    lists = {key: kind for key, kind in fields.items() if kind == "list[str]"}
     with translate_errors("declare fields", name):
-        present = set((await table.schema()).names)
-        new = {key: kind for key, kind in fields.items() if key not in present}
-        if new:
-            await table.add_columns([pa.field(key, _ARROW[kind]) for key, kind in sorted(new.items())])
+        if scalars:
+            await table.add_columns(
+                {key: f"{_JSON_GET[kind]}(metadata, '{key}')" for key, kind in sorted(scalars.items())}
+            )
+        if lists:
+            await table.add_columns([pa.field(key, _ARROW[kind]) for key, kind in sorted(lists.items())])
     rows = 0
     async for ids, metas in _id_metadata_batches(table, name):
-        columns = {"id": pa.array(ids, pa.string()), **declared_arrays(ids, metas, fields)}
-        with translate_errors("declare fields", name):
-            await table.merge_insert("id").when_matched_update_all().execute(pa.table(columns))
+        if lists:
+            columns = {"id": pa.array(ids, pa.string()), **declared_arrays(ids, metas, lists)}
+            with translate_errors("declare fields", name):
+                await table.merge_insert("id").when_matched_update_all().execute(pa.table(columns))
         rows += len(ids)
     with translate_errors("declare fields", name):  # one commit declares them all
         await table.update_field_metadata(
