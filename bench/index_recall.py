@@ -4,9 +4,11 @@ Builds the index ``create_index('auto')`` would build for N rows (raw LanceDB
 0.40, same parameters), then sweeps ``ef`` (HNSW) or ``nprobes`` (IVF) and
 prints recall@10 against numpy's exact top-10, p50 latency, and which value
 turnkit's default policy picks. This is where the defaults in
-``_index_policy.py`` come from.
+``_index_policy.py`` come from. ``--refine`` sweeps ``refine_factor`` too
+(0 = none); ``--db DIR`` keeps the built table there and reuses it.
 
-    python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 64,128,160] [--refine 10]
+    python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 512,1024] [--refine 0,2]
+        [--db DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ef", default="64,128,160,256,320,512,640")
-    parser.add_argument("--refine", type=int, default=None, help="also re-rank with exact distances")
+    parser.add_argument(
+        "--refine", default="0", help="refine factors to sweep (re-rank with exact distances; 0 = none)"
+    )
+    parser.add_argument("--db", default=None, help="keep the built table in this directory and reuse it")
     args = parser.parse_args()
 
     import lancedb  # noqa: TID251 - measuring LanceDB itself
@@ -44,36 +49,47 @@ def main() -> None:
     truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
     kind, params = auto_index(args.rows)
     with tempfile.TemporaryDirectory() as tmp:
-        db = lancedb.connect(tmp)
-        data = pa.table(
-            {
-                "id": pa.array(np.arange(args.rows)),
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), args.dim),
-            }
-        )
-        tbl = db.create_table("t", data)
-        t = time.perf_counter()
-        config = HnswSq if kind == "hnsw_sq" else IvfFlat
-        tbl.create_index("vector", config=config(distance_type="cosine", **params))
-        build = time.perf_counter() - t
+        db = lancedb.connect(args.db or tmp)
+        name = f"t{args.rows}_{args.dim}"
+        if name in db.list_tables().tables:
+            tbl, build = db.open_table(name), float("nan")
+        else:
+            data = pa.table(
+                {
+                    "id": pa.array(np.arange(args.rows)),
+                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), args.dim),
+                }
+            )
+            tbl = db.create_table(name, data)
+            t = time.perf_counter()
+            config = HnswSq if kind == "hnsw_sq" else IvfFlat
+            tbl.create_index("vector", config=config(distance_type="cosine", **params))
+            build = time.perf_counter() - t
         print(f"{args.rows:,} rows: {kind} {params} built in {build:.1f}s")
         default = search_knobs(
             "IvfHnswSq" if kind == "hnsw_sq" else "IvfFlat", args.rows, 10, None, None, None
         )
         rows = []
-        for ef in [int(x) for x in args.ef.split(",")]:
+        sweep = [
+            (e, r)
+            for r in (int(x) for x in args.refine.split(","))
+            for e in (int(x) for x in args.ef.split(","))
+        ]
+        for ef, refine in sweep:
+            if refine and ef < 10 * refine:
+                continue  # LanceDB needs ef >= limit * refine_factor
             samples, hits = [], []
             for q in queries:
                 s = time.perf_counter()
                 query = tbl.search(q).distance_type("cosine").limit(10).select(["id"])
                 query = query.ef(ef) if kind == "hnsw_sq" else query.nprobes(ef)
-                if args.refine:
-                    query = query.refine_factor(args.refine)
+                if refine:
+                    query = query.refine_factor(refine)
                 found = {r["id"] for r in query.to_list()}
                 samples.append(time.perf_counter() - s)
                 hits.append(len(found & truth[len(hits)]) / 10)
-            mark = " (default)" if ef in (default[2], default[0]) and not args.refine else ""
-            mark += f" refine {args.refine}" if args.refine else ""
+            mark = f" refine {refine}" if refine else ""
+            mark += " (default)" if ef in (default[2], default[0]) and refine == (default[1] or 0) else ""
             rows.append(
                 (
                     f"{args.rows:,}",

@@ -3,7 +3,9 @@
 Prints documents/s and chunks/s for a full ingest, the time spent in the
 encoder vs. the rest (store writes, reading, chunking, bookkeeping), and the
 encoder alone on the same chunk texts — the lower bound ingestion could reach —
-with the ratio between the two. Also an unchanged re-run, and peak RSS.
+with the ratio between the two, and the encoder thread's own CPU seconds in
+both (so slower encoding inside ingest can be told apart from waiting for the
+GIL or a core). Also an unchanged re-run, and peak RSS.
 
     .venv/bin/python bench/ingest.py                 # 10,000 files, WordLlama if installed
     .venv/bin/python bench/ingest.py --files 2000 --encoder hash
@@ -80,14 +82,16 @@ class TimedEncoder:
         self.dimension = inner.dimension
         self.batch_size = getattr(inner, "batch_size", 256)
         self.seconds = 0.0
+        self.cpu_seconds = 0.0  # CPU of the calling thread only: the encoder's own work, not its waits
         self.texts = 0
         self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str], *, kind: Any) -> Any:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         out = self.inner.encode(texts, kind=kind)
         with self._lock:
             self.seconds += time.perf_counter() - start
+            self.cpu_seconds += time.thread_time() - cpu
             self.texts += len(texts)
         return out
 
@@ -182,11 +186,12 @@ def main() -> None:
             texts.extend(c.text for c in chunk_document(load_document(path), **settings))
         chunk_s = time.perf_counter() - start
         assert len(texts) == report.chunks_written
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         step = getattr(inner, "batch_size", 256)
         for i in range(0, len(texts), step):
             inner.encode(texts[i : i + step], kind="document")
         alone_s = time.perf_counter() - start
+        alone_cpu = time.thread_time() - cpu
 
         docs, chunks = report.files_written, report.chunks_written
         rows = [
@@ -204,6 +209,10 @@ def main() -> None:
             ("load + chunk alone (1 thread)", f"{chunk_s:.2f} s ({docs / chunk_s:,.0f} docs/s)"),
             ("encoder alone, same texts", f"{alone_s:.2f} s ({chunks / alone_s:,.0f} chunks/s)"),
             ("ratio ingest / encoder alone", f"{wall / alone_s:.2f}x"),
+            (
+                "encoder thread CPU: in ingest / alone",
+                f"{encoder.cpu_seconds:.2f} s / {alone_cpu:.2f} s ({encoder.cpu_seconds / alone_cpu:.2f}x)",
+            ),
             ("unchanged re-run", f"{rerun_s:.2f} s ({docs / rerun_s:,.0f} files/s, 0 writes)"),
             ("peak RSS after ingest", f"{rss_ingest:,.0f} MB"),
             ("peak RSS overall", f"{peak_rss_mb():,.0f} MB"),

@@ -21,10 +21,13 @@ def render() -> str:
     """The text of the page, from every registered error class."""
     for name in PACKAGES:
         try:
-            importlib.import_module(name)
+            module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
             if exc.name != name:
                 raise
+            continue
+        for public in module.__all__:  # lazy packages import a name's module on first use
+            getattr(module, public)
     from turnkit import ERROR_CODES
 
     lines = [

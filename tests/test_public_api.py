@@ -29,6 +29,8 @@ def _packages() -> list[str]:
 
 def _defined_public_names(module: types.ModuleType) -> set[str]:
     """Public classes, functions and constants the package pulls in from its own private modules."""
+    for name in getattr(module, "__all__", ()):
+        getattr(module, name)  # a lazy package binds a name on first use
     names = set()
     for name, obj in vars(module).items():
         if name.startswith("_") or inspect.ismodule(obj):
@@ -81,7 +83,7 @@ def test_import_does_not_load_lancedb(statement: str) -> None:
 
 def test_errors_carry_codes_and_hints() -> None:
     for package in _packages():
-        importlib.import_module(package)
+        _defined_public_names(importlib.import_module(package))
     from turnkit import ERROR_CODES, TurnkitError
 
     assert len(ERROR_CODES) >= 40
@@ -89,3 +91,61 @@ def test_errors_carry_codes_and_hints() -> None:
         assert issubclass(cls, TurnkitError)
         assert code.startswith("E_") and code.upper() == code
         assert (cls.default_hint or "").strip(), f"{cls.__name__} has no default hint"
+
+
+LAZY_PACKAGES = ["turnkit", "turnkit.batteries.vector"]
+
+
+def _type_checking_imports(module: types.ModuleType) -> dict[str, tuple[str, ...]]:
+    """What the package's ``if TYPE_CHECKING:`` block imports: module name to names."""
+    import ast
+
+    assert module.__file__ is not None
+    with open(module.__file__, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    found: dict[str, tuple[str, ...]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom)
+                found["." * imp.level + (imp.module or "")] = tuple(a.name for a in imp.names)
+    return found
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_lazy_exports_match_the_type_checking_imports(package: str) -> None:
+    """What type checkers see (the TYPE_CHECKING imports) is what runs (the export table), name for name."""
+    code = f"import {package} as m; print(sorted(n for n in m.__all__ if n not in vars(m)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lazy_names = set(eval(out.stdout))
+    module = importlib.import_module(package)
+    declared = _type_checking_imports(module)
+    assert lazy_names, "nothing is lazy"
+    assert {n for names in declared.values() for n in names} == lazy_names
+    for source, names in declared.items():
+        target = (
+            importlib.import_module(source, package)
+            if source.startswith(".")
+            else importlib.import_module(source)
+        )
+        for name in names:
+            assert getattr(module, name) is getattr(target, name), name
+    with pytest.raises(AttributeError, match="no attribute"):
+        module.__getattr__("NotAThing")  # type: ignore[operator]
+    assert set(module.__all__) <= set(dir(module))
+
+
+@pytest.mark.parametrize("statement", ["import turnkit", "import turnkit.batteries.vector"])
+def test_import_does_not_load_pydantic_models_or_the_runner(statement: str) -> None:
+    """The core's pydantic models and the turn runner are imported on first use, not by the package."""
+    heavy = (
+        "pydantic",
+        "turnkit._retrievable",
+        "turnkit._runner",
+        "turnkit._prompt",
+        "turnkit.batteries.vector._callbacks",
+        "turnkit.batteries.vector.store._store",
+    )
+    code = f"import sys; {statement}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,14 +1,7 @@
 """turnkit: agent retrieval memory over a LanceDB vector index."""
 
-from ._context import (
-    DeleteRetrievableCallback,
-    FetchMessagesCallback,
-    FetchRetrievablesCallback,
-    MutateRetrievableCallback,
-    StoreMessageCallback,
-    StoreRetrievableCallback,
-    TurnContext,
-)
+import typing
+
 from ._errors import (
     ERROR_CODES,
     CallbackNotConfiguredError,
@@ -28,39 +21,51 @@ from ._errors import (
     UnknownTrustTierError,
     UsageError,
 )
-from ._messages import MESSAGE_ROLES, ChatMessage, InMemoryMessageStore, Message, MessageRole
-from ._models import ChatModel, OpenAIChatModel, ScriptedModel
-from ._prompt import (
-    CONTEXT_PREAMBLE,
-    SAFETY_DIRECTIVE,
-    RenderedPrompt,
-    TokenCounts,
-    UntrustedPlacement,
-    count_prompt_tokens,
-    render_prompt,
-)
-from ._retrievable import (
-    TRUST_TIERS,
-    RawRetrievable,
-    Retrievable,
-    RetrievableSet,
-    TrustTier,
-    trust_rank,
-    validate_trust_tier,
-)
-from ._runner import (
-    DEFAULT_SYSTEM_PROMPT,
-    GROUNDING_STASH_KEY,
-    NO_GROUNDED_ANSWER,
-    Middleware,
-    Next,
-    TurnEvent,
-    TurnResult,
-    TurnRunner,
-    TurnRunnerConfig,
-    fetch_retrievables_stage,
-)
-from ._tokens import count_tokens, get_encoding
+from ._lazy import lazy_exports as _lazy_exports
+
+if typing.TYPE_CHECKING:
+    from ._context import (
+        DeleteRetrievableCallback,
+        FetchMessagesCallback,
+        FetchRetrievablesCallback,
+        MutateRetrievableCallback,
+        StoreMessageCallback,
+        StoreRetrievableCallback,
+        TurnContext,
+    )
+    from ._messages import MESSAGE_ROLES, ChatMessage, InMemoryMessageStore, Message, MessageRole
+    from ._models import ChatModel, OpenAIChatModel, ScriptedModel
+    from ._prompt import (
+        CONTEXT_PREAMBLE,
+        SAFETY_DIRECTIVE,
+        RenderedPrompt,
+        TokenCounts,
+        UntrustedPlacement,
+        count_prompt_tokens,
+        render_prompt,
+    )
+    from ._retrievable import (
+        TRUST_TIERS,
+        RawRetrievable,
+        Retrievable,
+        RetrievableSet,
+        TrustTier,
+        trust_rank,
+        validate_trust_tier,
+    )
+    from ._runner import (
+        DEFAULT_SYSTEM_PROMPT,
+        GROUNDING_STASH_KEY,
+        NO_GROUNDED_ANSWER,
+        Middleware,
+        Next,
+        TurnEvent,
+        TurnResult,
+        TurnRunner,
+        TurnRunnerConfig,
+        fetch_retrievables_stage,
+    )
+    from ._tokens import count_tokens, get_encoding
 
 __version__ = "0.1.0"
 
@@ -124,3 +129,53 @@ __all__ = [
     "trust_rank",
     "validate_trust_tier",
 ]
+
+# Imported on first use (see turnkit._lazy); the TYPE_CHECKING block above lists the same names.
+if not typing.TYPE_CHECKING:  # type checkers read the imports above instead
+    __getattr__, __dir__ = _lazy_exports(
+        __name__,
+        {
+            "._context": (
+                "DeleteRetrievableCallback",
+                "FetchMessagesCallback",
+                "FetchRetrievablesCallback",
+                "MutateRetrievableCallback",
+                "StoreMessageCallback",
+                "StoreRetrievableCallback",
+                "TurnContext",
+            ),
+            "._messages": ("MESSAGE_ROLES", "ChatMessage", "InMemoryMessageStore", "Message", "MessageRole"),
+            "._models": ("ChatModel", "OpenAIChatModel", "ScriptedModel"),
+            "._prompt": (
+                "CONTEXT_PREAMBLE",
+                "SAFETY_DIRECTIVE",
+                "RenderedPrompt",
+                "TokenCounts",
+                "UntrustedPlacement",
+                "count_prompt_tokens",
+                "render_prompt",
+            ),
+            "._retrievable": (
+                "TRUST_TIERS",
+                "RawRetrievable",
+                "Retrievable",
+                "RetrievableSet",
+                "TrustTier",
+                "trust_rank",
+                "validate_trust_tier",
+            ),
+            "._runner": (
+                "DEFAULT_SYSTEM_PROMPT",
+                "GROUNDING_STASH_KEY",
+                "NO_GROUNDED_ANSWER",
+                "Middleware",
+                "Next",
+                "TurnEvent",
+                "TurnResult",
+                "TurnRunner",
+                "TurnRunnerConfig",
+                "fetch_retrievables_stage",
+            ),
+            "._tokens": ("count_tokens", "get_encoding"),
+        },
+    )

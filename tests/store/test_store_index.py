@@ -35,6 +35,18 @@ def test_index_defaults_keep_recall(tmp_path, index_type):
     assert _recall(store, vectors, queries) >= 0.95
 
 
+def test_hnsw_defaults_hold_for_long_pages(tmp_path):
+    """The default refine_factor is dropped, or ef raised, so LanceDB never sees ef < limit x refine."""
+    vectors = _low_rank(3000, 32)
+    store = create_vector_store(uri=str(tmp_path), auto_optimize=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    store("v").create_index_sync("hnsw_sq")
+    q = store("v").near_vector(vectors[0]).select("id")
+    assert len(q.limit(2500).search_sync()) == 2500  # ef capped below 2 x 2500: no refine
+    assert len(q.limit(700).refine_factor(3).search_sync()) == 700  # ef raised to 2100
+    assert q.limit(1).search_sync()[0].id == "0"
+
+
 def test_auto_optimize_compacts_in_the_background(tmp_path):
     store = create_vector_store(
         uri=str(tmp_path), auto_optimize=AutoOptimize(every_writes=4, unindexed_rows=None)

@@ -10,16 +10,9 @@ print(vs("notes").near_text("vectors").select("id").limit(1).search_sync()[0].id
 ```
 """
 
-from turnkit.batteries.vector._callbacks import (
-    GLUE_METADATA_KEYS,
-    InvalidRetrievableGlueConfigError,
-    ReservedMetadataKeyError,
-    RetrievableCallbacks,
-    RetrievableSkippedWarning,
-    VectorRetrievableCallbacks,
-    VectorRetrievableGlue,
-    create_vector_retrievable_callbacks,
-)
+import typing
+
+from turnkit._lazy import lazy_exports as _lazy_exports
 from turnkit.batteries.vector._errors import (
     CollectionCorruptError,
     CollectionExistsError,
@@ -51,82 +44,99 @@ from turnkit.batteries.vector._errors import (
     VectorStoreRuntimeError,
     VectorStoreUsageError,
 )
-from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
-from turnkit.batteries.vector._retrieve import Retrieval, RetrieveOptions, retrieve, retrieve_sync
-from turnkit.batteries.vector.encoders._base import (
-    EncodeKind,
-    Encoder,
-    FunctionEncoder,
-    HashEncoder,
-    WordLlamaEncoder,
-    encode_texts,
-)
-from turnkit.batteries.vector.encoders._minilm import MiniLMEncoder
-from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
-from turnkit.batteries.vector.encoders._registry import ENCODER_SPECS, encoder_for_recorded, encoder_from_spec
-from turnkit.batteries.vector.encoders._sentence_transformers import SentenceTransformerEncoder
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
-from turnkit.batteries.vector.filters._core import (
-    MAX_IN_VALUES,
-    MONGO_OPERATORS,
-    and_,
-    condition,
-    evaluate,
-    filter_to_dict,
-    not_,
-    or_,
-    parse_mongo,
-    to_sql,
-    validate_field,
-)
-from turnkit.batteries.vector.filters._format import format_filter_expression
-from turnkit.batteries.vector.filters._text import parse_filter_expression
-from turnkit.batteries.vector.filters._where import FilterGroup
-from turnkit.batteries.vector.query._builder import QueryBuilder
-from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
-from turnkit.batteries.vector.ranking._abstain import (
-    GROUNDING_STASH_KEY,
-    NO_GROUNDED_ANSWER,
-    abstaining_fetch_stage,
-    with_min_score,
-)
-from turnkit.batteries.vector.ranking._mmr import MmrSpec, diversify, mmr_select
-from turnkit.batteries.vector.ranking._rerank import (
-    DEFAULT_RERANK_WEIGHTS,
-    EncoderScorer,
-    LLMJudge,
-    RelevanceScorer,
-    RerankedMatch,
-    RerankOptions,
-    RerankWeights,
-    local_scorer,
-    parse_judge_scores,
-    rerank,
-    rerank_search,
-    rerank_sync,
-)
-from turnkit.batteries.vector.store._create import create_vector_store
-from turnkit.batteries.vector.store._fragments import (
-    commit_fragments,
-    commit_fragments_sync,
-    write_fragments,
-    write_fragments_sync,
-)
-from turnkit.batteries.vector.store._hybrid import (
-    HybridOption,
-    HybridSpec,
-    linear_fuse,
-    rrf_fuse,
-    zscore_fuse,
-)
-from turnkit.batteries.vector.store._memory_index import CachedCollection, MemoryCache, MemoryCacheStats
-from turnkit.batteries.vector.store._scores import Metric, score_from_distance
-from turnkit.batteries.vector.store._store import (
-    AutoOptimize,
-    CollectionInfo,
-    UpsertResult,
-    VectorStore,
-)
+
+if typing.TYPE_CHECKING:
+    from turnkit.batteries.vector._callbacks import (
+        GLUE_METADATA_KEYS,
+        InvalidRetrievableGlueConfigError,
+        ReservedMetadataKeyError,
+        RetrievableCallbacks,
+        RetrievableSkippedWarning,
+        VectorRetrievableCallbacks,
+        VectorRetrievableGlue,
+        create_vector_retrievable_callbacks,
+    )
+    from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
+    from turnkit.batteries.vector._retrieve import Retrieval, RetrieveOptions, retrieve, retrieve_sync
+    from turnkit.batteries.vector.encoders._base import (
+        EncodeKind,
+        Encoder,
+        FunctionEncoder,
+        HashEncoder,
+        WordLlamaEncoder,
+        encode_texts,
+    )
+    from turnkit.batteries.vector.encoders._minilm import MiniLMEncoder
+    from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
+    from turnkit.batteries.vector.encoders._registry import (
+        ENCODER_SPECS,
+        encoder_for_recorded,
+        encoder_from_spec,
+    )
+    from turnkit.batteries.vector.encoders._sentence_transformers import SentenceTransformerEncoder
+    from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+    from turnkit.batteries.vector.filters._core import (
+        MAX_IN_VALUES,
+        MONGO_OPERATORS,
+        and_,
+        condition,
+        evaluate,
+        filter_to_dict,
+        not_,
+        or_,
+        parse_mongo,
+        to_sql,
+        validate_field,
+    )
+    from turnkit.batteries.vector.filters._declared import FieldType
+    from turnkit.batteries.vector.filters._format import format_filter_expression
+    from turnkit.batteries.vector.filters._text import parse_filter_expression
+    from turnkit.batteries.vector.filters._where import FilterGroup
+    from turnkit.batteries.vector.query._builder import QueryBuilder
+    from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
+    from turnkit.batteries.vector.ranking._abstain import (
+        GROUNDING_STASH_KEY,
+        NO_GROUNDED_ANSWER,
+        abstaining_fetch_stage,
+        with_min_score,
+    )
+    from turnkit.batteries.vector.ranking._mmr import MmrSpec, diversify, mmr_select
+    from turnkit.batteries.vector.ranking._rerank import (
+        DEFAULT_RERANK_WEIGHTS,
+        EncoderScorer,
+        LLMJudge,
+        RelevanceScorer,
+        RerankedMatch,
+        RerankOptions,
+        RerankWeights,
+        local_scorer,
+        parse_judge_scores,
+        rerank,
+        rerank_search,
+        rerank_sync,
+    )
+    from turnkit.batteries.vector.store._create import create_vector_store
+    from turnkit.batteries.vector.store._fragments import (
+        commit_fragments,
+        commit_fragments_sync,
+        write_fragments,
+        write_fragments_sync,
+    )
+    from turnkit.batteries.vector.store._hybrid import (
+        HybridOption,
+        HybridSpec,
+        linear_fuse,
+        rrf_fuse,
+        zscore_fuse,
+    )
+    from turnkit.batteries.vector.store._memory_index import CachedCollection, MemoryCache, MemoryCacheStats
+    from turnkit.batteries.vector.store._scores import Metric, score_from_distance
+    from turnkit.batteries.vector.store._store import (
+        AutoOptimize,
+        CollectionInfo,
+        UpsertResult,
+        VectorStore,
+    )
 
 __all__ = [
     "And",
@@ -149,6 +159,7 @@ __all__ = [
     "EncoderMismatchError",
     "EncoderRequiredError",
     "EncoderScorer",
+    "FieldType",
     "FilterGroup",
     "FilterNode",
     "FunctionEncoder",
@@ -248,3 +259,111 @@ __all__ = [
     "write_fragments_sync",
     "zscore_fuse",
 ]
+
+# Imported on first use (see turnkit._lazy); the TYPE_CHECKING block above lists the same names.
+if not typing.TYPE_CHECKING:  # type checkers read the imports above instead
+    __getattr__, __dir__ = _lazy_exports(
+        __name__,
+        {
+            "turnkit.batteries.vector._callbacks": (
+                "GLUE_METADATA_KEYS",
+                "InvalidRetrievableGlueConfigError",
+                "ReservedMetadataKeyError",
+                "RetrievableCallbacks",
+                "RetrievableSkippedWarning",
+                "VectorRetrievableCallbacks",
+                "VectorRetrievableGlue",
+                "create_vector_retrievable_callbacks",
+            ),
+            "turnkit.batteries.vector._matches": ("VectorMatch", "VectorRecord"),
+            "turnkit.batteries.vector._retrieve": (
+                "Retrieval",
+                "RetrieveOptions",
+                "retrieve",
+                "retrieve_sync",
+            ),
+            "turnkit.batteries.vector.encoders._base": (
+                "EncodeKind",
+                "Encoder",
+                "FunctionEncoder",
+                "HashEncoder",
+                "WordLlamaEncoder",
+                "encode_texts",
+            ),
+            "turnkit.batteries.vector.encoders._minilm": ("MiniLMEncoder",),
+            "turnkit.batteries.vector.encoders._openai": ("OpenAIEmbeddingEncoder",),
+            "turnkit.batteries.vector.encoders._registry": (
+                "ENCODER_SPECS",
+                "encoder_for_recorded",
+                "encoder_from_spec",
+            ),
+            "turnkit.batteries.vector.encoders._sentence_transformers": ("SentenceTransformerEncoder",),
+            "turnkit.batteries.vector.filters._ast": ("And", "Condition", "FilterNode", "Not", "Or", "Raw"),
+            "turnkit.batteries.vector.filters._declared": ("FieldType",),
+            "turnkit.batteries.vector.filters._core": (
+                "MAX_IN_VALUES",
+                "MONGO_OPERATORS",
+                "and_",
+                "condition",
+                "evaluate",
+                "filter_to_dict",
+                "not_",
+                "or_",
+                "parse_mongo",
+                "to_sql",
+                "validate_field",
+            ),
+            "turnkit.batteries.vector.filters._format": ("format_filter_expression",),
+            "turnkit.batteries.vector.filters._text": ("parse_filter_expression",),
+            "turnkit.batteries.vector.filters._where": ("FilterGroup",),
+            "turnkit.batteries.vector.query._builder": ("QueryBuilder",),
+            "turnkit.batteries.vector.query._spec": ("NearId", "NearText", "NearVector", "QuerySpec"),
+            "turnkit.batteries.vector.ranking._abstain": (
+                "GROUNDING_STASH_KEY",
+                "NO_GROUNDED_ANSWER",
+                "abstaining_fetch_stage",
+                "with_min_score",
+            ),
+            "turnkit.batteries.vector.ranking._mmr": ("MmrSpec", "diversify", "mmr_select"),
+            "turnkit.batteries.vector.ranking._rerank": (
+                "DEFAULT_RERANK_WEIGHTS",
+                "EncoderScorer",
+                "LLMJudge",
+                "RelevanceScorer",
+                "RerankedMatch",
+                "RerankOptions",
+                "RerankWeights",
+                "local_scorer",
+                "parse_judge_scores",
+                "rerank",
+                "rerank_search",
+                "rerank_sync",
+            ),
+            "turnkit.batteries.vector.store._create": ("create_vector_store",),
+            "turnkit.batteries.vector.store._fragments": (
+                "commit_fragments",
+                "commit_fragments_sync",
+                "write_fragments",
+                "write_fragments_sync",
+            ),
+            "turnkit.batteries.vector.store._hybrid": (
+                "HybridOption",
+                "HybridSpec",
+                "linear_fuse",
+                "rrf_fuse",
+                "zscore_fuse",
+            ),
+            "turnkit.batteries.vector.store._memory_index": (
+                "CachedCollection",
+                "MemoryCache",
+                "MemoryCacheStats",
+            ),
+            "turnkit.batteries.vector.store._scores": ("Metric", "score_from_distance"),
+            "turnkit.batteries.vector.store._store": (
+                "AutoOptimize",
+                "CollectionInfo",
+                "UpsertResult",
+                "VectorStore",
+            ),
+        },
+    )

@@ -17,8 +17,8 @@ from turnkit._aio import sync_form
 from turnkit.batteries.vector._errors import CollectionNotFoundError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.query._spec import NearText
-from turnkit.batteries.vector.ranking._abstain import check_min_score
 from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankedMatch, RerankOptions, rerank
+from turnkit.batteries.vector.ranking._rerank_options import check_min_score
 from turnkit.batteries.vector.store._hybrid import dense_scores
 
 if TYPE_CHECKING:

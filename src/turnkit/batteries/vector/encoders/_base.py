@@ -173,6 +173,11 @@ class WordLlamaEncoder:
 
     def _load(self) -> Any:
         def build() -> Any:
+            from turnkit.batteries.vector.encoders._wordllama import WordLlamaModel
+
+            lean = WordLlamaModel.load(self.dimension)
+            if lean is not None:
+                return lean
             wordllama = optional_module("wordllama", "The WordLlama encoder", "wordllama")
             # wordllama's default lookup misses the tokenizer it ships
             # (tokenizer/ vs tokenizers/); pointing cache_dir at the

@@ -9,7 +9,6 @@ turn before the model is called, with ``stop_reason == NO_GROUNDED_ANSWER``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ from turnkit._context import TurnContext, invoke
 from turnkit._retrievable import Retrievable
 from turnkit._runner import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER
 from turnkit.batteries.vector._errors import InvalidRankingConfigError
+from turnkit.batteries.vector.ranking._rerank_options import check_min_score
 
 __all__ = [
     "GROUNDING_STASH_KEY",
@@ -28,15 +28,6 @@ __all__ = [
 ]
 
 Middleware = Callable[[TurnContext, Callable[[], Awaitable[None]]], Awaitable[None]]
-
-
-def check_min_score(min_score: Any) -> float:
-    """``min_score`` as a float, or `InvalidRankingConfigError` when it is not a number in [0, 1]."""
-    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
-        raise InvalidRankingConfigError(f"min_score must be a number in [0, 1], got {min_score!r}.")
-    if not 0.0 <= min_score <= 1.0:
-        raise InvalidRankingConfigError(f"min_score must be in [0, 1], got {min_score!r}.")
-    return float(min_score)
 
 
 def _grounded(records: list[Retrievable], min_score: float) -> list[Retrievable]:

@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnkit._messages import ChatMessage
 from turnkit.batteries.vector.ranking._rerank_options import _bad, _int_in, _number
 
 if TYPE_CHECKING:
+    from turnkit._messages import ChatMessage
     from turnkit._models import ChatModel
 
 _JUDGE_SYSTEM = (
@@ -79,6 +79,8 @@ class LLMJudge:
             f"Query: {' '.join(query.split())}\n\nPassages (ids 1 to {len(passages)}):\n{body}\n\n"
             f"Scores for ids 1 to {len(passages)} as one JSON object:"
         )
+        from turnkit._messages import ChatMessage  # pydantic: loaded only when a judge runs
+
         return [ChatMessage(role="system", content=_JUDGE_SYSTEM), ChatMessage(role="user", content=user)]
 
     async def _complete(self, messages: list[ChatMessage]) -> str:

@@ -16,6 +16,15 @@ if TYPE_CHECKING:
 _WEIGHT_KEYS = ("semantic", "vector", "position")
 
 
+def check_min_score(min_score: Any) -> float:
+    """``min_score`` as a float, or `InvalidRankingConfigError` when it is not a number in [0, 1]."""
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
+        raise InvalidRankingConfigError(f"min_score must be a number in [0, 1], got {min_score!r}.")
+    if not 0.0 <= min_score <= 1.0:
+        raise InvalidRankingConfigError(f"min_score must be in [0, 1], got {min_score!r}.")
+    return float(min_score)
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -1,11 +1,15 @@
 """Which vector index ``create_index('auto')`` builds, and the search knobs that keep recall as rows grow.
 
 Pure functions of the row count, so the policy is easy to read, test and
-change. The figures behind them (recall@10 of HNSW-SQ on 256-d vectors with
-lancedb 0.40, see docs/store.md): ``ef=128`` gives 0.976 at 100k rows, 0.957
-at 300k and 0.918 at 1M; ``ef=256`` gives 0.984 at 300k and 0.965 at 1M. The
-``ef`` needed grows roughly like ``rows ** 0.6``; the rule below follows that
-curve with a margin, so recall@10 stays at or above 0.97.
+change. The figures behind them: recall@10 of HNSW-SQ against exact search on
+the benches' clustered 256-d data (``bench/index_recall.py``, lancedb 0.40,
+default build parameters; see docs/performance.md). Re-ranking with exact
+distances (``refine_factor``) recovers what scalar quantization loses, and 2
+gains as much as 5 or 10; ``ef`` then sets recall. With ``refine_factor=2``:
+``ef=1024`` gives 0.976 at 100k rows (768 gives 0.956); at 300k ``ef=1536``
+gives 0.971, 1792 gives 0.977 and 2048 gives 0.987. So ``ef`` is 1024 up to
+100k rows and grows like ``rows ** 0.5`` above (1792 at 300k), which keeps
+recall@10 at or above 0.97 at both measured sizes.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ EXACT_ROWS = 50_000
 _HNSW_GRAPH_ROWS = 1_000_000  # rows per HNSW graph (LanceDB: one graph suits most tables)
 _FLAT_PARTITION_ROWS = 4_096
 _PQ_REFINE = 10
-# HNSW-SQ ranks by 8-bit quantized distances; re-ranking twice the candidates by the full vectors
-# lifted filtered recall@10 from 0.945 to 0.982 at 100k rows for about 1 ms (bench/filters.py data).
+# HNSW-SQ ranks by 8-bit quantized distances: re-rank 2 x (limit + offset) candidates with exact
+# distances (filtered recall@10 at 100k rows went from 0.945 to 0.982 with it, bench/filters.py).
 _HNSW_REFINE = 2
+_HNSW_EF = 1_024  # up to _HNSW_EF_ROWS rows
+_HNSW_EF_ROWS = 100_000
+_HNSW_EF_MAX = 4_096
 
 
 def auto_index(rows: int) -> tuple[str, dict[str, Any]]:
@@ -40,8 +47,10 @@ def auto_index(rows: int) -> tuple[str, dict[str, Any]]:
 
 def default_ef(rows: int, wanted: int) -> int:
     """HNSW candidate list size for ``rows`` indexed rows and ``wanted`` = limit + offset results."""
-    ef = 160 if rows <= 100_000 else 16 * math.ceil(160 * (rows / 100_000) ** 0.6 / 16)
-    return int(min(2_048, max(ef, 2 * wanted, 64)))
+    ef = _HNSW_EF
+    if rows > _HNSW_EF_ROWS:
+        ef = 64 * math.ceil(_HNSW_EF * (rows / _HNSW_EF_ROWS) ** 0.5 / 64)
+    return int(min(_HNSW_EF_MAX, max(ef, _HNSW_REFINE * wanted, 64)))
 
 
 def search_knobs(
@@ -65,8 +74,8 @@ def search_knobs(
     kind = (index_type or "").lower()
     if "hnsw" in kind:
         if ef is None:
-            ef = default_ef(rows, wanted)
-        if refine_factor is None and "sq" in kind:
+            ef = max(default_ef(rows, wanted), (refine_factor or 0) * wanted)
+        if refine_factor is None and ef >= _HNSW_REFINE * wanted:  # LanceDB needs ef >= limit x refine
             refine_factor = _HNSW_REFINE
         if nprobes is None and rows > _HNSW_GRAPH_ROWS:
             nprobes = math.ceil(rows / _HNSW_GRAPH_ROWS)  # every graph
