@@ -130,52 +130,6 @@ __all__ = [
     "validate_trust_tier",
 ]
 
-# Imported on first use (see turnkit._lazy); the TYPE_CHECKING block above lists the same names.
+# Imported on first use (see turnkit._lazy): the TYPE_CHECKING block above is the list.
 if not typing.TYPE_CHECKING:  # type checkers read the imports above instead
-    __getattr__, __dir__ = _lazy_exports(
-        __name__,
-        {
-            "._context": (
-                "DeleteRetrievableCallback",
-                "FetchMessagesCallback",
-                "FetchRetrievablesCallback",
-                "MutateRetrievableCallback",
-                "StoreMessageCallback",
-                "StoreRetrievableCallback",
-                "TurnContext",
-            ),
-            "._messages": ("MESSAGE_ROLES", "ChatMessage", "InMemoryMessageStore", "Message", "MessageRole"),
-            "._models": ("ChatModel", "OpenAIChatModel", "ScriptedModel"),
-            "._prompt": (
-                "CONTEXT_PREAMBLE",
-                "SAFETY_DIRECTIVE",
-                "RenderedPrompt",
-                "TokenCounts",
-                "UntrustedPlacement",
-                "count_prompt_tokens",
-                "render_prompt",
-            ),
-            "._retrievable": (
-                "TRUST_TIERS",
-                "RawRetrievable",
-                "Retrievable",
-                "RetrievableSet",
-                "TrustTier",
-                "trust_rank",
-                "validate_trust_tier",
-            ),
-            "._runner": (
-                "DEFAULT_SYSTEM_PROMPT",
-                "GROUNDING_STASH_KEY",
-                "NO_GROUNDED_ANSWER",
-                "Middleware",
-                "Next",
-                "TurnEvent",
-                "TurnResult",
-                "TurnRunner",
-                "TurnRunnerConfig",
-                "fetch_retrievables_stage",
-            ),
-            "._tokens": ("count_tokens", "get_encoding"),
-        },
-    )
+    __getattr__, __dir__ = _lazy_exports(__name__)

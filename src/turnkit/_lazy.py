@@ -2,34 +2,32 @@
 
 ``turnkit query`` should not pay for pydantic models, the turn runner or the
 agent glue it never touches. A package that uses this keeps its public names
-in an ``if TYPE_CHECKING:`` import block (what type checkers and readers see)
-and the same names in an export table (what runs); a test checks the two
-agree. The first access to a name imports its module and stores the value on
-the package, so later accesses are plain attribute reads.
+in an ``if typing.TYPE_CHECKING:`` block of ``from … import …`` statements:
+type checkers and readers see those imports, and at run time the same block,
+read from the package's source, says which module holds each name. So there
+is one list. The first access to a name imports its module and stores the
+value on the package, so later accesses are plain attribute reads.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 __all__ = ["lazy_exports"]
 
 
-def lazy_exports(
-    package: str, exports: Mapping[str, Sequence[str]]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The module ``__getattr__`` and ``__dir__`` for ``package``.
+def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The module ``__getattr__`` and ``__dir__`` for ``package``, from its TYPE_CHECKING imports.
 
     Args:
-        package: The package's ``__name__``.
-        exports: Relative module name (``"._context"``) to the public names it defines.
+        package: The package's ``__name__``; its ``__init__.py`` is read once, here.
     """
-    if any(isinstance(names, str) for names in exports.values()):
-        raise TypeError("each module's names must be a tuple of strings, not one string")
-    where = {name: module for module, names in exports.items() for name in names}
+    where = _type_checking_imports(sys.modules[package].__file__ or "")
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
@@ -43,3 +41,17 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(where))
 
     return __getattr__, __dir__
+
+
+def _type_checking_imports(path: str) -> dict[str, str]:
+    """Name to module, for each ``from module import name`` under ``if typing.TYPE_CHECKING:``."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    where: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING":
+            for stmt in node.body:
+                if not isinstance(stmt, ast.ImportFrom):
+                    raise TypeError(f"{path}: the TYPE_CHECKING block may hold only 'from … import …'")
+                module = "." * stmt.level + (stmt.module or "")
+                where.update({alias.asname or alias.name: module for alias in stmt.names})
+    return where

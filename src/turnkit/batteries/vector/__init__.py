@@ -138,6 +138,10 @@ if typing.TYPE_CHECKING:
         VectorStore,
     )
 
+# Imported on first use (see turnkit._lazy): the TYPE_CHECKING block above is the list.
+if not typing.TYPE_CHECKING:  # type checkers read the imports above instead
+    __getattr__, __dir__ = _lazy_exports(__name__)
+
 __all__ = [
     "And",
     "AutoOptimize",
@@ -259,111 +263,3 @@ __all__ = [
     "write_fragments_sync",
     "zscore_fuse",
 ]
-
-# Imported on first use (see turnkit._lazy); the TYPE_CHECKING block above lists the same names.
-if not typing.TYPE_CHECKING:  # type checkers read the imports above instead
-    __getattr__, __dir__ = _lazy_exports(
-        __name__,
-        {
-            "turnkit.batteries.vector._callbacks": (
-                "GLUE_METADATA_KEYS",
-                "InvalidRetrievableGlueConfigError",
-                "ReservedMetadataKeyError",
-                "RetrievableCallbacks",
-                "RetrievableSkippedWarning",
-                "VectorRetrievableCallbacks",
-                "VectorRetrievableGlue",
-                "create_vector_retrievable_callbacks",
-            ),
-            "turnkit.batteries.vector._matches": ("VectorMatch", "VectorRecord"),
-            "turnkit.batteries.vector._retrieve": (
-                "Retrieval",
-                "RetrieveOptions",
-                "retrieve",
-                "retrieve_sync",
-            ),
-            "turnkit.batteries.vector.encoders._base": (
-                "EncodeKind",
-                "Encoder",
-                "FunctionEncoder",
-                "HashEncoder",
-                "WordLlamaEncoder",
-                "encode_texts",
-            ),
-            "turnkit.batteries.vector.encoders._minilm": ("MiniLMEncoder",),
-            "turnkit.batteries.vector.encoders._openai": ("OpenAIEmbeddingEncoder",),
-            "turnkit.batteries.vector.encoders._registry": (
-                "ENCODER_SPECS",
-                "encoder_for_recorded",
-                "encoder_from_spec",
-            ),
-            "turnkit.batteries.vector.encoders._sentence_transformers": ("SentenceTransformerEncoder",),
-            "turnkit.batteries.vector.filters._ast": ("And", "Condition", "FilterNode", "Not", "Or", "Raw"),
-            "turnkit.batteries.vector.filters._declared": ("FieldType",),
-            "turnkit.batteries.vector.filters._core": (
-                "MAX_IN_VALUES",
-                "MONGO_OPERATORS",
-                "and_",
-                "condition",
-                "evaluate",
-                "filter_to_dict",
-                "not_",
-                "or_",
-                "parse_mongo",
-                "to_sql",
-                "validate_field",
-            ),
-            "turnkit.batteries.vector.filters._format": ("format_filter_expression",),
-            "turnkit.batteries.vector.filters._text": ("parse_filter_expression",),
-            "turnkit.batteries.vector.filters._where": ("FilterGroup",),
-            "turnkit.batteries.vector.query._builder": ("QueryBuilder",),
-            "turnkit.batteries.vector.query._spec": ("NearId", "NearText", "NearVector", "QuerySpec"),
-            "turnkit.batteries.vector.ranking._abstain": (
-                "GROUNDING_STASH_KEY",
-                "NO_GROUNDED_ANSWER",
-                "abstaining_fetch_stage",
-                "with_min_score",
-            ),
-            "turnkit.batteries.vector.ranking._mmr": ("MmrSpec", "diversify", "mmr_select"),
-            "turnkit.batteries.vector.ranking._rerank": (
-                "DEFAULT_RERANK_WEIGHTS",
-                "EncoderScorer",
-                "LLMJudge",
-                "RelevanceScorer",
-                "RerankedMatch",
-                "RerankOptions",
-                "RerankWeights",
-                "local_scorer",
-                "parse_judge_scores",
-                "rerank",
-                "rerank_search",
-                "rerank_sync",
-            ),
-            "turnkit.batteries.vector.store._create": ("create_vector_store",),
-            "turnkit.batteries.vector.store._fragments": (
-                "commit_fragments",
-                "commit_fragments_sync",
-                "write_fragments",
-                "write_fragments_sync",
-            ),
-            "turnkit.batteries.vector.store._hybrid": (
-                "HybridOption",
-                "HybridSpec",
-                "linear_fuse",
-                "rrf_fuse",
-                "zscore_fuse",
-            ),
-            "turnkit.batteries.vector.store._memory_index": (
-                "CachedCollection",
-                "MemoryCache",
-                "MemoryCacheStats",
-            ),
-            "turnkit.batteries.vector.store._scores": ("Metric", "score_from_distance"),
-            "turnkit.batteries.vector.store._store": (
-                "AutoOptimize",
-                "CollectionInfo",
-                "UpsertResult",
-                "VectorStore",
-            ),
-        },
-    )

@@ -10,24 +10,16 @@ from turnkit.batteries.vector._errors import (
     CollectionExistsError,
     CollectionNotFoundError,
     InvalidQueryError,
-    InvalidVectorStoreConfigError,
 )
 from turnkit.batteries.vector.filters._declared import FieldType
-from turnkit.batteries.vector.store._common import (
-    _FORMAT,
-    CollectionInfo,
-)
-from turnkit.batteries.vector.store._fields import ensure_field_indexes, fill_declared
+from turnkit.batteries.vector.store._common import _FORMAT, CollectionInfo
+from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes, fill_declared
 from turnkit.batteries.vector.store._integrity import remove_duplicates
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
-from turnkit.batteries.vector.store._records import (
-    collection_schema,
-)
-from turnkit.batteries.vector.store._scores import (
-    normalize_metric,
-)
+from turnkit.batteries.vector.store._records import collection_schema
+from turnkit.batteries.vector.store._scores import normalize_metric
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import VectorStore
@@ -111,14 +103,7 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
             await coll.table.checkout_latest()
         current = await store._refresh_fields(coll)
         present = {f.name: f.type for f in await coll.table.schema()}
-        for key, kind in fields.items():
-            if current.get(key, kind) != kind:
-                raise InvalidVectorStoreConfigError(
-                    f"Field {key!r} of collection {name!r} is already a {current[key]} "
-                    f"column; it cannot become {kind}.",
-                    hint="Declare the new type under another metadata key.",
-                    collection=name,
-                )
+        check_same_types(name, current, fields)
         # An unmarked column is what a declaration cut short left (filters never read it):
         # it goes, and the declaration fills the key afresh.
         stale = [k for k in fields if k not in current and k in present]

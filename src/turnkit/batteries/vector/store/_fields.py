@@ -27,6 +27,7 @@ from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
     "FieldIndex",
+    "check_same_types",
     "arrow_type",
     "ensure_field_indexes",
     "declared_arrays",
@@ -110,6 +111,18 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
             )
         out[key] = found
     return out
+
+
+def check_same_types(name: str, current: Mapping[str, FieldType], fields: Mapping[str, FieldType]) -> None:
+    """Refuse to declare a key again with another type than the one it has."""
+    for key, kind in fields.items():
+        if current.get(key, kind) != kind:
+            raise InvalidVectorStoreConfigError(
+                f"Field {key!r} of collection {name!r} is already a {current[key]} column; "
+                f"it cannot become {kind}.",
+                hint="Declare the new type under another metadata key.",
+                collection=name,
+            )
 
 
 def field_schema(fields: Mapping[str, FieldType]) -> list[pa.Field]:
