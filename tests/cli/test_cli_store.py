@@ -238,7 +238,10 @@ def test_optimize_compacts_and_builds_an_index(
     assert code == EXIT_OK
     (result,) = out["results"]
     assert result["before"]["fragments"] > 1 and result["after"]["fragments"] == 1
-    assert result["index_built"] is None and result["after"]["indexes"] == []  # 300 rows < 10,000
+    assert result["index_built"] is None  # 300 rows < 10,000: no vector index yet
+    # Only the scalar indexes of the fields ingest declares (source_uri, kind, ...).
+    assert all(i.split(":")[1] in ("BTree", "Bitmap") for i in result["after"]["indexes"])
+    assert "source_uri_idx:BTree" in result["after"]["indexes"]
 
     code, out, _ = call(capsys, "optimize", *base, "--index-min-rows", "100")
     (result,) = out["results"]
