@@ -147,7 +147,8 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         vs, tk_build, index = load_turnkit(tmp, vectors, groups)
         raw = lancedb.connect(tmp).open_table("peers")
         info = vs("peers").info_sync()
-        index_type = next((i.split(":", 1)[1] for i in info.indexes), None)
+        vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
+        index_type = vector_index[0] if vector_index else None  # not the scalar index on `group`
         nprobes, refine, ef = search_knobs(index_type, info.rows, K, None, None, None)
         where_sql = "`group` = 3"  # raw LanceDB filters the same native column
 
