@@ -28,7 +28,6 @@ from turnkit.batteries.vector.store._lancedb import translate_errors
 __all__ = [
     "FieldIndex",
     "check_same_types",
-    "arrow_type",
     "ensure_field_indexes",
     "declared_arrays",
     "declared_fields",
@@ -142,11 +141,6 @@ def declared_fields(schema: pa.Schema) -> dict[str, FieldType]:
     return out
 
 
-def arrow_type(kind: FieldType) -> pa.DataType:
-    """The Arrow type of a declared field's column."""
-    return _ARROW[kind]
-
-
 async def ensure_field_indexes(table: Any, name: str, fields: Mapping[str, FieldType]) -> None:
     """Give each declared field its scalar index, unless it has one (optimize keeps them current)."""
     if not fields:
@@ -232,8 +226,10 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
     that filters never read. The caller drops such columns first, holding
     the collection's write locks.
     """
+    rows = 0
     async for ids, metas in _id_metadata_batches(table, name):
         declared_arrays(ids, metas, fields)  # pass 1: refuses before any write
+        rows += len(ids)
     scalars = {key: kind for key, kind in fields.items() if kind != "list[str]"}
     lists = {key: kind for key, kind in fields.items() if kind == "list[str]"}
     with translate_errors("declare fields", name):
@@ -243,13 +239,11 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
             )
         if lists:
             await table.add_columns([pa.field(key, _ARROW[kind]) for key, kind in sorted(lists.items())])
-    rows = 0
-    async for ids, metas in _id_metadata_batches(table, name):
-        if lists:
+    if lists:  # pass 2, only for what SQL cannot compute
+        async for ids, metas in _id_metadata_batches(table, name):
             columns = {"id": pa.array(ids, pa.string()), **declared_arrays(ids, metas, lists)}
             with translate_errors("declare fields", name):
                 await table.merge_insert("id").when_matched_update_all().execute(pa.table(columns))
-        rows += len(ids)
     with translate_errors("declare fields", name):  # one commit declares them all
         await table.update_field_metadata(
             *({"path": key, "metadata": {_MARK.decode(): kind}} for key, kind in sorted(fields.items()))
