@@ -6,6 +6,9 @@ import os
 import resource
 import statistics
 import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
@@ -32,3 +35,18 @@ def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
     out = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True)), line]
     out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(out)
+
+
+def alternate(
+    systems: dict[str, Callable[[Any], Any]], queries: Iterable[Any]
+) -> tuple[dict[str, list[float]], dict[str, list[Any]]]:
+    """Run each query through every system, rotating who goes first; seconds and answers per system."""
+    samples: dict[str, list[float]] = {s: [] for s in systems}
+    found: dict[str, list[Any]] = {s: [] for s in systems}
+    names = list(systems)
+    for i, q in enumerate(queries):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            t = time.perf_counter()
+            found[name].append(systems[name](q))
+            samples[name].append(time.perf_counter() - t)
+    return samples, found

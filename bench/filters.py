@@ -26,11 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _common import median_ms, p95_ms, table
+from _common import alternate, median_ms, p95_ms, table
 from peers import Numpy, clustered, recall, tuned_chroma
 
 from turnkit.batteries.vector import condition, create_vector_store, to_sql
-from turnkit.batteries.vector.store._index_policy import search_knobs
+from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 
 K = 10
 GROUPS = 10
@@ -67,18 +67,12 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         print(f"{n:,} rows loaded and indexed in {build:.0f} s: {', '.join(info.indexes)}", flush=True)
         raw = lancedb.connect(tmp).open_table("filters")
         vector_index = next(i.split(":", 1)[1] for i in info.indexes if i.startswith("vector"))
-        nprobes, refine, ef = search_knobs(vector_index, info.rows, K, None, None, None)
+        knobs = search_knobs(vector_index, info.rows, K, None, None, None)
         json_sql = to_sql(condition("metadata.group", "eq", 3))  # no declared fields: the JSON read
 
         def raw_search(q: np.ndarray, where: str) -> list[int]:
             query = raw.search(q).distance_type("cosine").limit(K).select(["id"]).where(where)
-            if nprobes is not None:
-                query = query.nprobes(nprobes)
-            if refine is not None:
-                query = query.refine_factor(refine)
-            if ef is not None:
-                query = query.ef(ef)
-            return [int(r["id"]) for r in query.to_list()]
+            return [int(r["id"]) for r in apply_knobs(query, knobs).to_list()]
 
         base = vs("filters").where("metadata.group", 3).select("id").limit(K)
         systems: dict[str, Callable[[np.ndarray], list[int]]] = {
@@ -92,14 +86,7 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         truth = [npy.search(q, True) for q in queries]
         for fn in systems.values():
             fn(queries[0])  # warm caches
-        samples: dict[str, list[float]] = {s: [] for s in systems}
-        found: dict[str, list[list[int]]] = {s: [] for s in systems}
-        names = list(systems)
-        for i, q in enumerate(queries):
-            for name in names[i % len(names) :] + names[: i % len(names)]:
-                t = time.perf_counter()
-                found[name].append(systems[name](q))
-                samples[name].append(time.perf_counter() - t)
+        samples, found = alternate(systems, queries)
         p50 = {s: median_ms(v) for s, v in samples.items()}
         chroma_name = next((s for s in systems if s.startswith("Chroma")), None)
         for s in systems:

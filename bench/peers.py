@@ -20,16 +20,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import functools
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _common import median_ms, p95_ms, table
+from _common import alternate, median_ms, p95_ms, table
 
 from turnkit.batteries.vector import MemoryCache, create_vector_store
-from turnkit.batteries.vector.store._index_policy import search_knobs
+from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 
 K = 10
 CONCURRENCY = 16
@@ -149,17 +150,11 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         info = vs("peers").info_sync()
         vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
         index_type = vector_index[0] if vector_index else None  # not the scalar index on `group`
-        nprobes, refine, ef = search_knobs(index_type, info.rows, K, None, None, None)
+        knobs = search_knobs(index_type, info.rows, K, None, None, None)
         where_sql = "`group` = 3"  # raw LanceDB filters the same native column
 
         def raw_query(q: np.ndarray, filtered: bool, query: Any) -> Any:
-            query = query.distance_type("cosine").limit(K).select(["id"])
-            if nprobes is not None:
-                query = query.nprobes(nprobes)
-            if refine is not None:
-                query = query.refine_factor(refine)
-            if ef is not None:
-                query = query.ef(ef)
+            query = apply_knobs(query.distance_type("cosine").limit(K).select(["id"]), knobs)
             return query.where(where_sql) if filtered else query
 
         base = vs("peers").select("id").limit(K)  # the spec is built once; each query adds its vector
@@ -184,14 +179,9 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
                 systems["chroma"] = chroma.search
             for fn in systems.values():  # warm caches (turnkit loads its in-memory copy here)
                 fn(queries[0], filtered)
-            samples: dict[str, list[float]] = {s: [] for s in systems}
-            found: dict[str, list[list[int]]] = {s: [] for s in systems}
-            names = list(systems)
-            for i, q in enumerate(queries):
-                for name in names[i % len(names) :] + names[: i % len(names)]:
-                    t = time.perf_counter()
-                    found[name].append(systems[name](q, filtered))
-                    samples[name].append(time.perf_counter() - t)
+            samples, found = alternate(
+                {s: functools.partial(fn, filtered=filtered) for s, fn in systems.items()}, queries
+            )
             qps = throughput(bases[filtered], tmp, raw_query, chroma, queries, filtered)
             builds = {"numpy": npy.build, "turnkit": tk_build, "lancedb": tk_build}
             if chroma is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["EXACT_ROWS", "auto_index", "default_ef", "search_knobs"]
+__all__ = ["EXACT_ROWS", "apply_knobs", "auto_index", "default_ef", "search_knobs"]
 
 EXACT_ROWS = 50_000
 """Up to this many rows ``'auto'`` builds an exact index (IVF-flat probing every partition)."""
@@ -85,6 +85,18 @@ def search_knobs(
     elif "flat" in kind and nprobes is None and 0 < rows <= EXACT_ROWS:
         nprobes = _flat_partitions(rows)  # exhaustive: exact results
     return nprobes, refine_factor, ef
+
+
+def apply_knobs(query: Any, knobs: tuple[int | None, int | None, int | None]) -> Any:
+    """``query`` (a LanceDB vector query) with the ``(nprobes, refine_factor, ef)`` of `search_knobs` set."""
+    nprobes, refine, ef = knobs
+    if nprobes is not None:
+        query = query.nprobes(nprobes)
+    if refine is not None:
+        query = query.refine_factor(refine)
+    if ef is not None:
+        query = query.ef(ef)
+    return query
 
 
 def _flat_partitions(rows: int) -> int:

@@ -22,7 +22,7 @@ from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
 from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw
-from turnkit.batteries.vector.store._index_policy import search_knobs
+from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
 )
@@ -157,21 +157,9 @@ def search_now(store: VectorStore, spec: QuerySpec, max_work: int | None = None)
 
 def knobs(store: VectorStore, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
     # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
-    nprobes, refine, ef = search_knobs(
-        coll.index_type,
-        coll.index_rows,
-        spec.limit + spec.offset,
-        spec.nprobes,
-        spec.refine_factor,
-        spec.ef,
-    )
-    if nprobes is not None:
-        query = query.nprobes(nprobes)
-    if refine is not None:
-        query = query.refine_factor(refine)
-    if ef is not None:
-        query = query.ef(ef)
-    return query
+    wanted = spec.limit + spec.offset
+    chosen = search_knobs(coll.index_type, coll.index_rows, wanted, spec.nprobes, spec.refine_factor, spec.ef)
+    return apply_knobs(query, chosen)
 
 
 async def vector_of(store: VectorStore, coll: _Collection, record_id: str) -> np.ndarray[Any, Any]:
