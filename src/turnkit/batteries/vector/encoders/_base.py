@@ -105,7 +105,12 @@ class HashEncoder:
 
 
 def _windows(text: str, size: int) -> list[str]:
-    """``text`` cut into pieces of at most ``size`` characters, at whitespace where there is some."""
+    """``text`` cut into pieces of at most ``size`` characters, at whitespace where there is some.
+
+    A space at a cut is dropped: the tokenizer marks a word's leading space
+    itself, so a window starting with " 000" would read as two spaces, not as
+    the "▁000" the whole text holds.
+    """
     out: list[str] = []
     start = 0
     while start < len(text):
@@ -116,7 +121,7 @@ def _windows(text: str, size: int) -> list[str]:
             if cut > start:
                 end = cut
         out.append(text[start:end])
-        start = end
+        start = end + 1 if end < len(text) and text[end] == " " else end
     return out
 
 
