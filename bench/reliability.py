@@ -149,14 +149,18 @@ def guard_race(tmp: str, rounds: int) -> Result:
             pool.submit(guarded_writer, uri, "c", tenant, rounds, ids) for tenant in ("acme", "globex")
         ]
         errors = sum(f.result() for f in futures)
-    from turnkit.batteries.vector import create_vector_store
+    from turnkit.batteries.vector import condition, create_vector_store
 
-    rows = (
-        create_vector_store(uri, auto_optimize=None)("c").select("id", "metadata").limit(10_000).search_sync()
-    )
-    tenants = {m.metadata["tenant"] for m in rows}
-    ok = len(rows) == len(ids) and len(tenants) == 1 and errors == 0
-    return ok, f"rows={len(rows)} owners={sorted(tenants)} errors={errors}"
+    store = create_vector_store(uri, auto_optimize=None)
+    # Each tenant holds its own record under every id, and sees only its own.
+    seen = {
+        t: store("c").where(condition("metadata.tenant", "eq", t)).get_sync(ids) for t in ("acme", "globex")
+    }
+    foreign = sum(1 for t, ms in seen.items() for m in ms if (m.metadata or {}).get("tenant") != t)
+    rows = len(table_ids(uri, None, "c"))
+    ok = rows == 2 * len(ids) and all(len(ms) == len(ids) for ms in seen.values()) and foreign == errors == 0
+    per_tenant = [len(ms) for ms in seen.values()]
+    return ok, f"rows={rows} per_tenant={per_tenant} cross_tenant={foreign} errors={errors}"
 
 
 def big_inputs(tmp: str, rounds: int) -> Result:

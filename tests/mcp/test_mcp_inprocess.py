@@ -7,7 +7,7 @@ import pytest
 from mcp import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 
-from turnkit.batteries.vector import HashEncoder, create_vector_store
+from turnkit.batteries.vector import HashEncoder, condition, create_vector_store
 from turnkit.mcp import (
     READ_ONLY_ANNOTATIONS,
     WRITE_ANNOTATIONS,
@@ -209,16 +209,20 @@ async def test_writes_respect_the_guard(mem_store):
             "store_documents", {"records": [{"id": "x", "text": "y", "metadata": {"tenant": "globex"}}]}
         )
         assert outside.is_error
-        before = mem_store("kb").get_sync(["globex-refund"])
+        globex = condition("metadata.tenant", "eq", "globex")
+        before = mem_store("kb").where(globex).get_sync(["globex-refund"])
         overwrite = await client.call_tool(
             "store_documents",
             {"records": [{"id": "globex-refund", "text": "mine now", "metadata": {"tenant": "acme"}}]},
         )
-        # Answered like any insert (no tenant learns another's ids), and the other tenant's row is untouched.
+        # Stored in acme's scope like any insert (no tenant learns another's ids); globex's row is untouched.
         assert overwrite.structured_content == {"inserted": 1, "updated": 0}
-        assert mem_store("kb").get_sync(["globex-refund"]) == before
+        assert mem_store("kb").where(globex).get_sync(["globex-refund"]) == before
+        mine = await client.call_tool("vector_query", {"query_text": "mine now", "top_k": 5})
+        assert "mine now" in str(mine.structured_content)
         deleted = await client.call_tool("delete_documents", {"ids": ["globex-refund", "acme-ship"]})
-        assert deleted.structured_content == {"deleted": 1}
+        assert deleted.structured_content == {"deleted": 2}  # acme's own globex-refund, and acme-ship
+    assert mem_store("kb").where(globex).get_sync(["globex-refund"]) == before
     assert {m.id for m in mem_store("kb").select("id").search_sync()} == {"acme-refund", "globex-refund"}
 
 

@@ -155,20 +155,24 @@ def test_guarded_writers_in_two_processes_never_touch_each_others_rows(tmp_path:
     errors = _run(guarded_writer, [(uri, "g", "A", 15, ids), (uri, "g", "B", 15, ids)])
     assert errors == [0, 0]
     store = create_vector_store(uri, auto_optimize=None)
-    rows = store("g").limit(100).select("id", "metadata").search_sync()
-    # Each id is held once, by whichever tenant wrote it first, and was never taken over.
-    assert sorted(m.id for m in rows) == ids
-    assert sorted(table_ids(uri, None, "g")) == ids
-    owners = {m.id: (m.metadata or {}).get("tenant") for m in rows}
-    for tenant in ("A", "B"):
+    # Each tenant holds its own record under every id: one row per tenant and id, none taken over.
+    assert sorted(table_ids(uri, None, "g")) == sorted(ids * 2)
+    guards = {t: condition("metadata.tenant", "eq", t) for t in ("A", "B")}
+    for tenant, guard in guards.items():
+        mine = store("g").where(guard).limit(100).select("id", "metadata").search_sync()
+        assert sorted(m.id for m in mine) == ids
+        assert {(m.metadata or {}).get("tenant") for m in mine} == {tenant}
         again = store("g").upsert_sync(
-            [{"id": i, "vector": [1.0] * DIM, "metadata": {"tenant": tenant, "v": 2}} for i in ids],
-            guard=condition("metadata.tenant", "eq", tenant),
+            [{"id": i, "vector": [1.0] * DIM, "metadata": {"tenant": tenant, "v": tenant}} for i in ids],
+            guard=guard,
         )
-        assert again.written == len(ids)  # the same answer whoever holds the ids
-    after = {m.id: (m.metadata or {}) for m in store("g").limit(100).select("id", "metadata").search_sync()}
-    assert {i: m.get("tenant") for i, m in after.items()} == owners
-    assert all(m.get("v") == 2 for m in after.values())
+        assert (again.inserted, again.updated) == (0, len(ids))  # its own rows, found again
+    for tenant, guard in guards.items():
+        back = store("g").where(guard).get_sync(ids)
+        assert [m.id for m in back] == ids
+        assert all(m.metadata == {"tenant": tenant, "v": tenant} for m in back)
+    assert store.repair_sync("g") == 0  # two tenants' records under one id are not duplicates
+    assert sorted(table_ids(uri, None, "g")) == sorted(ids * 2)
 
 
 def test_a_record_outside_the_guard_is_refused(tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ async def retrieve(query: QueryBuilder, options: RetrieveOptions | None = None) 
     thresholded = opts.min_score is not None or opts.max_distance is not None
     if found and spec.hybrid is not None and text and thresholded:
         # A fused score only ranks (an off-topic query still tops out near 1): gauge the dense similarity.
-        similar = await dense_scores(query.store, spec.collection, text, found)
+        similar = await dense_scores(query.store, spec.collection, text, found, spec.filter)
         gauged = [dc_replace(m, score=s) for m, s in zip(found, similar, strict=True)]
     matches = [m for m, g in zip(found, gauged, strict=True) if _passes(g, opts)]
     reranked, ranked = 0, list[RerankedMatch]()
@@ -140,7 +140,6 @@ async def retrieve(query: QueryBuilder, options: RetrieveOptions | None = None) 
 retrieve_sync = sync_form(retrieve)
 
 
-
 def _passes(match: VectorMatch, opts: RetrieveOptions) -> bool:
     if opts.min_score is not None:
         if match.score is None:
@@ -153,4 +152,3 @@ def _passes(match: VectorMatch, opts: RetrieveOptions) -> bool:
         if match.distance > opts.max_distance or (opts.strict and match.distance == opts.max_distance):
             return False
     return True
-

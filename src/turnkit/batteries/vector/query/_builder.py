@@ -367,10 +367,12 @@ class QueryBuilder(Filterable):
 
         Args:
             records: The records.
-            guard: A tenant's write guard. Every record must match it, only
-                rows it matches are updated, and a record whose id a row
-                outside it holds is left out but counted as inserted, so the
-                writer cannot learn that the id is taken.
+            guard: A tenant's write guard. Every record must match it, and
+                ids are scoped by the guard: a record updates the row the
+                guard sees under its id, else it is inserted in the guard's
+                scope, even when another tenant holds the same id. Rows
+                outside the guard are never read or changed, so the writer
+                cannot learn whether an id is taken.
         """
         return await self._store._upsert(self._spec.collection, records, guard=guard)
 

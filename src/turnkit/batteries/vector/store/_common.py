@@ -14,6 +14,8 @@ __all__ = ["CollectionInfo", "UpsertResult", "log"]
 log = logging.getLogger("turnkit.vector")
 
 _COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
+# A record's identity once guarded writes reach a collection (see _guarded.py); never selected.
+_KEY = "_key"
 _FORMAT = 1  # the layout version recorded in each collection's metadata
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from turnkit.batteries.vector._errors import InvalidVectorRecordError, InvalidVectorStoreConfigError
 from turnkit.batteries.vector.filters._declared import FIELD_TYPES, FieldType, fits
-from turnkit.batteries.vector.store._common import _COLUMNS
+from turnkit.batteries.vector.store._common import _COLUMNS, _KEY
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
@@ -227,7 +227,7 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
     the collection's write locks.
     """
     rows = 0
-    async for ids, metas in _id_metadata_batches(table, name):
+    async for ids, metas, _ in _id_metadata_batches(table, name, "id"):
         declared_arrays(ids, metas, fields)  # pass 1: refuses before any write
         rows += len(ids)
     scalars = {key: kind for key, kind in fields.items() if kind != "list[str]"}
@@ -240,10 +240,11 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
         if lists:
             await table.add_columns([pa.field(key, _ARROW[kind]) for key, kind in sorted(lists.items())])
     if lists:  # pass 2, only for what SQL cannot compute
-        async for ids, metas in _id_metadata_batches(table, name):
-            columns = {"id": pa.array(ids, pa.string()), **declared_arrays(ids, metas, lists)}
+        key = _KEY if _KEY in (await table.schema()).names else "id"  # one id in two guard scopes: two rows
+        async for ids, metas, keys in _id_metadata_batches(table, name, key):
+            columns = {key: keys, **declared_arrays(ids, metas, lists)}
             with translate_errors("declare fields", name):
-                await table.merge_insert("id").when_matched_update_all().execute(pa.table(columns))
+                await table.merge_insert(key).when_matched_update_all().execute(pa.table(columns))
     with translate_errors("declare fields", name):  # one commit declares them all
         await table.update_field_metadata(
             *({"path": key, "metadata": {_MARK.decode(): kind}} for key, kind in sorted(fields.items()))
@@ -252,12 +253,13 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
 
 
 async def _id_metadata_batches(
-    table: Any, name: str
-) -> AsyncIterator[tuple[list[str], list[Mapping[str, Any] | None]]]:
+    table: Any, name: str, key: str
+) -> AsyncIterator[tuple[list[str], list[Mapping[str, Any] | None], pa.Array]]:
+    columns = list(dict.fromkeys(["id", "metadata", key]))
     with translate_errors("declare fields", name):
-        reader = await table.query().select(["id", "metadata"]).to_batches(max_batch_length=_FILL_BATCH)
+        reader = await table.query().select(columns).to_batches(max_batch_length=_FILL_BATCH)
         async for batch in reader:
             metas = [
                 None if raw is None else orjson.loads(raw) for raw in batch.column("metadata").to_pylist()
             ]
-            yield batch.column("id").to_pylist(), metas
+            yield batch.column("id").to_pylist(), metas, batch.column(key)

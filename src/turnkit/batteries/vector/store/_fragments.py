@@ -23,6 +23,7 @@ from turnkit.batteries.vector._errors import (
     UpsertFailedError,
 )
 from turnkit.batteries.vector.store._fields import with_declared
+from turnkit.batteries.vector.store._guarded import KEY, with_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._records import collection_schema, prepare_records
@@ -73,6 +74,8 @@ async def write_fragments(
     fields = await on_loop(store._refresh_fields(coll))
     data = batch.to_arrow(array, collection_schema(coll.dimension, {}), datetime.now(UTC))
     data = with_declared(data, batch.ids, batch.metadata, fields)
+    if coll.keyed:  # appended records are keyed by their ids, as an unguarded upsert keys them
+        data = with_keys(data)
     schema = data.schema
 
     async def write() -> list[str]:
@@ -110,13 +113,14 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
                 await coll.table.checkout_latest()
                 version = await coll.table.version()
                 fields = await store._refresh_fields(coll)
+                columns = [*fields, *([KEY] if coll.keyed else [])]
                 dataset = None
-                if fields:
+                if columns:
                     dataset = await asyncio.to_thread(
                         lance.dataset, uri, version=version, storage_options=store.storage_options or None
                     )
             if dataset is not None:
-                _check_declared_columns(collection, dataset, fields, fragments)
+                _check_declared_columns(collection, dataset, columns, fragments)
             with translate_errors("upsert", collection):
                 await asyncio.to_thread(
                     lance.LanceDataset.commit,
@@ -133,19 +137,20 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
 
 
 def _check_declared_columns(
-    collection: str, dataset: Any, fields: Mapping[str, Any], fragments: Sequence[str]
+    collection: str, dataset: Any, columns: Sequence[str], fragments: Sequence[str]
 ) -> None:
-    # integrity: a fragment written before a field was declared has no data for its column, so
-    # Lance would read NULL there while the JSON holds the value: filters on it would miss the row.
-    ids = {dataset.lance_schema.field(key).id(): key for key in fields}
+    # integrity: a fragment written before a field was declared (or the key column added) has no
+    # data for its column, so Lance would read NULL there: filters on it would miss the row.
+    ids = {dataset.lance_schema.field(key).id(): key for key in columns}
     missing: set[str] = set()
     for text in fragments:
         present = {fid for data_file in json.loads(text)["files"] for fid in data_file["fields"]}
         missing.update(key for fid, key in ids.items() if fid not in present)
     if missing:
         raise UpsertFailedError(
-            f"Collection {collection!r} declared {', '.join(sorted(missing))} after these fragments were "
-            "written, so they lack those columns; nothing was committed.",
+            f"Collection {collection!r} gained the columns {', '.join(sorted(missing))} (declared fields, or "
+            "the key of guarded writes) after these fragments were written, so they lack them; nothing "
+            "was committed.",
             hint="Write the records again with write_fragments, then commit the new fragments.",
             collection=collection,
         )

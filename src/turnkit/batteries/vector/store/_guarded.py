@@ -1,26 +1,44 @@
-"""Guarded writes: a writer behind a guard touches only rows the guard matches.
+"""Guarded writes: each write guard stores its records under its own ids.
 
-The check and the commit run under the collection's write locks (one writer
-per collection in a process, and across processes on a local disk), so no
-other turnkit writer can slip a row in between. A record whose id is held by
-a row outside the guard is left out and reported like any other write: the
-writer cannot tell whether some other tenant holds that id.
+A record's identity is its key (the hidden ``_key`` column, once a collection
+has one): the id for a record written without a guard, the guard's scope and
+the id for one a guarded write inserted. So a tenant behind a guard stores
+``"r1"`` and reads it back whether or not another tenant holds ``"r1"``: a
+write tells it nothing about other tenants' ids, and never touches their rows.
+A guarded write updates the record its guard can see under that id (its own
+scope's first, else the newest row inside the guard), and inserts one in its
+scope otherwise. A collection gets the column from the first guarded write
+that reaches it (``_key`` = ``id`` for the rows already there).
+
+The key lookup and the commit run under the collection's write locks (one
+writer per collection in a process, and across processes on a local disk).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Any, Final
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from turnkit.batteries.vector._errors import InvalidVectorRecordError
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, evaluate, to_sql
+from turnkit.batteries.vector.store._common import _KEY
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
-__all__ = ["check_inside_guard", "drop_outside_guard"]
+__all__ = ["KEY", "add_key_column", "check_inside_guard", "guarded_keys", "scope_of", "with_keys"]
+
+KEY: Final = _KEY
+# Scoped keys are "<16 hex digits of the guard's hash>\x1f<id>": a tenant's keys all carry its
+# own fixed-length prefix, so no id it picks can spell another scope's key.
+_SEP: Final = "\x1f"
+
+
+def scope_of(guard: FilterNode) -> str:
+    """The id scope of a guard: the same guard (the same filter tree) in any process gives the same scope."""
+    return hashlib.sha256(repr(guard).encode()).hexdigest()[:16]
 
 
 def check_inside_guard(batch: Any, guard: FilterNode) -> None:
@@ -41,20 +59,45 @@ def check_inside_guard(batch: Any, guard: FilterNode) -> None:
             )
 
 
-async def drop_outside_guard(table: Any, name: str, data: pa.Table, guard_sql: str) -> tuple[pa.Table, int]:
-    """``data`` without records whose id a row outside the guard holds, and how many went.
+async def add_key_column(table: Any, name: str) -> None:
+    """Give a collection its key column, equal to ``id`` for every row (computed: no row is rewritten)."""
+    with translate_errors("upsert", name):
+        await table.add_columns({KEY: "id"})
 
-    Call it holding the collection's write locks, on the latest version.
+
+def with_keys(data: pa.Table, keys: pa.Array | None = None) -> pa.Table:
+    """``data`` with its key column: ``keys``, or the ids (a write without a guard)."""
+    return data.append_column(pa.field(KEY, pa.string()), data["id"] if keys is None else keys)
+
+
+async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode, guard_sql: str) -> pa.Array:
+    """The key each id of a guarded write lands on.
+
+    Call it holding the collection's write locks, on the latest version of a
+    collection that has the key column. Rows outside the guard are never
+    read, so the answer cannot depend on them.
     """
-    ids = data["id"].to_pylist()
-    taken: set[str] = set()
+    scope = scope_of(guard)
+    own = {f"{scope}{_SEP}{rid}": rid for rid in ids}
+    chosen: dict[str, tuple[bool, Any, str]] = {}
     for start in range(0, len(ids), MAX_IN_VALUES):
         chunk = ids[start : start + MAX_IN_VALUES]
-        where = f"({to_sql(condition('id', 'in', chunk))}) AND NOT ({guard_sql})"
+        where = f"({to_sql(condition('id', 'in', chunk))}) AND ({guard_sql})"
         with translate_errors("upsert", name):
-            rows = await table.query().where(where).select(["id"]).to_list()
-        taken.update(row["id"] for row in rows)
-    if not taken:
-        return data, 0
-    keep = pc.invert(pc.is_in(data["id"], value_set=pa.array(sorted(taken), pa.string())))
-    return data.filter(keep), len(taken)
+            rows = await table.query().where(where).select(["id", KEY, "updated_at"]).to_list()
+        for row in rows:
+            key = row[KEY] if row[KEY] is not None else row["id"]
+            # Its own scope's row first, else the newest row the guard sees.
+            rank = (key in own, row["updated_at"], key)
+            best = chosen.get(row["id"])
+            if best is None or _before(best, rank):
+                chosen[row["id"]] = rank
+    return pa.array([chosen[rid][2] if rid in chosen else f"{scope}{_SEP}{rid}" for rid in ids], pa.string())
+
+
+def _before(a: tuple[bool, Any, str], b: tuple[bool, Any, str]) -> bool:
+    if a[0] != b[0]:
+        return b[0]
+    if a[1] is None or b[1] is None:
+        return a[1] is None and b[1] is not None
+    return bool(b[1] > a[1])

@@ -49,6 +49,7 @@ class _Collection:
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
     fts_positions: bool = False  # ... and it records positions (phrase queries work)
     fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
+    keyed: bool = False  # records are keyed by `_key` (a guarded write reached it), not `id`
 
     @property
     def lock(self) -> asyncio.Lock:

@@ -26,6 +26,7 @@ from turnkit.batteries.vector.ranking._rerank import min_max_scaled
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
+    from turnkit.batteries.vector.filters._ast import FilterNode
     from turnkit.batteries.vector.query._spec import QuerySpec
     from turnkit.batteries.vector.store._handles import _Collection
     from turnkit.batteries.vector.store._store import VectorStore
@@ -247,7 +248,7 @@ async def _query_vector(
     if isinstance(near, NearVector):
         return np.asarray(near.vector, dtype=np.float32)
     if isinstance(near, NearId):
-        return await store._vector_of(coll, near.id)
+        return await store._vector_of(coll, near.id, spec.filter)
     if isinstance(near, NearText):
         return await store._encode_query(coll.name, near.text)
     return None
@@ -269,13 +270,19 @@ def _similarities(metric: str, query: np.ndarray[Any, Any], vectors: np.ndarray[
     return [score_from_distance(metric, float(d)) for d in distances]  # type: ignore[arg-type]
 
 
-async def _dense_scores(coll: _Collection, matches: Sequence[VectorMatch], query: Any) -> list[float | None]:
+async def _dense_scores(
+    coll: _Collection, matches: Sequence[VectorMatch], query: Any, where: FilterNode | None
+) -> list[float | None]:
     """Each match's dense similarity: from its distance, else computed from its stored vector.
 
     ``query`` is an async callable returning the query vector; it is only
     awaited when a match lacks a distance (the full-text leg alone found it).
+    Stored vectors are read inside ``where`` (the search's filter, a guard
+    included): another scope can hold a record under the same id.
     """
+    from turnkit.batteries.vector.filters._ast import And
     from turnkit.batteries.vector.filters._core import condition, to_sql
+    from turnkit.batteries.vector.store._common import _contains_raw
     from turnkit.batteries.vector.store._lancedb import translate_errors
     from turnkit.batteries.vector.store._scores import score_from_distance
 
@@ -288,10 +295,14 @@ async def _dense_scores(coll: _Collection, matches: Sequence[VectorMatch], query
     vector = await query()
     if vector is None:
         return out
-    sql = to_sql(condition("id", "in", missing))
-    with translate_errors("search", coll.name):
-        rows = await coll.table.query().where(sql).select(["id", "vector"]).limit(len(missing)).to_list()
-    found = {row["id"]: row["vector"] for row in rows if row.get("vector") is not None}
+    node: FilterNode = condition("id", "in", missing)
+    sql = to_sql(node if where is None else And((node, where)), coll.fields)
+    with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
+        rows = await coll.table.query().where(sql).select(["id", "vector", "updated_at"]).to_list()
+    found: dict[str, Any] = {}
+    for row in sorted(rows, key=lambda r: (r["updated_at"] is not None, r["updated_at"] or 0)):
+        if row.get("vector") is not None:
+            found[row["id"]] = row["vector"]  # the newest copy of an id wins, as reads keep it
     known = [doc for doc in missing if doc in found]
     if known:
         similar = _similarities(coll.metric, vector, np.asarray([found[d] for d in known]))
@@ -301,13 +312,18 @@ async def _dense_scores(coll: _Collection, matches: Sequence[VectorMatch], query
 
 
 async def dense_scores(
-    store: VectorStore, collection: str, text: str, matches: Sequence[VectorMatch]
+    store: VectorStore,
+    collection: str,
+    text: str,
+    matches: Sequence[VectorMatch],
+    where: FilterNode | None = None,
 ) -> list[float | None]:
     """The dense similarity of each match of a hybrid search for ``text``, in [0, 1].
 
     It is the score the match would have in a plain vector search: computed
     from its ``distance`` when the dense leg returned it, else from its stored
-    vector and the encoded ``text``. ``None`` for a match no longer stored.
+    vector (read inside ``where``, the search's filter) and the encoded
+    ``text``. ``None`` for a match no longer stored.
     This, not the fused score, is what ``min_score`` is compared with when
     hybrid search is on.
     """
@@ -319,7 +335,7 @@ async def dense_scores(
         async def query() -> np.ndarray[Any, Any]:
             return await store._encode_query(collection, text)
 
-        return await _dense_scores(coll, matches, query)
+        return await _dense_scores(coll, matches, query, where)
 
     return await on_loop(run())
 
@@ -424,6 +440,6 @@ async def hybrid_search(
         async def query() -> np.ndarray[Any, Any] | None:
             return await _query_vector(store, coll, spec, vector)
 
-        similar = await _dense_scores(coll, out, query)
+        similar = await _dense_scores(coll, out, query, spec.filter)
         out = [m for m, s in zip(out, similar, strict=True) if s is not None and s >= threshold]
     return out[spec.offset : spec.offset + spec.limit]

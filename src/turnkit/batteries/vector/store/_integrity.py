@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from turnkit.batteries.vector._errors import CollectionCorruptError
-from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
+from turnkit.batteries.vector.filters._sql import _sql_string
+from turnkit.batteries.vector.store._guarded import KEY
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
@@ -67,31 +68,32 @@ def dedupe_matches(matches: Sequence[M]) -> list[M]:
     return [matches[i] for i in sorted(best.values())]
 
 
-def _older_copies(rows: pa.Table) -> tuple[list[FilterNode], list[int]]:
-    """What to delete so each repeated id keeps its newest copy.
+def _older_copies(rows: pa.Table, key: str) -> tuple[list[str], list[int]]:
+    """What to delete (SQL predicates, row ids) so each repeated key keeps its newest copy.
 
-    Copies older than their id's newest ``updated_at`` go by value (``id`` and
-    ``updated_at``), which stays right whatever else commits meanwhile; exact
-    ties fall back to row ids (the highest is kept), which a concurrent
+    Copies older than their key's newest ``updated_at`` go by value (the key
+    and ``updated_at``), which stays right whatever else commits meanwhile;
+    exact ties fall back to row ids (the highest is kept), which a concurrent
     compaction could move, so they are the rare exception.
     """
-    counts = rows.group_by("id").aggregate([("id", "count")])
-    repeated = counts.filter(pc.greater(counts["id_count"], 1))["id"]
+    counts = rows.group_by(key).aggregate([(key, "count")])
+    repeated = counts.filter(pc.greater(counts[f"{key}_count"], 1))[key]
     if len(repeated) == 0:
         return [], []
-    dup = rows.filter(pc.is_in(rows["id"], value_set=repeated))
-    dup = dup.sort_by([("id", "ascending"), ("updated_at", "descending"), ("_rowid", "descending")])
-    older: list[FilterNode] = []
+    dup = rows.filter(pc.is_in(rows[key], value_set=repeated))
+    dup = dup.sort_by([(key, "ascending"), ("updated_at", "descending"), ("_rowid", "descending")])
+    older: list[str] = []
     ties: list[int] = []
     newest: Any = None
     previous = None
     for rid, stamp, rowid in zip(
-        dup["id"].to_pylist(), dup["updated_at"].to_pylist(), dup["_rowid"].to_pylist(), strict=True
+        dup[key].to_pylist(), dup["updated_at"].to_pylist(), dup["_rowid"].to_pylist(), strict=True
     ):
         if rid != previous:
             previous, newest = rid, stamp
             if newest is not None:
-                older.append(And((condition("id", "eq", rid), condition("updated_at", "lt", newest))))
+                stale = to_sql(condition("updated_at", "lt", newest))
+                older.append(f"({key} = {_sql_string(rid)} AND {stale})")
             continue
         if stamp == newest or newest is None:
             ties.append(int(rowid))
@@ -99,29 +101,34 @@ def _older_copies(rows: pa.Table) -> tuple[list[FilterNode], list[int]]:
 
 
 async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = None) -> int:
-    """Delete the older copies of every id held more than once; returns how many rows went.
+    """Delete the older copies of every record held more than once; returns how many rows went.
 
-    With ``ids``, only those ids are checked (the heal after a write on object
-    storage); without, every row's ``id`` and ``updated_at`` are read
-    (maintenance, not the query path).
+    A record is an id, or on a collection that guarded writes reached, a key
+    (one id in two guards' scopes is two records). With ``ids``, only those
+    ids are checked (the heal after a write on object storage); without,
+    every row's key and ``updated_at`` are read (maintenance, not the query
+    path).
     """
+    with translate_errors("repair", name):
+        key = KEY if KEY in (await table.schema()).names else "id"
+    columns = list(dict.fromkeys(["id", key, "updated_at"]))
     if ids is None:
         with translate_errors("repair", name):
-            rows = await table.query().with_row_id().select(["id", "updated_at"]).to_arrow()
+            rows = await table.query().with_row_id().select(columns).to_arrow()
     else:
         parts = []
         for start in range(0, len(ids), MAX_IN_VALUES):
             where = to_sql(condition("id", "in", list(ids[start : start + MAX_IN_VALUES])))
             with translate_errors("repair", name):
-                parts.append(
-                    await table.query().where(where).with_row_id().select(["id", "updated_at"]).to_arrow()
-                )
+                parts.append(await table.query().where(where).with_row_id().select(columns).to_arrow())
         rows = pa.concat_tables(parts)
-    older, ties = _older_copies(rows)
+    if key != "id":  # a row from before the column (another writer's older version) is keyed by its id
+        rows = rows.set_column(rows.schema.get_field_index(key), key, pc.coalesce(rows[key], rows["id"]))
+    older, ties = _older_copies(rows, key)
     removed = 0
     for start in range(0, len(older), _DELETE_CHUNK):
         with translate_errors("repair", name):
-            result = await table.delete(to_sql(Or(tuple(older[start : start + _DELETE_CHUNK]))))
+            result = await table.delete(" OR ".join(older[start : start + _DELETE_CHUNK]))
         removed += int(getattr(result, "num_deleted_rows", 0) or 0)
     for start in range(0, len(ties), _DELETE_CHUNK):
         chunk = ties[start : start + _DELETE_CHUNK]

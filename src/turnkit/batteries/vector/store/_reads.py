@@ -16,7 +16,7 @@ from turnkit.batteries.vector._errors import (
     RecordNotFoundError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
-from turnkit.batteries.vector.filters._ast import And, FilterNode
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
@@ -59,7 +59,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
     raw = _contains_raw(spec.filter)
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     if isinstance(spec.near, NearId):
-        vector = await store._vector_of(coll, spec.near.id)
+        vector = await store._vector_of(coll, spec.near.id, spec.filter)
     elif isinstance(spec.near, NearVector):
         vector = np.asarray(spec.near.vector, dtype=np.float32)
     if vector is not None:
@@ -162,17 +162,40 @@ def knobs(store: VectorStore, query: Any, coll: _Collection, spec: QuerySpec) ->
     return apply_knobs(query, chosen)
 
 
-async def vector_of(store: VectorStore, coll: _Collection, record_id: str) -> np.ndarray[Any, Any]:
-    sql = to_sql(condition("id", "eq", record_id))
-    with translate_errors("search", coll.name):
-        rows = await coll.table.query().where(sql).select(["vector"]).limit(1).to_list()
+async def vector_of(
+    store: VectorStore, coll: _Collection, record_id: str, where: FilterNode | None = None
+) -> np.ndarray[Any, Any]:
+    # Inside the search's filter (a guard included): another scope may hold the same id.
+    node: FilterNode = condition("id", "eq", record_id)
+    where = None if where is None else _without_id_terms(where)
+    sql = to_sql(node if where is None else And((node, where)), coll.fields)
+    with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
+        rows = await coll.table.query().where(sql).select(["vector", "updated_at"]).to_list()
     if not rows:
         raise RecordNotFoundError(
             f"near_id(): no record {record_id!r} in collection {coll.name!r}.",
             collection=coll.name,
             record_id=record_id,
         )
-    return np.asarray(rows[0]["vector"], dtype=np.float32)
+    newest = max(rows, key=lambda r: (r["updated_at"] is not None, r["updated_at"] or 0))  # as reads keep
+    return np.asarray(newest["vector"], dtype=np.float32)
+
+
+def _without_id_terms(node: FilterNode) -> FilterNode | None:
+    """``node`` without its top-level conditions on ``id`` alone (``near_id(x).where_not("id", x)``)."""
+    parts = node.children if isinstance(node, And) else (node,)
+    kept = tuple(part for part in parts if not _only_id(part))
+    return None if not kept else kept[0] if len(kept) == 1 else And(kept)
+
+
+def _only_id(node: FilterNode) -> bool:
+    if isinstance(node, Condition):
+        return node.field == "id"
+    if isinstance(node, Not):
+        return _only_id(node.child)
+    if isinstance(node, And | Or):
+        return bool(node.children) and all(_only_id(c) for c in node.children)
+    return False
 
 
 async def count(store: VectorStore, spec: QuerySpec) -> int:

@@ -37,6 +37,7 @@ from turnkit.batteries.vector.store._common import (
     UpsertResult,
 )
 from turnkit.batteries.vector.store._fields import declared_fields, ensure_field_indexes, normalize_fields
+from turnkit.batteries.vector.store._guarded import KEY
 from turnkit.batteries.vector.store._handles import (
     _TRACKERS,
     AutoOptimize,
@@ -66,8 +67,6 @@ from turnkit.batteries.vector.store._scores import (
 from turnkit.batteries.vector.store._writes import _encode_for
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore"]
-
-
 
 
 class VectorStore:
@@ -188,7 +187,9 @@ class VectorStore:
     async def _refresh_fields(self, coll: _Collection) -> dict[str, FieldType]:
         # A stale set only slows filters (they read the JSON); writes call this on the version they land on.
         with translate_errors("open", coll.name):
-            coll.fields = declared_fields(await coll.table.schema())
+            schema = await coll.table.schema()
+        coll.fields = declared_fields(schema)
+        coll.keyed = KEY in schema.names
         return coll.fields
 
     def _encoder_name_for(self, dimension: int) -> str | None:
@@ -234,6 +235,7 @@ class VectorStore:
             encoder=meta.get("encoder"),
             tracker=self._tracker(name),
             fields=declared_fields(schema),
+            keyed=KEY in schema.names,
         )
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
@@ -473,8 +475,10 @@ class VectorStore:
         # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
         return _reads.knobs(self, query, coll, spec)
 
-    async def _vector_of(self, coll: _Collection, record_id: str) -> np.ndarray[Any, Any]:
-        return await _reads.vector_of(self, coll, record_id)
+    async def _vector_of(
+        self, coll: _Collection, record_id: str, where: FilterNode | None = None
+    ) -> np.ndarray[Any, Any]:
+        return await _reads.vector_of(self, coll, record_id, where)
 
     async def _count(self, spec: QuerySpec) -> int:
         return await _reads.count(self, spec)

@@ -22,7 +22,13 @@ from turnkit.batteries.vector.filters._core import to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._common import UpsertResult, _contains_raw, _matches_everything
 from turnkit.batteries.vector.store._fields import declared_arrays, with_declared
-from turnkit.batteries.vector.store._guarded import check_inside_guard, drop_outside_guard
+from turnkit.batteries.vector.store._guarded import (
+    KEY,
+    add_key_column,
+    check_inside_guard,
+    guarded_keys,
+    with_keys,
+)
 from turnkit.batteries.vector.store._integrity import (
     heal_after_write,
 )
@@ -124,7 +130,6 @@ async def write(
             collection=name,
             expected=coll.dimension,
         )
-    hidden = 0
     async with coll.lock, collection_lock(store.uri, name) as across:
         # LanceDB's merge_insert of the same *new* key from two writers at
         # once inserts it twice (lancedb#2463); one writer per collection
@@ -139,9 +144,19 @@ async def write(
         fields = await store._refresh_fields(coll)
         data = with_declared(data, batch.ids, batch.metadata, fields)
         replace_where = None if replace is None else to_sql(replace, fields)
-        if guard is not None:  # guard: rows outside it are never touched
-            data, hidden = await drop_outside_guard(coll.table, name, data, to_sql(guard, fields))
-        merge = coll.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        if guard is not None and not coll.keyed:  # guard: ids are scoped by guard from now on
+            await add_key_column(coll.table, name)
+            await store._refresh_fields(coll)
+        if guard is not None:  # guard: rows outside it are never read nor touched
+            ids = data["id"].to_pylist()
+            data = with_keys(data, await guarded_keys(coll.table, name, ids, guard, to_sql(guard, fields)))
+        elif coll.keyed:
+            data = with_keys(data)
+        merge = (
+            coll.table.merge_insert(KEY if coll.keyed else "id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+        )
         if replace_where is not None:
             # Same commit: the filter's records that this batch does not hold go.
             merge = merge.when_not_matched_by_source_delete(replace_where)
@@ -151,10 +166,10 @@ async def write(
             # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
             await heal_after_write(coll.table, name, data["id"].to_pylist())
     if result is None:
-        return UpsertResult(hidden, 0)
+        return UpsertResult(0, 0)
     store._after_write(coll)
     return UpsertResult(
-        int(result.num_inserted_rows) + hidden,
+        int(result.num_inserted_rows),
         int(result.num_updated_rows),
         int(getattr(result, "num_deleted_rows", 0) or 0),
     )
