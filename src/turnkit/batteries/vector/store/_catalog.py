@@ -112,8 +112,8 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
                 await coll.table.drop_columns(sorted(stale))
         new = {key: kind for key, kind in fields.items() if key not in current}
         if new:
-            # integrity: the fill sets the columns by id, so every copy of an id held twice (older
-            # versions, object storage) would take one copy's values; the older copies go, as in repair.
+            # integrity: the fill sets list columns by record key, so every copy of a key held twice
+            # (older versions, object storage) would take one copy's values; the older copies go.
             await remove_duplicates(coll.table, name)
         rows = await fill_declared(coll.table, name, new) if new else 0
         await ensure_field_indexes(coll.table, name, fields)
