@@ -3,6 +3,7 @@
     pip install -e '.[wordllama,minilm,eval]'
     python bench/quality.py            # every set, both encoders, rerank and abstention: ~2 min
     python bench/quality.py --quick    # WordLlama only, 20 queries per style: under a minute
+    python bench/quality.py --lee-only --encoders wordllama,st=sentence-transformers:/path/to/model
 
 Known-item sets (bench/_sets.py): pydoc topics, installed packages' READMEs and
 Lee's 300 background news stories, chunked as ``turnkit ingest`` chunks, with
@@ -59,6 +60,7 @@ from turnkit.batteries.vector import (
     VectorStore,
     WordLlamaEncoder,
     create_vector_store,
+    encoder_from_spec,
 )
 from turnkit.batteries.vector.store._hybrid import full_text_query
 
@@ -235,17 +237,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="WordLlama only, 20 queries per style")
     parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rows")
+    parser.add_argument(
+        "--encoders",
+        help="comma-separated encoders to index with, each NAME or LABEL=SPEC (a spec of"
+        " turnkit's encoder registry, e.g. sentence-transformers:/path/to/model);"
+        " default: wordllama,minilm",
+    )
+    parser.add_argument("--lee-only", action="store_true", help="only Lee and Lee short (no known-item sets)")
     args = parser.parse_args()
     logging.getLogger("gensim").setLevel(logging.WARNING)
     started = time.perf_counter()
     per_style = 20 if args.quick else 60
-    sets = [known_item_set(n, per_style=per_style) for n in ("pydoc", "pkgdocs", "news")]
+    names = ("pydoc", "pkgdocs", "news") if not args.lee_only else ()
+    sets = [known_item_set(n, per_style=per_style) for n in names]
     lee = lee_docs()
     human = lee_ratings()
-    encoders: dict[str, object] = {"wordllama": WordLlamaEncoder()}
-    if not (args.quick or args.no_minilm):
-        encoders["minilm"] = MiniLMEncoder()
+    chosen = args.encoders or ("wordllama" if args.quick or args.no_minilm else "wordllama,minilm")
+    encoders: dict[str, object] = {}
+    for item in (e.strip() for e in chosen.split(",") if e.strip()):
+        label, _, spec = item.partition("=") if "=" in item else (item, "", item)
+        encoders[label] = ENCODERS[spec]() if spec in ENCODERS else encoder_from_spec(spec)
     benches, ingest_s = build(sets, encoders, lee)
+    n_chunks = sum(len(b.texts) for b in benches)
 
     # columns: every (set, style) R@1, the set's R@5 over all styles, then Lee nDCG@10
     cols = [f"{b.name}:{s}" for b in benches[:-1] for s in STYLES]
@@ -384,9 +397,10 @@ def main() -> None:
                         for q in other.queries[:: 2 if args.quick else 1]:
                             m = b.stores[enc](b.name).near_text(q.text).select("id").limit(1).search_sync()
                             cross_dense.setdefault((enc, b.name), []).append(m[0].score or 0.0 if m else 0.0)
-        for label, per_set in systems.items():
+        for label in lee_scores:
             if label.startswith("full-text") and label in results:  # the same for every encoder
                 continue
+            per_set = systems.get(label, {})
             record(label, per_set, float(np.mean(lee_scores[label])), float(np.mean(lee_short_scores[label])))
         print(f"  {enc}: both legs {median_ms(timings):.0f} ms median per query", file=sys.stderr)
 
@@ -418,7 +432,12 @@ def main() -> None:
         {b.name: len(b.queries) for b in benches[:-1]},
         "; index time:",
         {k: f"{v:.1f} s" for k, v in ingest_s.items()},
+        f"; per chunk ({n_chunks} chunks):",
+        {k: f"{1000 * v / n_chunks:.1f} ms" for k, v in ingest_s.items()},
     )
+    if args.lee_only:
+        print(f"\n{time.perf_counter() - started:.0f} s in all.")
+        return
 
     print(
         "\n## The legs: first hit right in one leg only (dense only / full-text only, of n), best hit's z\n"
@@ -461,6 +480,12 @@ def main() -> None:
         rerank_section(benches, encoders, fused_pools, human)
     print(f"\n{time.perf_counter() - started:.0f} s in all.")
 
+
+ENCODERS: dict[str, Callable[[], object]] = {
+    "wordllama": WordLlamaEncoder,
+    "minilm": MiniLMEncoder,
+}
+"""The encoders --encoders names with a label of their own (each is built only when named)."""
 
 DEFAULT_CANDIDATE = "union z a=0.2, long=passage, lead z 2.5"
 PLAIN_FULL_TEXT = "full-text only (turnkit's index and query: words + phrases)"
