@@ -7,7 +7,12 @@ and for LanceDB's own ``merge_insert`` in the same run. Object storage is
 moto's S3-compatible server on loopback (``pip install 'turnkit[s3-test]'``);
 it is skipped when moto is absent.
 
-    python bench/writers.py [--workers 4 8] [--rounds 10] [--shared 5] [--no-s3]
+A second table lines the N processes up on a new collection ``--creates``
+times: each creates it (they all find it missing) and writes one id of its
+own at the same moment; it counts the trials that lost rows, the rows lost
+and the failed calls.
+
+    python bench/writers.py [--workers 4 8] [--rounds 10] [--shared 5] [--creates 10] [--no-s3]
 """
 
 from __future__ import annotations
@@ -46,6 +51,24 @@ def _trial(
     return (str(len(ids)), str(len(counts)), str(duplicates), str(lost), str(errors), f"{seconds:.1f}")
 
 
+def _creates(
+    writer: Any, uri: str, options: dict[str, str] | None, workers: int, trials: int
+) -> tuple[str, ...]:
+    start = time.perf_counter()
+    lossy = lost = errors = 0
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, ProcessPoolExecutor(workers, mp_context=context) as pool:
+        for trial in range(trials):
+            line_up = manager.Barrier(workers)
+            calls = [pool.submit(writer, uri, options, f"n{trial}", w, 1, 0, line_up) for w in range(workers)]
+            errors += sum(f.result() for f in calls)
+            missing = expected_ids(workers, 1, 0) - set(table_ids(uri, options, f"n{trial}"))
+            lossy += bool(missing)
+            lost += len(missing)
+    seconds = time.perf_counter() - start
+    return (str(trials), str(lossy), str(lost), str(errors), f"{seconds:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -53,10 +76,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--rounds", type=int, default=10, help="upserts per process")
     parser.add_argument("--shared", type=int, default=5, help="new ids every process writes per round")
+    parser.add_argument("--creates", type=int, default=10, help="new collections N processes create at once")
     parser.add_argument("--no-s3", action="store_true")
     args = parser.parse_args()
 
     rows: list[tuple[str, ...]] = []
+    creates: list[tuple[str, ...]] = []
     with ExitStack() as stack:
         storages: list[tuple[str, Any]] = []
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
@@ -74,6 +99,11 @@ def main() -> None:
                     result = _trial(writer, uri, options, workers, args.rounds, args.shared)
                     rows.append((label, str(workers), system, *result))
                     print("  ".join(rows[-1]), flush=True)
+                    if args.creates:
+                        uri, options = make()
+                        result = _creates(writer, uri, options, workers, args.creates)
+                        creates.append((label, str(workers), system, *result))
+                        print("  ".join(creates[-1]), flush=True)
     expected = len(expected_ids(1, args.rounds, args.shared)) - args.rounds
     print(
         f"\n{args.rounds} upserts per process, {args.shared} shared new ids per round "
@@ -81,6 +111,10 @@ def main() -> None:
     )
     header = ("storage", "N", "system", "rows", "distinct ids", "duplicates", "lost", "errors", "seconds")
     print(table(rows, header))
+    if creates:
+        print(f"\nN processes create one new collection at once and write, {args.creates} times\n")
+        header = ("storage", "N", "system", "trials", "trials losing rows", "rows lost", "errors", "seconds")
+        print(table(creates, header))
 
 
 if __name__ == "__main__":

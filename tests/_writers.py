@@ -35,12 +35,25 @@ def _records(ids: list[str], worker: int, tenant: str | None = None) -> list[dic
 
 
 def turnkit_writer(
-    uri: str, options: dict[str, str] | None, collection: str, worker: int, rounds: int, shared: int
+    uri: str,
+    options: dict[str, str] | None,
+    collection: str,
+    worker: int,
+    rounds: int,
+    shared: int,
+    start: Any = None,
 ) -> int:
-    """Upsert overlapping new ids through turnkit; returns the number of failed calls."""
+    """Upsert overlapping new ids through turnkit; returns the number of failed calls.
+
+    ``start`` (a barrier) lines the writers up once connected, so their first
+    writes (the collection's creation) come at the same moment.
+    """
     from turnkit.batteries.vector import create_vector_store
 
     store = create_vector_store(uri, storage_options=options, auto_optimize=None)
+    if start is not None:
+        store.list_collections_sync()  # connected before the line-up
+        start.wait()
     errors = 0
     for round_ in range(rounds):
         try:
@@ -53,7 +66,13 @@ def turnkit_writer(
 
 
 def raw_writer(
-    uri: str, options: dict[str, str] | None, collection: str, worker: int, rounds: int, shared: int
+    uri: str,
+    options: dict[str, str] | None,
+    collection: str,
+    worker: int,
+    rounds: int,
+    shared: int,
+    start: Any = None,
 ) -> int:
     """The same writes with LanceDB's own ``merge_insert`` (the baseline)."""
     import lancedb  # noqa: TID251 - the baseline is LanceDB itself
@@ -63,12 +82,15 @@ def raw_writer(
 
     db = lancedb.connect(uri, storage_options=options)
     schema = collection_schema(DIM, {})
+    if start is not None:
+        db.list_tables()
+        start.wait()
     try:
         table = db.open_table(collection)
     except ValueError:
         try:
             table = db.create_table(collection, schema=schema)
-        except ValueError:  # another writer created it first
+        except (ValueError, RuntimeError):  # another writer created it first (or committed first)
             table = db.open_table(collection)
     errors = 0
     for round_ in range(rounds):

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tests._s3 import S3Server, moto_available, s3_server
+from tests._s3 import S3Server, create_gate, moto_available, s3_server
 from tests._writers import DIM, expected_ids, guarded_writer, table_ids, turnkit_writer
 from turnkit.batteries.vector import (
     AutoOptimize,
@@ -64,6 +64,63 @@ def test_processes_on_object_storage_read_one_row_per_id_and_repair(s3: S3Server
     store.repair_sync("c")
     ids = table_ids(uri, s3.storage_options, "c")
     assert sorted(ids) == sorted(want)
+
+
+def _write_new(uri: str, options: dict[str, str], collection: str, ids: list[str]) -> int:
+    store = create_vector_store(uri, storage_options=options, auto_optimize=None)
+    store(collection).upsert_sync([{"id": i, "vector": [1.0] * DIM} for i in ids])
+    return 0
+
+
+def test_a_create_that_lands_on_a_collection_just_created_elsewhere_keeps_its_rows(s3: S3Server) -> None:
+    # Lance checks that a table is missing when a create starts and again before it commits;
+    # the gate holds a writer between the two while another creates the collection and writes.
+    uri = s3.new_bucket()
+    first = create_vector_store(uri, storage_options=s3.storage_options, auto_optimize=None)
+    with (
+        create_gate(s3, "late") as gate,
+        ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool,
+    ):
+        late = pool.submit(_write_new, uri, gate.storage_options, "late", ["b0", "b1"])
+        assert first.list_collections_sync() == []  # connected while the other process starts
+        while not gate.held.wait(0.1):
+            assert not late.done(), late.result()  # the create never reached its second check
+        first("late").upsert_sync([{"id": i, "vector": [1.0] * DIM} for i in ("a0", "a1")])
+        gate.release.set()
+        assert late.result(timeout=120) == 0
+    assert sorted(table_ids(uri, s3.storage_options, "late")) == ["a0", "a1", "b0", "b1"]
+    # This handle read the collection before the late create committed over it: the write runs again.
+    first("late").upsert_sync([{"id": "a2", "vector": [1.0] * DIM}])
+    want = ["a0", "a1", "a2", "b0", "b1"]
+    assert sorted(table_ids(uri, s3.storage_options, "late")) == want
+    assert sorted(m.id for m in first("late").get_sync(want)) == want
+
+
+def test_rows_written_over_a_late_create_are_written_again_after_the_restore(s3: S3Server) -> None:
+    import lancedb  # noqa: TID251 - the late create's overwrite is staged below the store
+
+    from turnkit.batteries.vector.store._integrity import undo_late_create
+
+    uri, options = s3.new_bucket(), s3.storage_options
+    store = create_vector_store(uri, storage_options=options, auto_optimize=None, fields={"tenant": str})
+    rows = [{"id": f"a{i}", "vector": [1.0] * DIM, "metadata": {"tenant": "x"}} for i in range(3)]
+    store("r").upsert_sync(rows)
+
+    async def main() -> None:
+        db = await lancedb.connect_async(uri, storage_options=options)
+        # What Lance commits for a create that found the table at its second check: an empty overwrite.
+        late = await db.create_table("r", schema=collection_schema(DIM, {}), mode="overwrite")
+        on_top = create_vector_store(uri, storage_options=options, auto_optimize=None)
+        await on_top("r").upsert([{"id": "c0", "vector": [1.0] * DIM, "metadata": {"tenant": "x", "k": 1}}])
+        assert await undo_late_create(late, "r")
+
+    asyncio.run(main())
+    fresh = create_vector_store(uri, storage_options=options, auto_optimize=None)
+    assert sorted(table_ids(uri, options, "r")) == ["a0", "a1", "a2", "c0"]
+    tenant_x = fresh("r").where(condition("metadata.tenant", "eq", "x")).limit(10).select("id", "metadata")
+    found = {m.id: m.metadata for m in tenant_x.search_sync()}
+    assert sorted(found) == ["a0", "a1", "a2", "c0"]  # the declared field was filled for c0 too
+    assert found["c0"] == {"tenant": "x", "k": 1}
 
 
 def _duplicated(uri: str, ids: list[str]) -> None:

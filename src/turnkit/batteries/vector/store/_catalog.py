@@ -14,9 +14,9 @@ from turnkit.batteries.vector._errors import (
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._common import _FORMAT, CollectionInfo
 from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes, fill_declared
-from turnkit.batteries.vector.store._integrity import remove_duplicates
+from turnkit.batteries.vector.store._integrity import remove_duplicates, undo_late_create
 from turnkit.batteries.vector.store._lancedb import translate_errors
-from turnkit.batteries.vector.store._locks import collection_lock
+from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
 from turnkit.batteries.vector.store._records import collection_schema
 from turnkit.batteries.vector.store._scores import normalize_metric
@@ -86,7 +86,10 @@ async def _create_new(
             with translate_errors("create_collection", name):
                 declared = {**store.fields, **(fields or {})}
                 table = await conn.create_table(name, schema=collection_schema(dim, meta, declared))
-                await ensure_field_indexes(table, name, declared)
+            # integrity: on object storage a create can land on the table another writer just made.
+            if heals_after_write(store.uri) and await undo_late_create(table, name):
+                raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
+            await ensure_field_indexes(table, name, declared)
         except CollectionExistsError:  # integrity: created by another writer meanwhile
             if not exist_ok:
                 raise

@@ -15,12 +15,14 @@ from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from turnkit.batteries.vector._errors import CollectionCorruptError
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
+from turnkit.batteries.vector.store._fields import declared_arrays, declared_fields
 from turnkit.batteries.vector.store._guarded import KEY
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
@@ -33,6 +35,8 @@ __all__ = [
     "remove_duplicates",
     "reopen_or_corrupt",
     "retry_conflicts",
+    "superseded",
+    "undo_late_create",
 ]
 
 log = logging.getLogger("turnkit.vector")
@@ -43,6 +47,8 @@ M = TypeVar("M")
 # Conditions per delete commit: a predicate LanceDB plans quickly.
 _DELETE_CHUNK = 512
 _CONFLICT = re.compile(r"conflict|retryable|concurrent|Commit", re.IGNORECASE)
+# A commit refused because an overwrite or a restore landed after the version it read.
+_SUPERSEDED = re.compile(r"incompatible with concurrent transaction (Overwrite|Restore)", re.IGNORECASE)
 
 
 def _newer(a: datetime | None, b: datetime | None) -> bool:
@@ -168,12 +174,14 @@ async def reopen_or_corrupt(conn: Any, name: str, cause: BaseException) -> Any:
     raise corrupt_error(name, getattr(cause, "__cause__", None) or cause)
 
 
-async def create_or_open(conn: Any, name: str, schema: pa.Schema) -> Any:
+async def create_or_open(conn: Any, name: str, schema: pa.Schema, *, unlocked: bool = False) -> Any:
     """Open table ``name``, or create it; when another writer creates it first, open theirs.
 
     Call it holding the collection's write locks. ``mode="create"`` never
     replaces an existing table (``exist_ok=True`` compares schemas, and each
-    creator's metadata differs).
+    creator's metadata differs). ``unlocked`` (object storage, where no lock
+    is held) checks that the create did not land on a table another writer
+    created meanwhile, and puts that table back if it did (`undo_late_create`).
     """
     try:
         with translate_errors("open", name):
@@ -182,13 +190,92 @@ async def create_or_open(conn: Any, name: str, schema: pa.Schema) -> Any:
         pass
     try:
         with translate_errors("create_collection", name):
-            return await conn.create_table(name, schema=schema, mode="create")
+            table = await conn.create_table(name, schema=schema, mode="create")
     except Exception as first:
         try:
             with translate_errors("open", name):
                 return await conn.open_table(name)
         except Exception:
             raise first from None
+    if unlocked:
+        await undo_late_create(table, name)
+    return table
+
+
+async def undo_late_create(table: Any, name: str) -> bool:
+    """Put back the table a create was committed over; returns whether the create came late.
+
+    Lance checks that a table is missing when a create starts and again just
+    before it commits; a table that appears between the two checks (another
+    writer's create, maybe its first writes too) gets the create committed on
+    top of it as an overwrite: an empty table at a version after 1. Such a
+    create restores the version before its own, which is the other writer's
+    table. Rows written on top of the empty table in the meantime (by a
+    writer that opened it) are then written again, so nothing is lost.
+    """
+    with translate_errors("create_collection", name):
+        version = await table.version()
+        if version <= 1:
+            return False
+        log.info(
+            "turnkit: collection %r was created by another writer while this one created it; "
+            "keeping theirs (restoring version %d)",
+            name,
+            version - 1,
+        )
+        await table.restore(version - 1)
+        restored = await table.version()
+    if restored > version + 1:  # commits landed on the empty table before the restore
+        await _write_again(table, name, restored - 1)
+    return True
+
+
+async def _write_again(table: Any, name: str, version: int) -> None:
+    """Merge the rows of ``version`` into the latest version (by key; theirs are the newer)."""
+    with translate_errors("create_collection", name):
+        await table.checkout(version)
+        rows = await table.query().to_arrow()
+        await table.checkout_latest()
+        target = await table.schema()
+    if not rows.num_rows:
+        return
+    key = KEY if KEY in target.names else "id"
+    raw = rows["metadata"].to_pylist()
+    text = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in raw]
+    metas = [None if t is None else orjson.loads(t) for t in text]
+    try:  # a field the other writer declared: filled from the metadata, as a write does
+        filled = declared_arrays(rows["id"].to_pylist(), metas, declared_fields(target))
+    except Exception:
+        filled = {}
+    columns: list[tuple[pa.Field, Any]] = []
+    for fld in target:
+        if fld.name == "metadata":  # read back as bytes; written as JSON, as every write does
+            columns.append((pa.field("metadata", pa.json_()), pa.array(text, pa.string()).cast(pa.json_())))
+        elif fld.name in rows.column_names:
+            columns.append((fld, rows[fld.name].cast(fld.type)))
+        elif fld.name == KEY:
+            columns.append((fld, rows["id"]))
+        else:
+            columns.append((fld, filled.get(fld.name, pa.nulls(rows.num_rows, fld.type)).cast(fld.type)))
+    data = pa.table([c for _, c in columns], schema=pa.schema([f for f, _ in columns]))
+    # One row per key (a merge refuses a key twice): the newest.
+    data = data.sort_by([(key, "ascending"), ("updated_at", "descending")])
+    keys = data[key].to_pylist()
+    first = [i for i, k in enumerate(keys) if i == 0 or k != keys[i - 1]]
+    data = data.take(first)
+
+    async def merge() -> object:
+        with translate_errors("create_collection", name):
+            merge = table.merge_insert(key).when_matched_update_all().when_not_matched_insert_all()
+            return await merge.execute(data)
+
+    await retry_conflicts(merge, table.checkout_latest, what="restore")
+    log.info("turnkit: wrote %d rows of collection %r again after restoring it", data.num_rows, name)
+
+
+def superseded(exc: BaseException) -> bool:
+    """Whether a write failed because an overwrite or restore committed after the version it read."""
+    return bool(_SUPERSEDED.search(str(exc.__cause__ or exc)))
 
 
 async def retry_conflicts(

@@ -50,7 +50,7 @@ from turnkit.batteries.vector.store._integrity import (
     reopen_or_corrupt,
 )
 from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
-from turnkit.batteries.vector.store._locks import collection_lock
+from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import _set_index
 from turnkit.batteries.vector.store._memory_index import (
     MemoryCache,
@@ -207,7 +207,8 @@ class VectorStore:
             "created_at": datetime.now(UTC).isoformat(),
         }
         # integrity: another process may have created it since we looked.
-        table = await create_or_open(conn, name, collection_schema(dimension, meta, self.fields))
+        schema = collection_schema(dimension, meta, self.fields)
+        table = await create_or_open(conn, name, schema, unlocked=heals_after_write(self.uri))
         await ensure_field_indexes(table, name, declared_fields(await table.schema()))
         return table
 

@@ -15,6 +15,7 @@ from turnkit.batteries.vector._errors import (
     EncoderFailedError,
     InvalidVectorRecordError,
     UnsafeDeleteError,
+    UpsertFailedError,
 )
 from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_texts
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -29,9 +30,7 @@ from turnkit.batteries.vector.store._guarded import (
     guarded_keys,
     with_keys,
 )
-from turnkit.batteries.vector.store._integrity import (
-    heal_after_write,
-)
+from turnkit.batteries.vector.store._integrity import heal_after_write, superseded
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._records import (
@@ -40,6 +39,9 @@ from turnkit.batteries.vector.store._records import (
 )
 
 __all__ = ["check_consent", "delete", "encode_documents", "upsert", "write"]
+
+# Tries of a write refused because a late create overwrote (then restored) the collection under it.
+_SUPERSEDED_TRIES = 3
 
 
 if TYPE_CHECKING:
@@ -140,31 +142,18 @@ async def write(
         if across:  # integrity: other processes' commits too
             with translate_errors("upsert", name):
                 await coll.table.checkout_latest()
-        # Declared fields as of the version this write lands on (another process may have declared one).
-        fields = await store._refresh_fields(coll)
-        data = with_declared(data, batch.ids, batch.metadata, fields)
-        replace_where = None if replace is None else to_sql(replace, fields)
-        if guard is not None and not coll.keyed:  # guard: ids are scoped by guard from now on
-            await add_key_column(coll.table, name)
-            await store._refresh_fields(coll)
-        if guard is not None:  # guard: rows outside it are never read nor touched
-            ids = data["id"].to_pylist()
-            data = with_keys(data, await guarded_keys(coll.table, name, ids, guard, to_sql(guard, fields)))
-        elif coll.keyed:
-            data = with_keys(data)
-        merge = (
-            coll.table.merge_insert(KEY if coll.keyed else "id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-        )
-        if replace_where is not None:
-            # Same commit: the filter's records that this batch does not hold go.
-            merge = merge.when_not_matched_by_source_delete(replace_where)
-        with translate_errors("upsert", name, raw_filter=replace_where is not None):
-            result = await merge.execute(data) if data.num_rows else None
-        if result is not None and not across and heals_after_write(store.uri):
-            # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
-            await heal_after_write(coll.table, name, data["id"].to_pylist())
+        for attempt in range(_SUPERSEDED_TRIES):
+            try:
+                result = await _merge(store, coll, name, data, batch, replace, guard, across=across)
+                break
+            except UpsertFailedError as exc:
+                # integrity: on object storage a late create of this collection committed an
+                # overwrite after the version this write read (and then restored the table):
+                # the write is refused whole, so it runs again on the latest version.
+                if across or attempt == _SUPERSEDED_TRIES - 1 or not superseded(exc):
+                    raise
+                with translate_errors("upsert", name):
+                    await coll.table.checkout_latest()
     if result is None:
         return UpsertResult(0, 0)
     store._after_write(coll)
@@ -173,6 +162,46 @@ async def write(
         int(result.num_updated_rows),
         int(getattr(result, "num_deleted_rows", 0) or 0),
     )
+
+
+async def _merge(
+    store: VectorStore,
+    coll: _Collection,
+    name: str,
+    data: pa.Table,
+    batch: Any,
+    replace: FilterNode | None,
+    guard: FilterNode | None,
+    *,
+    across: bool,
+) -> Any:
+    """One read-modify-commit of an upsert, on the handle's version (the caller holds the locks)."""
+    # Declared fields as of the version this write lands on (another process may have declared one).
+    fields = await store._refresh_fields(coll)
+    data = with_declared(data, batch.ids, batch.metadata, fields)
+    replace_where = None if replace is None else to_sql(replace, fields)
+    if guard is not None and not coll.keyed:  # guard: ids are scoped by guard from now on
+        await add_key_column(coll.table, name)
+        await store._refresh_fields(coll)
+    if guard is not None:  # guard: rows outside it are never read nor touched
+        ids = data["id"].to_pylist()
+        data = with_keys(data, await guarded_keys(coll.table, name, ids, guard, to_sql(guard, fields)))
+    elif coll.keyed:
+        data = with_keys(data)
+    merge = (
+        coll.table.merge_insert(KEY if coll.keyed else "id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+    )
+    if replace_where is not None:
+        # Same commit: the filter's records that this batch does not hold go.
+        merge = merge.when_not_matched_by_source_delete(replace_where)
+    with translate_errors("upsert", name, raw_filter=replace_where is not None):
+        result = await merge.execute(data) if data.num_rows else None
+    if result is not None and not across and heals_after_write(store.uri):
+        # integrity: a racing writer may have inserted these ids too; the later commit cleans up.
+        await heal_after_write(coll.table, name, data["id"].to_pylist())
+    return result
 
 
 def check_consent(store: VectorStore, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
