@@ -19,6 +19,10 @@ Each run is ``turnkit.cli.main(["ingest", ...])`` in the child, so a run
 opens its store as a new ``turnkit ingest`` process does, without the
 interpreter's and LanceDB's import in the time.
 
+*In lookups* is the wall time of those re-ingests spent in ingest's
+look-up of the files' stored rows (``turnkit.ingest._pipeline.lookup``, a
+private name, wrapped when the tree has it): the store's part of the run.
+
 Rows read: during run 3 every query LanceDB executes (``AsyncQueryBase.to_batches``
 and its overrides, which ``to_arrow`` and ``to_list`` go through) is also run
 through LanceDB's ``analyze_plan()``, and the metrics of its plan are added up:
@@ -235,6 +239,38 @@ class ReadCounter:
         lt.AsyncTable.count_rows = counted
 
 
+class LookupTimer:
+    """Wall seconds inside ingest's lookups of stored rows (``turnkit.ingest._pipeline.lookup``).
+
+    A private name, wrapped only where it exists (both trees compared so far
+    have it); the seconds include whatever else the event loop ran meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        self.found = False
+
+    def install(self) -> None:
+        from turnkit.ingest import _pipeline
+
+        original = getattr(_pipeline, "lookup", None)
+        if original is None:
+            return
+        self.found = True
+        timer = self
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                timer.seconds += time.perf_counter() - start
+                timer.calls += 1
+
+        _pipeline.lookup = timed
+
+
 def _ingest(corpus: str, db: str) -> tuple[dict[str, Any], float, float]:
     """One ``turnkit ingest`` run in this process: its JSON report, wall and CPU seconds."""
     from turnkit.cli import main
@@ -265,17 +301,21 @@ async def _unindexed(db: str) -> int | None:
 def child(corpus: str, db: str, reruns: int) -> dict[str, Any]:
     counter = ReadCounter()
     counter.install()
+    timer = LookupTimer()
+    timer.install()
     first, first_wall, first_cpu = _ingest(corpus, db)
     unindexed = asyncio.run(_unindexed(db))
-    walls, cpus = [], []
+    walls, cpus, lookups = [], [], []
     for _ in range(reruns + 1):
         counter.active = len(walls) == reruns  # the last run is counted, not timed
+        timer.seconds = 0.0
         again, wall, cpu = _ingest(corpus, db)
         assert again["chunks_written"] == 0 and again["files_written"] == 0, again
         assert again["files_unchanged"] == first["files_written"], again
         if not counter.active:
             walls.append(wall)
             cpus.append(cpu)
+            lookups.append(timer.seconds if timer.found else None)
     return {
         "files": first["files_written"],
         "rows": first["chunks_written"],
@@ -283,6 +323,7 @@ def child(corpus: str, db: str, reruns: int) -> dict[str, Any]:
         "first_cpu": first_cpu,
         "walls": walls,
         "cpus": cpus,
+        "lookups": lookups,
         "skipped": again["files_unchanged"],
         "unindexed": unindexed,
         "queries": counter.queries,
@@ -377,6 +418,7 @@ def report(results: dict[str, list[dict[str, Any]]], trees: dict[str, str], args
                 f"{last['files']:,} / {last['rows']:,}",
                 f"{med(label, 'first_wall'):.2f}",
                 f"{med(label, 'walls'):.2f} / {med(label, 'cpus'):.2f}",
+                "-" if None in last["lookups"] else f"{med(label, 'lookups'):.2f}",
                 f"{last['skipped']:,}",
                 "-" if last["unindexed"] is None else f"{last['unindexed']:,}",
                 f"{last['queries']} ({last['indexed']})",
@@ -392,6 +434,7 @@ def report(results: dict[str, list[dict[str, Any]]], trees: dict[str, str], args
         "files / rows",
         "first ingest s",
         "re-ingest wall / CPU s",
+        "in lookups s",
         "files skipped",
         "not in index",
         "queries (indexed)",
@@ -430,6 +473,7 @@ def report(results: dict[str, list[dict[str, Any]]], trees: dict[str, str], args
                 ("first ingest, wall", f"{ratio('first_wall'):.2f}"),
                 ("re-ingest, wall", f"{ratio('walls'):.2f}"),
                 ("re-ingest, CPU", f"{ratio('cpus'):.2f}"),
+                ("re-ingest, in lookups", f"{ratio('lookups'):.2f}"),
                 ("rows scanned", f"{ratio('rows_scanned'):.3f}"),
                 ("MB read", f"{ratio('bytes_read'):.3f}"),
             ],
