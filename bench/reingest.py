@@ -21,7 +21,8 @@ interpreter's and LanceDB's import in the time.
 
 *In lookups* is the wall time of those re-ingests spent in ingest's
 look-up of the files' stored rows (``turnkit.ingest._pipeline.lookup``, a
-private name, wrapped when the tree has it): the store's part of the run.
+private name, wrapped when the tree has it): the store's part of the run,
+its queries and the turning of their rows into matches.
 
 Rows read: during run 3 every query LanceDB executes (``AsyncQueryBase.to_batches``
 and its overrides, which ``to_arrow`` and ``to_list`` go through) is also run
@@ -30,11 +31,15 @@ through LanceDB's ``analyze_plan()``, and the metrics of its plan are added up:
 - *rows scanned*: the sum of ``rows_scanned`` over the plan's ``LanceRead``
   operators, i.e. the rows Lance read from the data files. A filtered scan
   counts the rows whose filter column it read plus the rows it then took the
-  selected columns of; a query served by a scalar index counts only the
-  rows the index pointed at;
+  selected columns of; a query served by a scalar index counts the rows the
+  index pointed at, plus the rows outside the index, which it scans;
 - *rows returned*: ``output_rows`` of the plan's top operator;
 - *MB read*: the sum of ``bytes_read`` over the ``LanceRead`` operators;
-- *indexed*: queries whose plan used a scalar index (``ScalarIndexQuery``).
+- *indexed*: queries whose plan used a scalar index (``ScalarIndexQuery``);
+- *scanned ÷ rows*: rows scanned over the rows in the collection (the chunks
+  the first ingest wrote).
+
+``--show-queries`` lists each counted query with its rows and its filter.
 
 *Not in index* is how many rows the first ingest left outside the scalar
 index on ``source_uri`` (``-``: the tree declares no such index); a query
@@ -51,8 +56,8 @@ tree goes first; the ratios are this tree ÷ the compared one, medians of
 per-round ratios.
 
     python bench/reingest.py                                # 10,000 files, this tree
-    python bench/reingest.py --compare /work/wt-before/src  # before and after in one run
-    python bench/reingest.py --files 2000 --rounds 1 --reruns 1
+    python bench/reingest.py --compare ../before/src        # before and after in one run
+    python bench/reingest.py --files 2000 --rounds 1 --reruns 1 --show-queries
 
 A script, not a test: nothing here asserts on timings.
 """
