@@ -213,12 +213,13 @@ def test_repair_deletes_only_the_stale_rows(store, collection, corpus):
     assert mine == expected_ids(corpus / "guide.md", "guide.md", chunk_size=64, chunk_overlap=8)
 
 
-@pytest.mark.parametrize("lookup_files", [2, 64], ids=["whole-collection-scan", "per-group-lookup"])
+@pytest.mark.parametrize("lookup_files", [2, 1024], ids=["many-lookups", "one-lookup"])
 def test_paging_past_the_search_limit(store, collection, tmp_path, monkeypatch, lookup_files):
     from turnkit.ingest import _pipeline, _store_io
 
     monkeypatch.setattr(_store_io, "_SCAN_LIMIT", 4)  # page through id ranges with tiny pages
-    monkeypatch.setattr(_pipeline, "_LOOKUP_FILES", lookup_files)  # more files than that: one full scan
+    monkeypatch.setattr(_pipeline, "LOOKUP_FILES", lookup_files)  # files per lookup query
+    monkeypatch.setattr(_store_io, "LOOKUP_FILES", lookup_files)
     folder = tmp_path / "many"
     folder.mkdir()
     (folder / "big.txt").write_text(" ".join(f"Sentence {i} is here." for i in range(40)))
@@ -239,6 +240,36 @@ def test_paging_past_the_search_limit(store, collection, tmp_path, monkeypatch, 
     )
     assert pruned.files_pruned == 6
     assert store(collection).count_sync() == first.chunks_written - 6
+
+
+def test_a_rerun_reads_only_the_rows_of_its_own_files(store, collection, tmp_path, monkeypatch):
+    # source_uri is an indexed column: a run asks for its files' rows by it, LOOKUP_FILES files per
+    # query, and never reads the rest of the collection (runs of more than 64 files once read it all).
+    from turnkit.batteries.vector import to_sql
+    from turnkit.ingest import _pipeline, _store_io
+
+    ours, others = tmp_path / "ours", tmp_path / "others"
+    for folder, files in ((ours, 70), (others, 40)):
+        folder.mkdir()
+        for i in range(files):
+            (folder / f"f{i:02d}.md").write_text(f"# {folder.name} {i}\n\nBody {i}.\n")
+        ingest_sync(folder, store=store, collection=collection)
+    monkeypatch.setattr(_pipeline, "LOOKUP_FILES", 32)
+    monkeypatch.setattr(_store_io, "LOOKUP_FILES", 32)
+    scan, lookups = _store_io._scan, []
+
+    async def spy(q, fields, *bounds):
+        rows = await scan(q, fields, *bounds)
+        lookups.append((to_sql(q.spec.filter, _store_io.INGEST_FIELDS), rows))
+        return rows
+
+    monkeypatch.setattr(_store_io, "_scan", spy)
+    again = ingest_sync(ours, store=store, collection=collection)
+    assert (again.files_unchanged, again.chunks_written) == (70, 0)
+    assert len(lookups) == 3  # 32 + 32 + 6 files
+    assert all("`source_uri` IN (" in sql and "json" not in sql for sql, _ in lookups)  # the column
+    read = sorted(m.metadata["source_uri"] for _, rows in lookups for m in rows)
+    assert read == sorted(source_uri_for(path) for path in ours.iterdir())
 
 
 @pytest.mark.anyio

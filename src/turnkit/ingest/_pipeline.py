@@ -66,7 +66,7 @@ from ._loaders import (
 )
 from ._model import LoadedDocument
 from ._report import FileIssue, IngestReport
-from ._store_io import Row, Writer, declare_ingest_fields, lookup
+from ._store_io import LOOKUP_FILES, Row, Writer, declare_ingest_fields, lookup
 from ._store_io import prune as prune_missing
 from ._walk import Candidate, Found, PathInput, issue_of, walk
 
@@ -80,7 +80,7 @@ DEFAULT_BATCH_SIZE = 512
 """Chunks per upsert (the store encodes each upsert in encoder-sized batches)."""
 
 _MAX_BATCH = 100_000  # a sanity bound: one upsert holds its whole batch (and its vectors) in memory
-_LOOKUP_FILES = 64  # files whose stored rows are fetched with one query
+_WINDOW_FILES = 64  # files read and chunked concurrently, then queued in order
 _QUEUE_FILES = 128  # loaded files waiting to be written (bounds memory)
 _LOAD_FAILED = DocumentLoadError.code
 
@@ -396,24 +396,18 @@ async def ingest(
 
     async def produce() -> None:
         try:
-            cands = found.candidates
-            everything = exists and len(cands) > _LOOKUP_FILES
-            known = await lookup(q, [c.uri for c in cands], whole_collection=True) if everything else {}
-            for start in range(0, len(cands), _LOOKUP_FILES):
-                window = cands[start : start + _LOOKUP_FILES]
-                if everything:
-                    stored = known
-                elif exists:
-                    stored = await lookup(q, [c.uri for c in window], whole_collection=False)
-                else:
-                    stored = {}
-                tasks = [asyncio.ensure_future(process(c, stored.get(c.uri, []))) for c in window]
-                try:
-                    for task in tasks:
-                        await queue.put(await task)
-                finally:
-                    for task in tasks:
-                        task.cancel()
+            for at in range(0, len(found.candidates), LOOKUP_FILES):
+                cands = found.candidates[at : at + LOOKUP_FILES]
+                stored = await lookup(q, [c.uri for c in cands]) if exists else {}
+                for start in range(0, len(cands), _WINDOW_FILES):
+                    window = cands[start : start + _WINDOW_FILES]
+                    tasks = [asyncio.ensure_future(process(c, stored.get(c.uri, []))) for c in window]
+                    try:
+                        for task in tasks:
+                            await queue.put(await task)
+                    finally:
+                        for task in tasks:
+                            task.cancel()
             await queue.put(None)
         except Exception as exc:  # hand it to the consumer, which would otherwise wait forever
             await queue.put(exc)

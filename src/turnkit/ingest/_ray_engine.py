@@ -183,7 +183,7 @@ def run_on_ray(
     run_sync(declare_ingest_fields(store, collection, store.has_collection_sync(collection)))
     info = store.create_collection_sync(collection, exist_ok=True, fields=INGEST_FIELDS)
     factory = engine.encoder_factory or _default_factory(store, info.dimension)
-    stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates], whole_collection=True))
+    stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
     with warnings.catch_warnings():
         # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
         # the workers open stores of their own, so nothing of the driver's runtime is used there.

@@ -27,6 +27,7 @@ __all__ = [
     "CRASH_AFTER_WRITES_ENV",
     "CRASH_PID_ENV",
     "INGEST_FIELDS",
+    "LOOKUP_FILES",
     "Row",
     "Writer",
     "declare_ingest_fields",
@@ -42,9 +43,12 @@ CRASH_AFTER_WRITES_ENV = "_TURNKIT_INGEST_CRASH_AFTER_WRITES"
 CRASH_PID_ENV = "_TURNKIT_INGEST_CRASH_PID"
 
 _SCAN_LIMIT = 10_000  # the store's largest search limit
+LOOKUP_FILES = 1024  # files whose stored rows one lookup query asks for (see `lookup`)
 _DELETE_IDS = 500  # ids per delete statement
 _HEX = "0123456789abcdefg"
-_FIELDS = ("id", "metadata.source_uri", "metadata.ingest_fingerprint", "metadata.chunk_count")
+# The whole metadata: selecting its keys reads and parses it all the same, then copies every match
+# to keep only them (a third of a lookup's CPU).
+_FIELDS = ("id", "metadata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,25 +122,27 @@ async def _scan(
     return out
 
 
-async def lookup(q: QueryBuilder, uris: list[str], *, whole_collection: bool) -> dict[str, list[Row]]:
-    """The stored rows of each of ``uris``.
+async def lookup(q: QueryBuilder, uris: list[str]) -> dict[str, list[Row]]:
+    """The stored rows of each of ``uris``, asked for ``LOOKUP_FILES`` files per query.
 
-    Every metadata filter scans the collection's JSON column, so for more
-    files than one query's worth it is cheaper to read the whole collection
-    once (by id ranges) than to filter it once per group of files.
+    ``source_uri`` is a declared field of ingest's collections (a column with
+    a BTREE index), so a query reads the rows of the files it names, not the
+    whole collection. Rows written since the index was last brought up to
+    date are outside it and scanned by every query; fewer, larger queries
+    scan them fewer times, and 1,024 files of a few chunks each still fit in
+    one search's 10,000 rows.
     """
     rows: dict[str, list[Row]] = {uri: [] for uri in uris}
-    if not uris:
-        return rows
-    query = q if whole_collection else q.where_in("metadata.source_uri", uris)
-    for match in await _scan(query, _FIELDS):
-        meta = match.metadata or {}
-        uri = meta.get("source_uri")
-        if uri in rows:
-            count = meta.get("chunk_count")
-            rows[uri].append(
-                Row(match.id, meta.get("ingest_fingerprint"), count if isinstance(count, int) else None)
-            )
+    for start in range(0, len(uris), LOOKUP_FILES):
+        query = q.where_in("metadata.source_uri", uris[start : start + LOOKUP_FILES])
+        for match in await _scan(query, _FIELDS):
+            meta = match.metadata or {}
+            uri = meta.get("source_uri")
+            if uri in rows:
+                count = meta.get("chunk_count")
+                rows[uri].append(
+                    Row(match.id, meta.get("ingest_fingerprint"), count if isinstance(count, int) else None)
+                )
     return rows
 
 
