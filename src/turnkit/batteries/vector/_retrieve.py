@@ -140,7 +140,6 @@ async def retrieve(query: QueryBuilder, options: RetrieveOptions | None = None) 
 retrieve_sync = sync_form(retrieve)
 
 
-
 def _passes(match: VectorMatch, opts: RetrieveOptions) -> bool:
     if opts.min_score is not None:
         if match.score is None:
@@ -153,4 +152,3 @@ def _passes(match: VectorMatch, opts: RetrieveOptions) -> bool:
         if match.distance > opts.max_distance or (opts.strict and match.distance == opts.max_distance):
             return False
     return True
-

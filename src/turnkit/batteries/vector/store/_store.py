@@ -68,8 +68,6 @@ from turnkit.batteries.vector.store._writes import _encode_for
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore"]
 
 
-
-
 class VectorStore:
     """A LanceDB database used as retrieval memory. Call it with a collection name for a builder.
 
