@@ -30,6 +30,7 @@ from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_columns
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, Finish, dot_tolerance
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -117,6 +118,7 @@ class _Snapshot:
         # cosine divides by the norms; l2 adds the squared norms; both precomputed once.
         self.inv_norms = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-30), 0.0).astype(np.float32)
         self.sq_norms = sq
+        self.top_sq = float(sq.max()) if n else 0.0
         self.columns: dict[str, pa.Array] = {
             c: data.column(c).combine_chunks() for c in _COLUMNS if c != "vector"
         }
@@ -132,6 +134,7 @@ class _Snapshot:
         self.lists: dict[str, list[Any]] = {}
         # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
         self.lock = threading.Lock()
+        self.product = BatchedProduct(self.matrix)
         self.loaded_seconds = time.perf_counter() - started
 
     @property
@@ -162,11 +165,16 @@ class _Snapshot:
         return mask
 
     def distances(
-        self, rows: npt.NDArray[np.intp] | None, query: npt.NDArray[np.float32]
+        self,
+        rows: npt.NDArray[np.intp] | None,
+        query: npt.NDArray[np.float32],
+        dots: npt.NDArray[np.float32] | None = None,
     ) -> npt.NDArray[np.float32]:
-        matrix = self.matrix if rows is None else self.matrix[rows]
-        # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
-        dots: npt.NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+        """Distances from ``query`` to ``rows`` (all rows when ``None``); ``dots`` if already computed."""
+        if dots is None:
+            matrix = self.matrix if rows is None else self.matrix[rows]
+            # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
+            dots = np.einsum("ij,j->i", matrix, query)
         if self.metric == "cosine":
             inv = self.inv_norms if rows is None else self.inv_norms[rows]
             qnorm = float(np.linalg.norm(query))
@@ -176,21 +184,46 @@ class _Snapshot:
         sq = self.sq_norms if rows is None else self.sq_norms[rows]
         return np.maximum(sq - np.float32(2.0) * dots + np.float32(query @ query), np.float32(0.0))
 
+    def _tolerance(self, query: npt.NDArray[np.float32]) -> float:
+        """How far a batched distance may be from the lone search's (see _memory_batch.py)."""
+        # The dot products differ by at most dot_tolerance x |q| |v|; the arithmetic after them rounds
+        # each path by a few float32 ulps of its largest term (1e-6 is 8 ulps relative).
+        tolerance = dot_tolerance(self.matrix.shape[1])
+        if self.metric == "cosine":
+            return 2 * tolerance + 1e-6
+        qq, top_sq = float(query @ query), self.top_sq
+        scale = float(np.sqrt(qq * top_sq))
+        if self.metric == "dot":
+            return 2 * tolerance * scale + 1e-6 * (1.0 + scale)
+        return 4 * tolerance * scale + 1e-6 * (top_sq + qq + 2 * scale)
+
     def top(
-        self, spec: QuerySpec, query: npt.NDArray[np.float32], rows: npt.NDArray[np.intp] | None
+        self,
+        spec: QuerySpec,
+        query: npt.NDArray[np.float32],
+        rows: npt.NDArray[np.intp] | None,
+        dots: npt.NDArray[np.float32] | None = None,
+        exact: bool = True,
     ) -> tuple[Any, Any]:
-        """Row indices and distances of the best ``offset + limit``, ties broken by id."""
-        dist = self.distances(rows, query)
+        """Row indices and distances of the best ``offset + limit``, ties broken by id.
+
+        ``dots`` (all rows) come from a batched product when not ``exact``.
+        """
+        dist = self.distances(rows, query, dots)
         wanted = spec.offset + spec.limit
         if wanted < len(dist):
             kth = np.partition(dist, wanted - 1)[wanted - 1]
-            candidates = np.flatnonzero(dist <= kth)
+            candidates = np.flatnonzero(dist <= (kth if exact else kth + self._tolerance(query)))
         else:
             candidates = np.arange(len(dist))
         absolute = candidates if rows is None else rows[candidates]
-        order = np.lexsort((self.id_rank[absolute], dist[candidates]))[spec.offset : wanted]
+        if exact:
+            cand_dist = dist[candidates]
+        else:  # served in a batch: the lone search's distances for every row that can make the cut
+            cand_dist = self.distances(absolute, query)
+        order = np.lexsort((self.id_rank[absolute], cand_dist))[spec.offset : wanted]
         chosen = absolute[order]
-        chosen_dist = dist[candidates[order]]
+        chosen_dist = cand_dist[order]
         if self.metric == "l2" and len(chosen):
             # The expansion above loses bits near zero; report the exact value like LanceDB.
             diff = self.matrix[chosen] - query
@@ -235,8 +268,24 @@ class _Snapshot:
             if mask is None:
                 return None
             rows = np.flatnonzero(mask)
+        elif self.matrix.size > INLINE_WORK:  # concurrent searches share passes over the matrix
+            return self.product.run(query, self._finisher(spec, query, columns))  # type: ignore[no-any-return]
         chosen, dist = self.top(spec, query, rows)
         return self.matches(chosen, dist, columns)
+
+    async def search_async(
+        self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]
+    ) -> list[VectorMatch] | None:
+        """`search` off the caller's loop: a filtered one on a thread, others queued for a worker."""
+        if spec.filter is None and self.matrix.size > INLINE_WORK:
+            return await self.product.run_async(query, self._finisher(spec, query, columns))  # type: ignore[no-any-return]
+        return await asyncio.to_thread(self.search, spec, query, columns)
+
+    def _finisher(self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]) -> Finish:
+        def finish(dots: npt.NDArray[np.float32], alone: bool) -> list[VectorMatch]:
+            return self.matches(*self.top(spec, query, None, dots, alone), columns)
+
+        return finish
 
 
 class MemoryIndex:
@@ -279,8 +328,14 @@ class MemoryIndex:
         self._snapshots.move_to_end(name)
         query = np.ascontiguousarray(vector, dtype=np.float32)
         if snapshot.rows * dimension > INLINE_WORK:
-            return await asyncio.to_thread(snapshot.search, spec, query, columns)
+            return await snapshot.search_async(spec, query, columns)
         return snapshot.search(spec, query, columns)
+
+    def _current(self, name: str, table: Any, key: Hashable, spec: QuerySpec) -> _Snapshot | None:
+        if self.config is None or (spec.filter is not None and not spec.prefilter):
+            return None
+        snapshot = self._snapshots.get(name)
+        return snapshot if snapshot is not None and snapshot.key == (id(table), key) else None
 
     def search_now(
         self,
@@ -290,26 +345,33 @@ class MemoryIndex:
         spec: QuerySpec,
         vector: npt.NDArray[Any],
         columns: list[str],
-        max_work: int | None = None,
     ) -> list[VectorMatch] | None:
         """The search in the caller's thread, when a current copy is already loaded.
 
-        Saves the hop to turnkit's loop thread; ``None`` means "take the usual
-        path" (also when the product has more than ``max_work`` multiply-adds).
+        Saves the hop to turnkit's loop thread; ``None`` means "take the usual path".
         """
-        if self.config is None or (spec.filter is not None and not spec.prefilter):
-            return None
-        snapshot = self._snapshots.get(name)
-        if snapshot is None or snapshot.key != (id(table), key):
-            return None
-        if max_work is not None and snapshot.rows * len(vector) > max_work:
+        snapshot = self._current(name, table, key, spec)
+        if snapshot is None:
             return None
         return snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), columns)
 
-    def work(self, name: str) -> int:
-        """Multiply-adds of one search over the cached copy of ``name`` (0 when none is cached)."""
-        snapshot = self._snapshots.get(name)
-        return 0 if snapshot is None else snapshot.matrix.size
+    async def search_now_async(
+        self,
+        name: str,
+        table: Any,
+        key: Hashable,
+        spec: QuerySpec,
+        vector: npt.NDArray[Any],
+        columns: list[str],
+    ) -> list[VectorMatch] | None:
+        """`search_now` for a coroutine on any loop: small products inline, others off the loop."""
+        snapshot = self._current(name, table, key, spec)
+        if snapshot is None:
+            return None
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        if snapshot.matrix.size > INLINE_WORK:
+            return await snapshot.search_async(spec, query, columns)
+        return snapshot.search(spec, query, columns)
 
     async def _load(
         self, name: str, table: Any, key: Hashable, dimension: int, metric: Metric
