@@ -5,10 +5,13 @@ floats (einsum). When more searches of the same collection arrive while
 products are running, they queue; the next free worker takes the whole queue,
 multiplies the matrix by all its query vectors in one pass (a matrix-matrix
 product, several times cheaper per query) and finishes each search (top-k and
-matches) with its row of distances. At most one worker per core runs; a sync
-caller that finds one free works in its own thread (a lone query pays no hand
-over), an async caller's work goes to a worker thread while its loop waits on
-a future, so a queue of async searches holds no thread each.
+matches) with its row of distances. One worker runs at a time by default: the
+pass is bound by memory bandwidth, and with 16 searches in flight one worker
+serving batches of about 15 gave 1.8x the throughput of two workers serving
+batches of about 5 (docs/performance.md). A sync caller that finds the worker
+free works in its own thread (a lone query pays no hand over); an async
+caller's work goes to a worker thread while its loop waits on a future, so a
+queue of async searches holds no thread each.
 
 The batched product is BLAS's and rounds differently from einsum (by about
 ``dimension × 2⁻²⁴`` relative, bounded by `dot_tolerance`); a search served in
@@ -19,7 +22,6 @@ search (``_Snapshot.top``), so results are the same either way, to the bit.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -57,9 +59,9 @@ class _Job:
 class BatchedProduct:
     """Searches that need ``matrix @ query``, queued ones served together."""
 
-    def __init__(self, matrix: npt.NDArray[np.float32], workers: int | None = None) -> None:
+    def __init__(self, matrix: npt.NDArray[np.float32], workers: int = 1) -> None:
         self.matrix = matrix
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = max(1, workers)
         self._cond = threading.Condition()
         self._busy = 0
         self._queue: list[_Job] = []
