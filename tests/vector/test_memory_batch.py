@@ -186,3 +186,33 @@ def test_concurrent_searches_of_a_store_match_sequential_ones(tmp_path: Any) -> 
         return await asyncio.gather(*(search_async(q) for q in queries))
 
     assert asyncio.run(gathered()) == sequential
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 50),
+    dim=st.integers(1, 20),
+    filtered=st.booleans(),
+)
+def test_in_place_distances_are_the_textbook_formulas_to_the_bit(
+    metric: str, seed: int, rows: int, dim: int, filtered: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = (rng.normal(size=(rows, dim)) * rng.uniform(0.01, 100, size=(rows, 1))).astype(np.float32)
+    snapshot = _Snapshot("c", 1, _table(matrix, [f"r{i}" for i in range(rows)]), dim, metric)  # type: ignore[arg-type]
+    query = rng.normal(size=dim).astype(np.float32)
+    picked = np.flatnonzero(rng.random(rows) < 0.5) if filtered else None
+    sub = slice(None) if picked is None else picked
+    dots = np.einsum("ij,j->i", matrix[sub], query)
+    one = np.float32(1.0)
+    if metric == "cosine":
+        qnorm = float(np.linalg.norm(query))
+        want = one - dots * snapshot.inv_norms[sub] * np.float32(1.0 / qnorm if qnorm else 0.0)
+    elif metric == "dot":
+        want = one - dots
+    else:
+        sq = snapshot.sq_norms[sub]
+        want = np.maximum(sq - np.float32(2.0) * dots + np.float32(query @ query), np.float32(0.0))
+    assert snapshot.distances(picked, query).tobytes() == want.tobytes()

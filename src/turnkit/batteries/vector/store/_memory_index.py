@@ -107,11 +107,15 @@ class _Snapshot:
         self.name, self.key, self.metric = name, key, metric
         n = data.num_rows
         self.rows = n
-        vectors = data.column("vector").combine_chunks()
-        flat = vectors.values.to_numpy(zero_copy_only=False) if n else np.empty(0, np.float32)
-        self.matrix: npt.NDArray[np.float32] = np.ascontiguousarray(flat, dtype=np.float32).reshape(
-            n, dimension
-        )
+        # Copied chunk by chunk into memory numpy allocates (not Arrow's combine_chunks): numpy asks
+        # Linux for huge pages on large arrays, which made the load about 3x faster and scans faster.
+        self.matrix: npt.NDArray[np.float32] = np.empty((n, dimension), dtype=np.float32)
+        start = 0
+        for chunk in data.column("vector").chunks:
+            stop = start + len(chunk)
+            flat = chunk.flatten().to_numpy(zero_copy_only=False)  # flatten() honours a slice's offset
+            self.matrix[start:stop] = flat.reshape(stop - start, dimension)
+            start = stop
         # Not np.linalg.norm(axis=1): it squares into a temporary the size of the matrix (7x slower).
         sq: npt.NDArray[np.float32] = np.einsum("ij,ij->i", self.matrix, self.matrix)
         norms = np.sqrt(sq)
@@ -123,7 +127,9 @@ class _Snapshot:
             c: data.column(c).combine_chunks() for c in _COLUMNS if c != "vector"
         }
         metadata = self.columns["metadata"]
-        if isinstance(metadata.type, pa.ExtensionType):
+        # BaseExtensionType, not ExtensionType: arrow.json is a C++ extension type, and its own
+        # to_pylist goes through a Python scalar per row (20x slower than the storage's strings).
+        if isinstance(metadata.type, pa.BaseExtensionType):
             metadata = metadata.storage
         self.metadata_json: list[Any] = metadata.to_pylist()
         # Arrow sorts strings by UTF-8 bytes, which is code point order: Python's order for str.
@@ -170,19 +176,30 @@ class _Snapshot:
         query: npt.NDArray[np.float32],
         dots: npt.NDArray[np.float32] | None = None,
     ) -> npt.NDArray[np.float32]:
-        """Distances from ``query`` to ``rows`` (all rows when ``None``); ``dots`` if already computed."""
+        """Distances from ``query`` to ``rows`` (all rows when ``None``).
+
+        ``dots``, the dot products if already computed, is overwritten with the result.
+        """
         if dots is None:
             matrix = self.matrix if rows is None else self.matrix[rows]
             # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
             dots = np.einsum("ij,j->i", matrix, query)
-        if self.metric == "cosine":
-            inv = self.inv_norms if rows is None else self.inv_norms[rows]
+        # In place, 10x faster than the expressions' temporaries over 100,000 rows, and the same
+        # bits: a + (-(b * c)) is a - b * c in IEEE arithmetic.
+        if self.metric == "cosine":  # 1 - dots * inv * (1 / |q|)
             qnorm = float(np.linalg.norm(query))
-            return np.float32(1.0) - dots * inv * np.float32(1.0 / qnorm if qnorm else 0.0)
-        if self.metric == "dot":
-            return np.float32(1.0) - dots
-        sq = self.sq_norms if rows is None else self.sq_norms[rows]
-        return np.maximum(sq - np.float32(2.0) * dots + np.float32(query @ query), np.float32(0.0))
+            dots *= self.inv_norms if rows is None else self.inv_norms[rows]
+            dots *= -np.float32(1.0 / qnorm if qnorm else 0.0)
+            dots += np.float32(1.0)
+        elif self.metric == "dot":  # 1 - dots
+            dots *= np.float32(-1.0)
+            dots += np.float32(1.0)
+        else:  # max(|v|^2 - 2 dots + |q|^2, 0)
+            dots *= np.float32(-2.0)
+            dots += self.sq_norms if rows is None else self.sq_norms[rows]
+            dots += np.float32(query @ query)
+            np.maximum(dots, np.float32(0.0), out=dots)
+        return dots
 
     def _tolerance(self, query: npt.NDArray[np.float32]) -> float:
         """How far a batched distance may be from the lone search's (see _memory_batch.py)."""
