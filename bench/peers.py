@@ -10,12 +10,13 @@ the ratios of turnkit's p50 to numpy's, raw LanceDB's and Chroma's.
 Above 50,000 rows the table gets the index ``create_index('auto')`` builds,
 and raw LanceDB searches it with turnkit's search knobs; turnkit searches it
 too when the collection is over its in-memory limits (``MemoryCache``), else
-answers from memory (its row says ``memory``). Chroma searches its HNSW
+answers from memory (its row says ``memory``, and a ``turnkit index`` row
+shows the same table searched through the index). Chroma searches its HNSW
 with ``ef_search`` raised until recall@10 reaches 0.97. Chroma is optional
 (``pip install 'turnkit[bench]'``); without it its columns are left out.
 
     python bench/peers.py [--sizes 1000,10000,100000] [--big] [--queries 200] [--dim 256]
-        [--filters all,10%] [--chroma-ef 128] [--db DIR]
+        [--filters all,10%] [--chroma-ef 128] [--memory-mib 128] [--db DIR]
 
 ``--db DIR`` keeps turnkit's table (and its index) for each size's data there
 and reuses it on a later run with the same data; ``--chroma-ef`` is where
@@ -72,9 +73,12 @@ class Numpy:
         return (self.filtered_rows[top] if filtered else top).tolist()
 
 
-def load_turnkit(tmp: str, vectors: np.ndarray, groups: np.ndarray) -> tuple[Any, float]:
+def load_turnkit(
+    tmp: str, vectors: np.ndarray, groups: np.ndarray, cache: MemoryCache | None = None
+) -> tuple[Any, float]:
     # `group` is a declared field (an indexed int column), as a deployment filtering on it would declare it.
-    vs = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=MemoryCache(), fields={"group": int})
+    cache = cache or MemoryCache()
+    vs = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=cache, fields={"group": int})
     if "peers" in vs.list_collections_sync() and vs("peers").count_sync() == len(vectors):
         return vs, float("nan")  # kept by an earlier run with --db
     t = time.perf_counter()
@@ -160,7 +164,12 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         if args.db:  # one directory per data set: the same sizes, seed and dimension find it again
             digest = hashlib.sha1(vectors.tobytes() + groups.tobytes()).hexdigest()[:12]
             tmp = os.path.join(args.db, f"peers-{n}x{args.dim}-{digest}")
-        vs, tk_build = load_turnkit(tmp, vectors, groups)
+        cache = (
+            MemoryCache() if args.memory_mib is None else MemoryCache(max_vector_bytes=args.memory_mib << 20)
+        )
+        vs, tk_build = load_turnkit(tmp, vectors, groups, cache)
+        # The same table through a store that never answers from memory: turnkit on the index.
+        on_index = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=None)
         raw = lancedb.connect(tmp).open_table("peers")
         info = vs("peers").info_sync()
         vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
@@ -179,6 +188,12 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         def turnkit(q: np.ndarray, filtered: bool) -> list[int]:
             return [int(m.id) for m in bases[filtered].near_vector(q).search_sync()]
 
+        index_bases = {False: on_index("peers").select("id").limit(K)}
+        index_bases[True] = index_bases[False].where("metadata.group", 3)
+
+        def turnkit_index(q: np.ndarray, filtered: bool) -> list[int]:
+            return [int(m.id) for m in index_bases[filtered].near_vector(q).search_sync()]
+
         def raw_lance(q: np.ndarray, filtered: bool) -> list[int]:
             return [int(r["id"]) for r in raw_query(q, filtered, raw.search(q)).to_list()]
 
@@ -196,18 +211,25 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
             for fn in systems.values():  # warm caches (turnkit loads its in-memory copy here)
                 fn(queries[0], filtered)
             memory = any(c.name == "peers" for c in vs.cache_stats().collections)
+            systems.pop("turnkit index", None)
+            if memory and vector_index:  # both of turnkit's paths, side by side
+                systems["turnkit index"] = turnkit_index
+                turnkit_index(queries[0], filtered)
             samples, found = alternate(
                 {s: functools.partial(fn, filtered=filtered) for s, fn in systems.items()}, queries
             )
-            qps = throughput(bases[filtered], tmp, raw_query, chroma, queries, filtered)
-            builds = {"numpy": npy.build, "turnkit": tk_build, "lancedb": tk_build}
+            extra = {"turnkit index": index_bases[filtered]} if "turnkit index" in systems else {}
+            qps = throughput({"turnkit": bases[filtered], **extra}, tmp, raw_query, chroma, queries, filtered)
+            builds = {"numpy": npy.build, "turnkit": tk_build, "lancedb": tk_build, "turnkit index": tk_build}
             if chroma is not None:
                 builds["chroma"] = chroma.build
             p50 = {s: median_ms(v) for s, v in samples.items()}
             for s in systems:
+                tk = s.startswith("turnkit")
                 extra = f" ef{chroma.ef}" if s == "chroma" and chroma is not None else ""
                 if s in ("turnkit", "lancedb"):
                     extra += " memory" if s == "turnkit" and memory else f" {index}"
+                extra += f" {index}" if s == "turnkit index" else ""
                 out.append(
                     (
                         f"{n:,}",
@@ -218,9 +240,9 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
                         f"{recall(found[s], truth):.3f}",
                         f"{builds[s]:.1f}",
                         f"{qps.get(s, float('nan')):.0f}",
-                        f"{p50['turnkit'] / p50['numpy']:.2f}" if s == "turnkit" else "",
-                        f"{p50['turnkit'] / p50['lancedb']:.2f}" if s == "turnkit" else "",
-                        f"{p50['turnkit'] / p50['chroma']:.2f}" if s == "turnkit" and "chroma" in p50 else "",
+                        f"{p50[s] / p50['numpy']:.2f}" if tk else "",
+                        f"{p50[s] / p50['lancedb']:.2f}" if tk else "",
+                        f"{p50[s] / p50['chroma']:.2f}" if tk and "chroma" in p50 else "",
                     )
                 )
             print(table(out[-len(systems) :], HEADER), flush=True)
@@ -244,7 +266,7 @@ HEADER = (
 
 
 def throughput(
-    base: Any,
+    bases: dict[str, Any],
     tmp: str,
     raw_query: Callable[..., Any],
     chroma: Chroma | None,
@@ -267,15 +289,20 @@ def throughput(
     async def main() -> dict[str, float]:
         table_ = await (await lancedb.connect_async(tmp)).open_table("peers")
 
-        async def tk(q: np.ndarray) -> Any:
-            return await base.near_vector(q)
-
         async def raw(q: np.ndarray) -> Any:
             return await raw_query(q, filtered, table_.vector_search(q)).to_list()
 
-        await tk(queries[0])
+        result = {}
+        for name, base in bases.items():
+
+            async def tk(q: np.ndarray, base: Any = base) -> Any:
+                return await base.near_vector(q)
+
+            await tk(queries[0])
+            result[name] = await gather(tk)
         await raw(queries[0])
-        return {"turnkit": await gather(tk), "lancedb": await gather(raw)}
+        result["lancedb"] = await gather(raw)
+        return result
 
     def chroma_qps() -> float:
         assert chroma is not None
@@ -304,6 +331,9 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--filters", default="all,10%", help="unfiltered (all) and/or 10%%-selective")
     parser.add_argument("--chroma-ef", type=int, default=128, help="first ef_search tried above 20k rows")
+    parser.add_argument(
+        "--memory-mib", type=int, default=None, help="turnkit's MemoryCache.max_vector_bytes, in MiB"
+    )
     parser.add_argument("--db", default=None, help="keep turnkit's tables (and indexes) here and reuse them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
