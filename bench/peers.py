@@ -4,15 +4,23 @@ For each size: the same clustered 256-d vectors go into every system; then the
 same queries run through each one, the systems alternated per query, top-10
 cosine, unfiltered and with a 10%-selective filter on a declared field. Prints p50/p95,
 recall@10 (against numpy's exact answer), build time, and throughput with 16
-concurrent async queries, plus the ratios turnkit/numpy and turnkit/Chroma.
+concurrent async queries (median of 3 rounds, the systems alternated), plus
+the ratios of turnkit's p50 to numpy's, raw LanceDB's and Chroma's.
 
-Above turnkit's in-memory threshold every system searches an index: turnkit
-and raw LanceDB the one ``create_index('auto')`` builds (raw LanceDB with the
-same search knobs), Chroma its HNSW with ``ef_search`` raised until recall@10
-reaches 0.97. Chroma is optional (``pip install 'turnkit[bench]'``); without
-it its columns are left out.
+Above 50,000 rows the table gets the index ``create_index('auto')`` builds,
+and raw LanceDB searches it with turnkit's search knobs; turnkit searches it
+too when the collection is over its in-memory limits (``MemoryCache``), else
+answers from memory (its row says ``memory``, and a ``turnkit index`` row
+shows the same table searched through the index). Chroma searches its HNSW
+with ``ef_search`` raised until recall@10 reaches 0.97. Chroma is optional
+(``pip install 'turnkit[bench]'``); without it its columns are left out.
 
     python bench/peers.py [--sizes 1000,10000,100000] [--big] [--queries 200] [--dim 256]
+        [--filters all,10%] [--chroma-ef 128] [--memory-mib 128] [--db DIR]
+
+``--db DIR`` keeps turnkit's table (and its index) for each size's data there
+and reuses it on a later run with the same data; ``--chroma-ef`` is where
+Chroma's doubling of ``ef_search`` starts above 20,000 rows.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ import argparse
 import asyncio
 import concurrent.futures
 import functools
+import hashlib
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,10 +40,11 @@ import numpy as np
 from _common import alternate, median_ms, p95_ms, table
 
 from turnkit.batteries.vector import MemoryCache, create_vector_store
-from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
+from turnkit.batteries.vector.store._index_policy import EXACT_ROWS, apply_knobs, search_knobs
 
 K = 10
 CONCURRENCY = 16
+ROUNDS = 3  # throughput rounds per system
 GROUPS = 10  # metadata.group == 3 selects 10%
 
 
@@ -62,9 +73,14 @@ class Numpy:
         return (self.filtered_rows[top] if filtered else top).tolist()
 
 
-def load_turnkit(tmp: str, vectors: np.ndarray, groups: np.ndarray) -> tuple[Any, float, str]:
+def load_turnkit(
+    tmp: str, vectors: np.ndarray, groups: np.ndarray, cache: MemoryCache | None = None
+) -> tuple[Any, float]:
     # `group` is a declared field (an indexed int column), as a deployment filtering on it would declare it.
-    vs = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=MemoryCache(), fields={"group": int})
+    cache = cache or MemoryCache()
+    vs = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=cache, fields={"group": int})
+    if "peers" in vs.list_collections_sync() and vs("peers").count_sync() == len(vectors):
+        return vs, float("nan")  # kept by an earlier run with --db
     t = time.perf_counter()
     for start in range(0, len(vectors), 20_000):
         chunk = vectors[start : start + 20_000]
@@ -75,10 +91,9 @@ def load_turnkit(tmp: str, vectors: np.ndarray, groups: np.ndarray) -> tuple[Any
             ]
         )
     vs("peers").optimize_sync()
-    index = "none"
-    if len(vectors) > MemoryCache().max_rows:
-        index = vs("peers").create_index_sync("auto")
-    return vs, time.perf_counter() - t, index
+    if len(vectors) > EXACT_ROWS:  # the index raw LanceDB searches (turnkit too, above its memory cap)
+        vs("peers").create_index_sync("auto")
+    return vs, time.perf_counter() - t
 
 
 class Chroma:
@@ -115,7 +130,7 @@ class Chroma:
 
 
 def tuned_chroma(
-    vectors: np.ndarray, groups: np.ndarray, queries: np.ndarray, npy: Numpy, filtered: bool
+    vectors: np.ndarray, groups: np.ndarray, queries: np.ndarray, npy: Numpy, filtered: bool, start: int
 ) -> Chroma | None:
     """Chroma with the smallest ``ef_search`` (doubling from a start) giving recall@10 >= 0.97."""
     try:
@@ -123,7 +138,7 @@ def tuned_chroma(
     except ImportError:
         return None
     sample = queries  # the reported queries themselves: recall >= 0.97 on exactly what is timed
-    ef = 16 if len(vectors) <= 20_000 else 128
+    ef = 16 if len(vectors) <= 20_000 else start
     while True:
         chroma = Chroma(vectors, groups, ef)
         found = [chroma.search(q, filtered) for q in sample]
@@ -144,12 +159,22 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
     npy = Numpy(vectors, groups)
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
-    with tempfile.TemporaryDirectory() as tmp:
-        vs, tk_build, index = load_turnkit(tmp, vectors, groups)
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = scratch
+        if args.db:  # one directory per data set: the same sizes, seed and dimension find it again
+            digest = hashlib.sha1(vectors.tobytes() + groups.tobytes()).hexdigest()[:12]
+            tmp = os.path.join(args.db, f"peers-{n}x{args.dim}-{digest}")
+        cache = (
+            MemoryCache() if args.memory_mib is None else MemoryCache(max_vector_bytes=args.memory_mib << 20)
+        )
+        vs, tk_build = load_turnkit(tmp, vectors, groups, cache)
+        # The same table through a store that never answers from memory: turnkit on the index.
+        on_index = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=None)
         raw = lancedb.connect(tmp).open_table("peers")
         info = vs("peers").info_sync()
         vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
         index_type = vector_index[0] if vector_index else None  # not the scalar index on `group`
+        index = vector_index[0] if vector_index else "flat"
         knobs = search_knobs(index_type, info.rows, K, None, None, None)
         where_sql = "`group` = 3"  # raw LanceDB filters the same native column
 
@@ -163,6 +188,12 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         def turnkit(q: np.ndarray, filtered: bool) -> list[int]:
             return [int(m.id) for m in bases[filtered].near_vector(q).search_sync()]
 
+        index_bases = {False: on_index("peers").select("id").limit(K)}
+        index_bases[True] = index_bases[False].where("metadata.group", 3)
+
+        def turnkit_index(q: np.ndarray, filtered: bool) -> list[int]:
+            return [int(m.id) for m in index_bases[filtered].near_vector(q).search_sync()]
+
         def raw_lance(q: np.ndarray, filtered: bool) -> list[int]:
             return [int(r["id"]) for r in raw_query(q, filtered, raw.search(q)).to_list()]
 
@@ -171,25 +202,34 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
             "turnkit": turnkit,
             "lancedb": raw_lance,
         }
-        for filtered in (False, True):
+        for filtered in [f == "10%" for f in args.filters.split(",")]:
             truth = [npy.search(q, filtered) for q in queries]
-            chroma = tuned_chroma(vectors, groups, queries, npy, filtered)
+            chroma = tuned_chroma(vectors, groups, queries, npy, filtered, args.chroma_ef)
             systems.pop("chroma", None)
             if chroma is not None:
                 systems["chroma"] = chroma.search
             for fn in systems.values():  # warm caches (turnkit loads its in-memory copy here)
                 fn(queries[0], filtered)
+            memory = any(c.name == "peers" for c in vs.cache_stats().collections)
+            systems.pop("turnkit index", None)
+            if memory and vector_index:  # both of turnkit's paths, side by side
+                systems["turnkit index"] = turnkit_index
+                turnkit_index(queries[0], filtered)
             samples, found = alternate(
                 {s: functools.partial(fn, filtered=filtered) for s, fn in systems.items()}, queries
             )
-            qps = throughput(bases[filtered], tmp, raw_query, chroma, queries, filtered)
-            builds = {"numpy": npy.build, "turnkit": tk_build, "lancedb": tk_build}
+            extra = {"turnkit index": index_bases[filtered]} if "turnkit index" in systems else {}
+            qps = throughput({"turnkit": bases[filtered], **extra}, tmp, raw_query, chroma, queries, filtered)
+            builds = {"numpy": npy.build, "turnkit": tk_build, "lancedb": tk_build, "turnkit index": tk_build}
             if chroma is not None:
                 builds["chroma"] = chroma.build
             p50 = {s: median_ms(v) for s, v in samples.items()}
             for s in systems:
+                tk = s.startswith("turnkit")
                 extra = f" ef{chroma.ef}" if s == "chroma" and chroma is not None else ""
-                extra += f" {index}" if s in ("turnkit", "lancedb") else ""
+                if s in ("turnkit", "lancedb"):
+                    extra += " memory" if s == "turnkit" and memory else f" {index}"
+                extra += f" {index}" if s == "turnkit index" else ""
                 out.append(
                     (
                         f"{n:,}",
@@ -200,8 +240,9 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
                         f"{recall(found[s], truth):.3f}",
                         f"{builds[s]:.1f}",
                         f"{qps.get(s, float('nan')):.0f}",
-                        f"{p50['turnkit'] / p50['numpy']:.2f}" if s == "turnkit" else "",
-                        f"{p50['turnkit'] / p50['chroma']:.2f}" if s == "turnkit" and "chroma" in p50 else "",
+                        f"{p50[s] / p50['numpy']:.2f}" if tk else "",
+                        f"{p50[s] / p50['lancedb']:.2f}" if tk else "",
+                        f"{p50[s] / p50['chroma']:.2f}" if tk and "chroma" in p50 else "",
                     )
                 )
             print(table(out[-len(systems) :], HEADER), flush=True)
@@ -219,12 +260,13 @@ HEADER = (
     "build s",
     "q/s x16",
     "tk/np",
+    "tk/lance",
     "tk/chroma",
 )
 
 
 def throughput(
-    base: Any,
+    bases: dict[str, Any],
     tmp: str,
     raw_query: Callable[..., Any],
     chroma: Chroma | None,
@@ -247,23 +289,36 @@ def throughput(
     async def main() -> dict[str, float]:
         table_ = await (await lancedb.connect_async(tmp)).open_table("peers")
 
-        async def tk(q: np.ndarray) -> Any:
-            return await base.near_vector(q)
-
         async def raw(q: np.ndarray) -> Any:
             return await raw_query(q, filtered, table_.vector_search(q)).to_list()
 
-        await tk(queries[0])
-        await raw(queries[0])
-        return {"turnkit": await gather(tk), "lancedb": await gather(raw)}
+        result = {}
+        for name, base in bases.items():
 
-    result = asyncio.run(main())
-    if chroma is not None:  # Chroma's local client is sync: 16 threads
-        with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:
+            async def tk(q: np.ndarray, base: Any = base) -> Any:
+                return await base.near_vector(q)
+
+            await tk(queries[0])
+            result[name] = await gather(tk)
+        await raw(queries[0])
+        result["lancedb"] = await gather(raw)
+        return result
+
+    def chroma_qps() -> float:
+        assert chroma is not None
+        with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:  # Chroma's local client is sync
             t = time.perf_counter()
             list(pool.map(lambda q: chroma.search(q, filtered), queries))
-            result["chroma"] = len(queries) / (time.perf_counter() - t)
-    return result
+            return len(queries) / (time.perf_counter() - t)
+
+    # Rounds alternate the systems, so a burst of load elsewhere hits each; the median round is reported.
+    rounds: dict[str, list[float]] = {}
+    for _ in range(ROUNDS):
+        for name, value in asyncio.run(main()).items():
+            rounds.setdefault(name, []).append(value)
+        if chroma is not None:
+            rounds.setdefault("chroma", []).append(chroma_qps())
+    return {name: float(np.median(values)) for name, values in rounds.items()}
 
 
 def main() -> None:
@@ -274,6 +329,12 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="add 1,000,000 rows")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--filters", default="all,10%", help="unfiltered (all) and/or 10%%-selective")
+    parser.add_argument("--chroma-ef", type=int, default=128, help="first ef_search tried above 20k rows")
+    parser.add_argument(
+        "--memory-mib", type=int, default=None, help="turnkit's MemoryCache.max_vector_bytes, in MiB"
+    )
+    parser.add_argument("--db", default=None, help="keep turnkit's tables (and indexes) here and reuse them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.big:

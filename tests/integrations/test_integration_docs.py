@@ -14,4 +14,3 @@ def test_every_page_has_snippets_and_the_index_lists_it() -> None:
             assert python_blocks(page.read_text()), page.name
             assert f"({page.name})" in index, page.name
     assert "docs/integrations/index.md" in (ROOT / "README.md").read_text()
-

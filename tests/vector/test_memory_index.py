@@ -165,7 +165,9 @@ def test_ties_are_broken_by_id(tmp_path: Any) -> None:
 
 def test_budget_and_row_limit_fall_back_to_lancedb(tmp_path: Any) -> None:
     uri = str(tmp_path / "db")
-    vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=5))
+    vs = create_vector_store(
+        uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=5, max_vector_bytes=0)
+    )
     rng = np.random.default_rng(1)
     vs("big").upsert_sync(_records(rng, list(range(10)), 4))
     vs("small").upsert_sync(_records(rng, list(range(3)), 4))
@@ -177,6 +179,42 @@ def test_budget_and_row_limit_fall_back_to_lancedb(tmp_path: Any) -> None:
     tiny = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_bytes=10))
     assert tiny("small").near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()
     assert tiny.cache_stats().collections == ()
+
+
+def test_a_collection_over_max_rows_is_cached_while_its_vectors_fit_max_vector_bytes(tmp_path: Any) -> None:
+    uri = str(tmp_path / "db")
+    rng = np.random.default_rng(2)
+    # 10 rows x 4 floats = 160 bytes of vectors, 3 rows = 48.
+    vs = create_vector_store(
+        uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=2, max_vector_bytes=100)
+    )
+    vs("big").upsert_sync(_records(rng, list(range(10)), 4))
+    vs("small").upsert_sync(_records(rng, list(range(3)), 4))
+    for name in ("big", "small"):
+        assert len(vs(name).near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()) == 3
+    stats = vs.cache_stats()
+    assert [c.name for c in stats.collections] == ["small"]
+    assert (stats.max_rows, stats.max_vector_bytes) == (2, 100)
+    roomy = create_vector_store(
+        uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=2, max_vector_bytes=160)
+    )
+    assert len(roomy("big").near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()) == 3
+    assert [(c.name, c.rows) for c in roomy.cache_stats().collections] == [("big", 10)]
+
+
+@given(
+    rows=st.integers(0, 10**7),
+    dimension=st.integers(1, 4096),
+    max_rows=st.integers(0, 10**6),
+    max_vector_bytes=st.integers(0, 2**31),
+    max_bytes=st.integers(0, 2**33),
+)
+def test_admits_is_rows_or_vector_bytes_within_the_budget(
+    rows: int, dimension: int, max_rows: int, max_vector_bytes: int, max_bytes: int
+) -> None:
+    config = MemoryCache(max_rows=max_rows, max_vector_bytes=max_vector_bytes, max_bytes=max_bytes)
+    small = rows <= max_rows or rows * dimension * 4 <= max_vector_bytes
+    assert config.admits(rows, dimension) == (small and rows * (dimension * 4 + 1024) <= max_bytes)
 
 
 _WRITER = """

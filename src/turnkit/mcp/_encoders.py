@@ -15,6 +15,7 @@ from ._errors import InvalidMCPServerConfigError
 
 __all__ = ["encoder_from_name", "encoder_from_spec", "recorded_encoder"]
 
+
 def encoder_from_spec(spec: str, dimension: int | None = None) -> Encoder:
     """Build an encoder from its name in the battery's one registry (``"hash:64"``, ``"minilm"``…)."""
     try:

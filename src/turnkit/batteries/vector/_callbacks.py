@@ -450,7 +450,6 @@ class VectorRetrievableGlue:
         )
 
 
-
 def _callbacks_of(glue: Callable[P, VectorRetrievableGlue]) -> Callable[P, VectorRetrievableCallbacks]:
     # The factory takes exactly the glue's options: the signature is written once, on __init__.
     def create_vector_retrievable_callbacks(*args: P.args, **kwargs: P.kwargs) -> VectorRetrievableCallbacks:

@@ -70,6 +70,7 @@ FilterSpec: TypeAlias = (
 GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
 """Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
 
+
 def source_of(meta: Mapping[str, Any]) -> str | None:
     """Where a record came from: the glue's ``source``, else an ingested file's name and section."""
     if isinstance(meta.get("source"), str):
@@ -184,7 +185,6 @@ class VectorRetrievableCallbacks(Mapping[str, Any]):
         )
 
 
-
 def declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
     """The tier a record already carries: from the hook's result, else from the stored metadata."""
     if isinstance(raw, Retrievable):
@@ -243,4 +243,3 @@ def apply_filter(q: QueryBuilder, spec: FilterSpec | None) -> QueryBuilder:
         "(\"json_get_int(metadata, 'year') >= ?\", [2020]).",
         field="filter",
     )
-

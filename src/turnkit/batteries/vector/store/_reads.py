@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Iterable
 from dataclasses import replace
@@ -27,9 +26,6 @@ from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
-from turnkit.batteries.vector.store._memory_index import (
-    INLINE_WORK,
-)
 from turnkit.batteries.vector.store._records import (
     match_from_row,
 )
@@ -121,15 +117,29 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
 
 
 async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
-    """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
-    found = store._search_now(spec, max_work=INLINE_WORK)
-    if found is None and store._memory.work(spec.collection) > INLINE_WORK:
-        found = await asyncio.to_thread(store._search_now, spec)
-    return found
+    """`search_now` for async callers: small products inline, larger ones off the caller's loop."""
+    current = _current(store, spec)
+    if current is None:
+        return None
+    coll, vector, select = current
+    found = await store._memory.search_now_async(
+        coll.name, coll.table, coll.seen_version, spec, vector, _columns(select)
+    )
+    return None if found is None else _finish(found, spec, select)
 
 
-def search_now(store: VectorStore, spec: QuerySpec, max_work: int | None = None) -> list[Any] | None:
-    """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
+def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
+    """A search answered from memory in the caller's thread, or ``None`` to take the loop path."""
+    current = _current(store, spec)
+    if current is None:
+        return None
+    coll, vector, select = current
+    found = store._memory.search_now(coll.name, coll.table, coll.seen_version, spec, vector, _columns(select))
+    return None if found is None else _finish(found, spec, select)
+
+
+def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tuple[str, ...]] | None:
+    """The open collection, query vector and selection when memory may answer without the loop.
 
     Only when nothing needs the loop: a vector query on an open, current
     collection whose copy is loaded (readers of other processes' writes
@@ -148,11 +158,7 @@ def search_now(store: VectorStore, spec: QuerySpec, max_work: int | None = None)
         or (coll.metric == "cosine" and not near.vector.any())  # `_search` explains it
     ):
         return None
-    select = spec.select or ("*",)
-    found = store._memory.search_now(
-        coll.name, coll.table, coll.seen_version, spec, near.vector, _columns(select), max_work
-    )
-    return None if found is None else _finish(found, spec, select)
+    return coll, near.vector, spec.select or ("*",)
 
 
 def knobs(store: VectorStore, query: Any, coll: _Collection, spec: QuerySpec) -> Any:

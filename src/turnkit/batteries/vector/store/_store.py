@@ -460,17 +460,17 @@ class VectorStore:
         return await _reads.search(self, spec, vector)
 
     async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
-        """`_search_now` for async callers: inline when small, else on a worker thread so queries overlap."""
+        """`_search_now` for async callers: small products inline, larger ones off the caller's loop."""
         return await _reads.search_now_async(self, spec)
 
-    def _search_now(self, spec: QuerySpec, max_work: int | None = None) -> list[Any] | None:
+    def _search_now(self, spec: QuerySpec) -> list[Any] | None:
         """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
 
         Only when nothing needs the loop: a vector query on an open, current
         collection whose copy is loaded (readers of other processes' writes
         must ask LanceDB for the version, which is async).
         """
-        return _reads.search_now(self, spec, max_work)
+        return _reads.search_now(self, spec)
 
     def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
         # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).

@@ -1,0 +1,140 @@
+"""Concurrent searches of one in-memory collection share passes over its matrix.
+
+A single query's product with the matrix costs about 5 ms for 100,000 × 256
+floats (einsum). When more searches of the same collection arrive while
+products are running, they queue; the next free worker takes the whole queue,
+multiplies the matrix by all its query vectors in one pass (a matrix-matrix
+product, several times cheaper per query) and finishes each search (top-k and
+matches) with its row of distances. One worker runs at a time by default: the
+pass is bound by memory bandwidth, and with 16 searches in flight one worker
+serving batches of about 15 gave 1.8x the throughput of two workers serving
+batches of about 5 (docs/performance.md). A sync caller that finds the worker
+free works in its own thread (a lone query pays no hand over); an async
+caller's work goes to a worker thread while its loop waits on a future, so a
+queue of async searches holds no thread each.
+
+The batched product is BLAS's and rounds differently from einsum (by about
+``dimension × 2⁻²⁴`` relative, bounded by `dot_tolerance`); a search served in
+a batch recomputes its candidates near the cut with the same einsum as a lone
+search (``_Snapshot.top``), so results are the same either way, to the bit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["BatchedProduct", "dot_tolerance"]
+
+# OpenBLAS runs a product of at most 65,536 x 4 multiply-adds on the calling thread; larger ones
+# spread over its own threads, which is several times slower on a machine busy with other work.
+# Slices of the matrix this small keep each call single-threaded.
+_SINGLE_THREAD_WORK = 262_144
+
+# finish(dots, alone): the search's answer from its dot products; alone is True when einsum
+# computed them for this query only (exactly the lone search's values).
+Finish = Callable[[npt.NDArray[np.float32], bool], Any]
+
+
+def dot_tolerance(dimension: int) -> float:
+    """A bound on how far two float32 dot products of ``dimension`` terms differ, relative to |q| |v|."""
+    # Each is within dimension x 2^-24 of the exact value whatever the order of summation; wide margin.
+    return 1e-6 * (dimension + 16)
+
+
+class _Job:
+    __slots__ = ("finish", "future", "query")
+
+    def __init__(self, query: npt.NDArray[np.float32], finish: Finish) -> None:
+        self.query, self.finish = query, finish
+        self.future: Future[Any] = Future()
+
+
+class BatchedProduct:
+    """Searches that need ``matrix @ query``, queued ones served together."""
+
+    def __init__(self, matrix: npt.NDArray[np.float32], workers: int = 1) -> None:
+        self.matrix = matrix
+        self.workers = max(1, workers)
+        self._cond = threading.Condition()
+        self._busy = 0
+        self._queue: list[_Job] = []
+
+    def run(self, query: npt.NDArray[np.float32], finish: Finish) -> Any:
+        """``finish(dots, alone)`` for ``query``, in this thread when a worker is free."""
+        job = _Job(query, finish)
+        with self._cond:
+            self._queue.append(job)
+            while not job.future.done():
+                if self._busy < self.workers and self._queue:
+                    self._busy += 1
+                    break
+                self._cond.wait()
+            else:
+                return job.future.result()
+        self._work(until=job)
+        return job.future.result()
+
+    async def run_async(self, query: npt.NDArray[np.float32], finish: Finish) -> Any:
+        """`run` for a coroutine: the work happens on a worker thread, the caller awaits a future."""
+        job = _Job(query, finish)
+        with self._cond:
+            self._queue.append(job)
+            start = self._busy < self.workers
+            if start:
+                self._busy += 1
+        if start:
+            threading.Thread(target=self._work, name="turnkit-memory", daemon=True).start()
+        return await asyncio.wrap_future(job.future)
+
+    def _work(self, until: _Job | None = None) -> None:
+        # Holds one of the `workers` places: serves the queue until it is empty (or, for a sync
+        # caller, until its own job is done: then a new thread takes the rest over).
+        while True:
+            with self._cond:
+                if not self._queue or (until is not None and until.future.done()):
+                    if self._queue:
+                        threading.Thread(target=self._work, name="turnkit-memory", daemon=True).start()
+                    else:
+                        self._busy -= 1
+                    self._cond.notify_all()
+                    return
+                # A job whose caller stopped waiting (a cancelled task) is dropped here.
+                batch = [job for job in self._queue if job.future.set_running_or_notify_cancel()]
+                self._queue = []
+            if batch:
+                self._serve(batch)
+            with self._cond:
+                self._cond.notify_all()
+
+    def _serve(self, batch: list[_Job]) -> None:
+        try:
+            products = self._product([job.query for job in batch])
+        except BaseException as error:  # every search of the batch sees it
+            for job in batch:
+                job.future.set_exception(error)
+            return
+        for job, dots in zip(batch, products, strict=True):
+            try:
+                job.future.set_result(job.finish(dots, len(batch) == 1))
+            except BaseException as error:
+                job.future.set_exception(error)
+
+    def _product(self, queries: list[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
+        matrix = self.matrix
+        if len(queries) == 1:
+            # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
+            return [np.einsum("ij,j->i", matrix, queries[0])]
+        n, dimension = matrix.shape
+        stacked = np.ascontiguousarray(np.stack(queries).T)
+        out = np.empty((n, len(queries)), dtype=np.float32)
+        step = max(1, _SINGLE_THREAD_WORK // (len(queries) * max(1, dimension)))
+        for start in range(0, n, step):
+            np.matmul(matrix[start : start + step], stacked, out=out[start : start + step])
+        return [np.ascontiguousarray(out[:, k]) for k in range(len(queries))]

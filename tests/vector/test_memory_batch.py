@@ -1,0 +1,218 @@
+"""Concurrent in-memory searches served by one batched product give the lone search's answers, to the bit."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from turnkit.batteries.vector import MemoryCache, create_vector_store
+from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, dot_tolerance
+from turnkit.batteries.vector.store._memory_index import _Snapshot
+
+
+def _table(matrix: np.ndarray, ids: list[str]) -> pa.Table:
+    n, dim = matrix.shape
+    stamps = pa.array([0] * n, pa.timestamp("us", tz="UTC"))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim),
+            "document": pa.array([None] * n, pa.string()),
+            "metadata": pa.array([None] * n, pa.string()),
+            "created_at": stamps,
+            "updated_at": stamps,
+        }
+    )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 60),
+    dim=st.integers(1, 40),
+    copies=st.integers(0, 20),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    limit=st.integers(1, 15),
+    offset=st.integers(0, 5),
+)
+def test_batched_dots_within_their_bound_give_the_lone_answer(
+    metric: str, seed: int, rows: int, dim: int, copies: int, scale: float, limit: int, offset: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, dim)).astype(np.float32)
+    matrix[rng.integers(0, rows, size=rows // 3)] *= np.float32(scale)  # norms far apart
+    # Copies of some rows (and of the query) make exact ties, broken by id.
+    picks = rng.integers(0, rows, size=copies)
+    matrix = np.concatenate([matrix, matrix[picks]])
+    ids = [f"r{i}" for i in rng.permutation(len(matrix))]
+    snapshot = _Snapshot("c", 1, _table(matrix, ids), dim, metric)  # type: ignore[arg-type]
+    query = matrix[int(rng.integers(0, len(matrix)))] if rng.random() < 0.5 else rng.normal(size=dim)
+    query = np.ascontiguousarray(query, dtype=np.float32)
+    spec = QuerySpec(collection="c", limit=limit, offset=offset)
+    lone = snapshot.top(spec, query, None)
+    exact = np.einsum("ij,j->i", matrix, query)
+    # Another order of summation: off by up to the documented bound, either way, row by row.
+    bound = dot_tolerance(dim) * np.sqrt(snapshot.sq_norms) * float(np.linalg.norm(query))
+    noisy = (exact + rng.uniform(-1, 1, size=len(exact)) * bound).astype(np.float32)
+    batched = snapshot.top(spec, query, None, noisy, exact=False)
+    assert lone[0].tolist() == batched[0].tolist()
+    assert lone[1].tobytes() == batched[1].tobytes()
+
+
+def _gated(product: BatchedProduct) -> tuple[threading.Event, list[int], Any]:
+    """A product whose first pass waits for the gate, and the sizes of the passes made."""
+    gate, real, sizes = threading.Event(), product._product, []
+
+    def gated(queries: list[np.ndarray]) -> list[np.ndarray]:
+        sizes.append(len(queries))
+        if len(sizes) == 1:
+            gate.wait(30)
+        return real(queries)
+
+    return gate, sizes, gated
+
+
+def _wait_for(condition: Any) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def test_queued_queries_share_one_product_and_get_their_own_rows() -> None:
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(1000, 16)).astype(np.float32)
+    product = BatchedProduct(matrix, workers=1)
+    gate, sizes, gated = _gated(product)
+
+    def run(q: np.ndarray) -> tuple[np.ndarray, bool]:
+        return product.run(q, lambda dots, alone: (dots, alone))
+
+    queries = rng.normal(size=(6, 16)).astype(np.float32)
+    with mock.patch.object(product, "_product", gated), ThreadPoolExecutor(6) as pool:
+        first = pool.submit(run, queries[0])
+        _wait_for(lambda: sizes)
+        rest = [pool.submit(run, q) for q in queries[1:]]
+        _wait_for(lambda: len(product._queue) == 5)  # all five wait behind the first pass
+        gate.set()
+        results = [first.result(30), *(f.result(30) for f in rest)]
+    assert sizes == [1, 5]
+    assert [alone for _, alone in results] == [True] + [False] * 5
+    for q, (dots, _) in zip(queries, results, strict=True):
+        assert dots.tolist() == pytest.approx((matrix @ q).tolist(), rel=1e-5, abs=1e-5)
+    assert product._busy == 0
+
+
+def test_async_searches_queue_without_a_thread_each_and_cancelled_ones_are_dropped() -> None:
+    rng = np.random.default_rng(1)
+    matrix = rng.normal(size=(500, 8)).astype(np.float32)
+    product = BatchedProduct(matrix, workers=1)
+    gate, sizes, gated = _gated(product)
+    queries = rng.normal(size=(5, 8)).astype(np.float32)
+
+    async def main() -> list[Any]:
+        tasks = [asyncio.ensure_future(product.run_async(queries[0], lambda d, a: (d, a)))]
+        await asyncio.to_thread(_wait_for, lambda: sizes)
+        tasks += [asyncio.ensure_future(product.run_async(q, lambda d, a: (d, a))) for q in queries[1:]]
+        await asyncio.to_thread(_wait_for, lambda: len(product._queue) == 4)
+        tasks[2].cancel()
+        await asyncio.sleep(0)
+        gate.set()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    threads = threading.active_count()
+    with mock.patch.object(product, "_product", gated):
+        results = asyncio.run(main())
+    assert threading.active_count() <= threads + 1  # the one worker, finishing
+    assert sizes == [1, 3]  # the cancelled search was not computed
+    assert isinstance(results[2], asyncio.CancelledError)
+    for i in (0, 1, 3, 4):
+        dots, alone = results[i]
+        assert alone == (i == 0)
+        assert dots.tolist() == pytest.approx((matrix @ queries[i]).tolist(), rel=1e-5, abs=1e-5)
+    _wait_for(lambda: product._busy == 0)
+
+
+def test_a_failed_product_fails_every_search_of_its_batch_and_a_failed_finish_only_its_own() -> None:
+    product = BatchedProduct(np.ones((4, 2), np.float32), workers=1)
+    with (
+        mock.patch.object(product, "_product", side_effect=MemoryError("boom")),
+        pytest.raises(MemoryError),
+    ):
+        product.run(np.ones(2, np.float32), lambda d, a: d)
+    assert product._busy == 0 and product._queue == []
+
+    def bad(dots: np.ndarray, alone: bool) -> Any:
+        raise ValueError("finish")
+
+    with pytest.raises(ValueError, match="finish"):
+        product.run(np.ones(2, np.float32), bad)
+    assert product.run(np.ones(2, np.float32), lambda d, a: d.tolist()) == [2.0] * 4  # and serves the next
+
+
+def test_concurrent_searches_of_a_store_match_sequential_ones(tmp_path: Any) -> None:
+    # 4,100 rows x 256 floats: past INLINE_WORK, so unfiltered searches go through the batched product.
+    rng = np.random.default_rng(3)
+    dim, rows = 256, 4_100
+    vs = create_vector_store(uri=str(tmp_path / "db"), auto_optimize=None, memory_cache=MemoryCache())
+    vectors = rng.normal(size=(rows, dim)).astype(np.float32)
+    vs("c").upsert_sync([{"id": f"r{i}", "vector": v} for i, v in enumerate(vectors)])
+    queries = rng.normal(size=(48, dim)).astype(np.float32)
+
+    def search(q: np.ndarray) -> list[tuple[str, float | None]]:
+        return [(m.id, m.distance) for m in vs("c").near_vector(q).select("id").limit(7).search_sync()]
+
+    sequential = [search(q) for q in queries]
+    assert vs.cache_stats().collections[0].rows == rows
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(search, queries)) == sequential
+
+    async def search_async(q: np.ndarray) -> list[tuple[str, float | None]]:
+        return [(m.id, m.distance) for m in await vs("c").near_vector(q).select("id").limit(7)]
+
+    async def gathered() -> list[Any]:
+        return await asyncio.gather(*(search_async(q) for q in queries))
+
+    assert asyncio.run(gathered()) == sequential
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 50),
+    dim=st.integers(1, 20),
+    filtered=st.booleans(),
+)
+def test_in_place_distances_are_the_textbook_formulas_to_the_bit(
+    metric: str, seed: int, rows: int, dim: int, filtered: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = (rng.normal(size=(rows, dim)) * rng.uniform(0.01, 100, size=(rows, 1))).astype(np.float32)
+    snapshot = _Snapshot("c", 1, _table(matrix, [f"r{i}" for i in range(rows)]), dim, metric)  # type: ignore[arg-type]
+    query = rng.normal(size=dim).astype(np.float32)
+    picked = np.flatnonzero(rng.random(rows) < 0.5) if filtered else None
+    sub = slice(None) if picked is None else picked
+    dots = np.einsum("ij,j->i", matrix[sub], query)
+    one = np.float32(1.0)
+    if metric == "cosine":
+        qnorm = float(np.linalg.norm(query))
+        want = one - dots * snapshot.inv_norms[sub] * np.float32(1.0 / qnorm if qnorm else 0.0)
+    elif metric == "dot":
+        want = one - dots
+    else:
+        sq = snapshot.sq_norms[sub]
+        want = np.maximum(sq - np.float32(2.0) * dots + np.float32(query @ query), np.float32(0.0))
+    assert snapshot.distances(picked, query).tobytes() == want.tobytes()
