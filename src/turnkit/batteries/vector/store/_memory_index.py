@@ -343,48 +343,27 @@ class MemoryIndex:
             if snapshot is None:
                 return None
         self._snapshots.move_to_end(name)
-        query = np.ascontiguousarray(vector, dtype=np.float32)
-        if snapshot.rows * dimension > INLINE_WORK:
-            return await snapshot.search_async(spec, query, columns)
-        return snapshot.search(spec, query, columns)
+        return await self.answer(snapshot, spec, vector, columns)
 
-    def _current(self, name: str, table: Any, key: Hashable, spec: QuerySpec) -> _Snapshot | None:
+    def loaded(self, name: str, table: Any, key: Hashable, spec: QuerySpec) -> _Snapshot | None:
+        """The current copy of a collection when one is loaded and can answer ``spec``, else ``None``.
+
+        Lets a caller search without the hop to turnkit's loop thread (`answer`,
+        or the snapshot's own ``search`` in the caller's thread).
+        """
         if self.config is None or (spec.filter is not None and not spec.prefilter):
             return None
         snapshot = self._snapshots.get(name)
         return snapshot if snapshot is not None and snapshot.key == (id(table), key) else None
 
-    def search_now(
-        self,
-        name: str,
-        table: Any,
-        key: Hashable,
-        spec: QuerySpec,
-        vector: npt.NDArray[Any],
-        columns: list[str],
+    @staticmethod
+    async def answer(
+        snapshot: _Snapshot, spec: QuerySpec, vector: npt.NDArray[Any], columns: list[str]
     ) -> list[VectorMatch] | None:
-        """The search in the caller's thread, when a current copy is already loaded.
+        """A snapshot's matches for a coroutine on any loop: small products inline, others off the loop.
 
-        Saves the hop to turnkit's loop thread; ``None`` means "take the usual path".
+        ``None`` when the snapshot cannot answer (a filter memory does not evaluate).
         """
-        snapshot = self._current(name, table, key, spec)
-        if snapshot is None:
-            return None
-        return snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), columns)
-
-    async def search_now_async(
-        self,
-        name: str,
-        table: Any,
-        key: Hashable,
-        spec: QuerySpec,
-        vector: npt.NDArray[Any],
-        columns: list[str],
-    ) -> list[VectorMatch] | None:
-        """`search_now` for a coroutine on any loop: small products inline, others off the loop."""
-        snapshot = self._current(name, table, key, spec)
-        if snapshot is None:
-            return None
         query = np.ascontiguousarray(vector, dtype=np.float32)
         if snapshot.matrix.size > INLINE_WORK:
             return await snapshot.search_async(spec, query, columns)

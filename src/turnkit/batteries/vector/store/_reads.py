@@ -118,24 +118,32 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
 
 async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
     """`search_now` for async callers: small products inline, larger ones off the caller's loop."""
-    current = _current(store, spec)
-    if current is None:
+    loaded = _loaded(store, spec)
+    if loaded is None:
         return None
-    coll, vector, select = current
-    found = await store._memory.search_now_async(
-        coll.name, coll.table, coll.seen_version, spec, vector, _columns(select)
-    )
+    snapshot, vector, select = loaded
+    found = await store._memory.answer(snapshot, spec, vector, _columns(select))
     return None if found is None else _finish(found, spec, select)
 
 
 def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
     """A search answered from memory in the caller's thread, or ``None`` to take the loop path."""
+    loaded = _loaded(store, spec)
+    if loaded is None:
+        return None
+    snapshot, vector, select = loaded
+    found = snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), _columns(select))
+    return None if found is None else _finish(found, spec, select)
+
+
+def _loaded(store: VectorStore, spec: QuerySpec) -> tuple[Any, Any, tuple[str, ...]] | None:
+    """The loaded copy, query vector and selection when memory may answer without the loop."""
     current = _current(store, spec)
     if current is None:
         return None
     coll, vector, select = current
-    found = store._memory.search_now(coll.name, coll.table, coll.seen_version, spec, vector, _columns(select))
-    return None if found is None else _finish(found, spec, select)
+    snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
+    return None if snapshot is None else (snapshot, vector, select)
 
 
 def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tuple[str, ...]] | None:
