@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from turnkit._aio import run_sync
 from turnkit.batteries.vector import (
+    And,
     RecordNotFoundError,
     commit_fragments_sync,
     condition,
@@ -121,8 +122,9 @@ def test_the_first_guarded_write_migrates_a_collection_in_place(tmp_path: Path) 
     )
     assert (out.inserted, out.updated) == (1, 1)
     keys = {(r["id"], r["metadata"]["tenant"]): r[KEY] for r in _rows(uri, "kb")}
-    assert keys[("r0", "A")] == "r0" and keys[("r2", "A")] == "r2"  # rows already there keep their ids
-    assert keys[("r1", "B")] == "r1"
+    # Rows already there are keyed by their ids, unscoped.
+    assert keys[("r0", "A")] == "\x1fr0" and keys[("r2", "A")] == "\x1fr2"
+    assert keys[("r1", "B")] == "\x1fr1"
     assert keys[("r1", "A")] == f"{scope_of(_guard('A'))}\x1fr1"
     # Writes without a guard still address records by id, in this process and in a fresh store.
     for store in (vs, create_vector_store(uri, auto_optimize=None)):
@@ -151,7 +153,7 @@ def test_fragments_appended_to_a_keyed_collection_are_keyed_by_id(tmp_path: Path
     assert (again.inserted, again.updated) == (0, 1)
     assert sorted((r["id"], r[KEY]) for r in _rows(uri, "kb")) == [
         ("a", f"{scope_of(_guard('A'))}\x1fa"),
-        ("f", "f"),
+        ("f", "\x1ff"),
     ]
 
 
@@ -185,3 +187,70 @@ def test_repair_and_the_dense_gauge_keep_scopes_apart(tmp_path: Path) -> None:
 
     assert run_sync(gauge("A")) == [pytest.approx(1.0)]
     assert run_sync(gauge("B")) == [pytest.approx(0.5)]  # B's own vector, at 90 degrees
+
+
+def test_no_id_spells_another_scopes_key(tmp_path: Path) -> None:
+    """An unguarded id equal to a tenant's scoped key is another record: keys cannot be forged."""
+    uri = str(tmp_path)
+    vs = create_vector_store(uri, auto_optimize=None)
+    a = _guard("A")
+    forged = f"{scope_of(a)}\x1fr1"
+    vs("kb").upsert_sync([{"id": forged, "vector": [0.0, 1.0], "metadata": {"tenant": "B"}}])
+    vs("kb").upsert_sync([{"id": "r1", "vector": [1.0, 0.0], "metadata": {"tenant": "A"}}], guard=a)
+    again = vs("kb").upsert_sync([{"id": forged, "vector": [0.0, 1.0], "metadata": {"tenant": "B", "v": 2}}])
+    assert (again.inserted, again.updated) == (0, 1)  # the operator's own record
+    assert [m.metadata for m in vs("kb").where(a).get_sync(["r1"])] == [{"tenant": "A"}]
+    assert len(_rows(uri, "kb")) == 2
+
+
+def test_a_broader_guard_moving_a_record_out_never_lets_the_narrow_guard_reach_it(tmp_path: Path) -> None:
+    """A record a broad guard moved out of a tenant's guard is beyond that tenant's writes."""
+    uri = str(tmp_path)
+    vs = create_vector_store(uri, auto_optimize=None)
+    app = condition("metadata.app", "eq", "kb")
+    tenant_a = And((app, _guard("A")))
+    tenant_b = And((app, _guard("B")))
+
+    def record(tenant: str, note: str) -> dict[str, Any]:
+        return {"id": "r1", "vector": [1.0, 0.0], "metadata": {"app": "kb", "tenant": tenant, "note": note}}
+
+    vs("kb").upsert_sync([record("A", "A's")], guard=tenant_a)
+    moved = vs("kb").upsert_sync([record("B", "moved to B")], guard=app)  # the broad guard sees A's r1
+    assert (moved.inserted, moved.updated) == (0, 1)
+    # A no longer sees an r1; its write is an insert under a fresh key, and B's record is untouched.
+    mine = vs("kb").upsert_sync([record("A", "A's new")], guard=tenant_a)
+    assert (mine.inserted, mine.updated) == (1, 0)
+    assert [m.metadata["note"] for m in vs("kb").where(tenant_b).get_sync(["r1"])] == ["moved to B"]
+    assert [m.metadata["note"] for m in vs("kb").where(tenant_a).get_sync(["r1"])] == ["A's new"]
+    again = vs("kb").upsert_sync([record("A", "A's again")], guard=tenant_a)
+    assert (again.inserted, again.updated) == (0, 1)  # found again inside its guard
+    assert sorted(r["metadata"]["note"] for r in _rows(uri, "kb")) == ["A's again", "moved to B"]
+
+
+def test_rows_written_over_a_late_create_keep_their_scopes_when_put_back(tmp_path: Path) -> None:
+    """Two tenants' r1, written on the empty table a late create left, both come back beside the first r1."""
+    from turnkit.batteries.vector.store._integrity import undo_late_create
+
+    uri = str(tmp_path)
+
+    def record(rid: str, tenant: str) -> dict[str, Any]:
+        return {"id": rid, "vector": [1.0, 0.0], "metadata": {"tenant": tenant}}
+
+    create_vector_store(uri, auto_optimize=None)("c").upsert_sync([record("r1", "X"), record("x", "X")])
+
+    async def late_create() -> Any:
+        conn = await lancedb.connect_async(uri)
+        schema = await (await conn.open_table("c")).schema()
+        return await conn.create_table("c", schema=schema, mode="overwrite")  # as Lance commits a late create
+
+    late = run_sync(late_create())
+    other = create_vector_store(uri, auto_optimize=None)  # a writer that opened the empty table
+    for tenant in ("A", "B"):
+        other("c").upsert_sync([record("r1", tenant)], guard=_guard(tenant))
+    assert run_sync(undo_late_create(late, "c")) is True
+    assert sorted((r["id"], r["metadata"]["tenant"]) for r in _rows(uri, "c")) == [
+        ("r1", "A"),
+        ("r1", "B"),
+        ("r1", "X"),
+        ("x", "X"),
+    ]

@@ -1,14 +1,21 @@
-"""Guarded writes: each write guard stores its records under its own ids.
+r"""Guarded writes: each write guard stores its records under its own ids.
 
 A record's identity is its key (the hidden ``_key`` column, once a collection
-has one): the id for a record written without a guard, the guard's scope and
-the id for one a guarded write inserted. So a tenant behind a guard stores
-``"r1"`` and reads it back whether or not another tenant holds ``"r1"``: a
-write tells it nothing about other tenants' ids, and never touches their rows.
+has one): ``"\x1f<id>"`` for a record written without a guard, ``"<scope>\x1f<id>"``
+for one a guarded write inserted, the scope being 16 hex digits of the
+guard's hash. No id can spell another key: an unscoped key starts with the
+separator, a scoped one with its scope's fixed-length prefix. So a tenant
+behind a guard stores ``"r1"`` and reads it back whether or not another
+tenant holds ``"r1"``: a write tells it nothing about other tenants' ids, and
+never touches their rows.
+
 A guarded write updates the record its guard can see under that id (its own
 scope's first, else the newest row inside the guard), and inserts one in its
-scope otherwise. A collection gets the column from the first guarded write
-that reaches it (``_key`` = ``id`` for the rows already there).
+scope otherwise. When its scope's key is held by a row the guard does not
+match (a broader guard moved that record out), the new record takes a fresh
+key instead, so the merge can never reach a row outside the guard. A
+collection gets the column from the first guarded write that reaches it
+(the unscoped key of its id for each row already there).
 
 The key lookup and the commit run under the collection's write locks (one
 writer per collection in a process, and across processes on a local disk).
@@ -17,22 +24,31 @@ writer per collection in a process, and across processes on a local disk).
 from __future__ import annotations
 
 import hashlib
+import uuid
 from typing import Any, Final
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from turnkit.batteries.vector._errors import InvalidVectorRecordError
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, evaluate, to_sql
+from turnkit.batteries.vector.filters._sql import _sql_string
 from turnkit.batteries.vector.store._common import _KEY
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
-__all__ = ["KEY", "add_key_column", "check_inside_guard", "guarded_keys", "scope_of", "with_keys"]
+__all__ = [
+    "KEY",
+    "add_key_column",
+    "check_inside_guard",
+    "guarded_keys",
+    "scope_of",
+    "unscoped_keys",
+    "with_keys",
+]
 
 KEY: Final = _KEY
-# Scoped keys are "<16 hex digits of the guard's hash>\x1f<id>": a tenant's keys all carry its
-# own fixed-length prefix, so no id it picks can spell another scope's key.
 _SEP: Final = "\x1f"
 
 
@@ -60,22 +76,28 @@ def check_inside_guard(batch: Any, guard: FilterNode) -> None:
 
 
 async def add_key_column(table: Any, name: str) -> None:
-    """Give a collection its key column, equal to ``id`` for every row (computed: no row is rewritten)."""
+    """Give a collection its key column, each row's unscoped key (computed: no row is rewritten)."""
     with translate_errors("upsert", name):
-        await table.add_columns({KEY: "id"})
+        await table.add_columns({KEY: "concat(chr(31), id)"})
+
+
+def unscoped_keys(ids: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The keys of records written without a guard."""
+    return pc.binary_join_element_wise("", ids, _SEP)
 
 
 def with_keys(data: pa.Table, keys: pa.Array | None = None) -> pa.Table:
-    """``data`` with its key column: ``keys``, or the ids (a write without a guard)."""
-    return data.append_column(pa.field(KEY, pa.string()), data["id"] if keys is None else keys)
+    """``data`` with its key column: ``keys``, or the unscoped keys of its ids (a write without a guard)."""
+    return data.append_column(pa.field(KEY, pa.string()), unscoped_keys(data["id"]) if keys is None else keys)
 
 
 async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode, guard_sql: str) -> pa.Array:
     """The key each id of a guarded write lands on.
 
     Call it holding the collection's write locks, on the latest version of a
-    collection that has the key column. Rows outside the guard are never
-    read, so the answer cannot depend on them.
+    collection that has the key column. The choice depends only on rows
+    inside the guard; a key outside it is only checked for being taken, and
+    either way the record is inserted.
     """
     scope = scope_of(guard)
     own = {f"{scope}{_SEP}{rid}": rid for rid in ids}
@@ -86,13 +108,26 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
         with translate_errors("upsert", name):
             rows = await table.query().where(where).select(["id", KEY, "updated_at"]).to_list()
         for row in rows:
-            key = row[KEY] if row[KEY] is not None else row["id"]
+            key = row[KEY] if row[KEY] is not None else _SEP + row["id"]
             # Its own scope's row first, else the newest row the guard sees.
             rank = (key in own, row["updated_at"], key)
             best = chosen.get(row["id"])
             if best is None or _before(best, rank):
                 chosen[row["id"]] = rank
-    return pa.array([chosen[rid][2] if rid in chosen else f"{scope}{_SEP}{rid}" for rid in ids], pa.string())
+    new = [f"{scope}{_SEP}{rid}" for rid in ids if rid not in chosen]
+    taken: set[str] = set()
+    for start in range(0, len(new), MAX_IN_VALUES):
+        listed = ", ".join(_sql_string(k) for k in new[start : start + MAX_IN_VALUES])
+        with translate_errors("upsert", name):
+            rows = await table.query().where(f"{KEY} IN ({listed})").select([KEY]).to_list()
+        taken.update(row[KEY] for row in rows)
+    keys = []
+    for rid in ids:
+        key = chosen[rid][2] if rid in chosen else f"{scope}{_SEP}{rid}"
+        if rid not in chosen and key in taken:  # held outside the guard: never merge into it
+            key = f"{key}{_SEP}{uuid.uuid4().hex}"
+        keys.append(key)
+    return pa.array(keys, pa.string())
 
 
 def _before(a: tuple[bool, Any, str], b: tuple[bool, Any, str]) -> bool:

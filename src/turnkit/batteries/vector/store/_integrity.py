@@ -23,7 +23,7 @@ from turnkit.batteries.vector._errors import CollectionCorruptError
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
 from turnkit.batteries.vector.store._fields import declared_arrays, declared_fields
-from turnkit.batteries.vector.store._guarded import KEY
+from turnkit.batteries.vector.store._guarded import KEY, add_key_column, unscoped_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
@@ -129,7 +129,8 @@ async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = N
                 parts.append(await table.query().where(where).with_row_id().select(columns).to_arrow())
         rows = pa.concat_tables(parts)
     if key != "id":  # a row from before the column (another writer's older version) is keyed by its id
-        rows = rows.set_column(rows.schema.get_field_index(key), key, pc.coalesce(rows[key], rows["id"]))
+        keys = pc.coalesce(rows[key], unscoped_keys(rows["id"]))
+        rows = rows.set_column(rows.schema.get_field_index(key), key, keys)
     older, ties = _older_copies(rows, key)
     removed = 0
     for start in range(0, len(older), _DELETE_CHUNK):
@@ -239,6 +240,11 @@ async def _write_again(table: Any, name: str, version: int) -> None:
         target = await table.schema()
     if not rows.num_rows:
         return
+    if KEY in rows.column_names and KEY not in target.names:
+        # Guarded writes reached the empty table: its rows keep their scopes (one id, two tenants).
+        await add_key_column(table, name)
+        with translate_errors("create_collection", name):
+            target = await table.schema()
     key = KEY if KEY in target.names else "id"
     raw = rows["metadata"].to_pylist()
     text = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in raw]
@@ -254,7 +260,7 @@ async def _write_again(table: Any, name: str, version: int) -> None:
         elif fld.name in rows.column_names:
             columns.append((fld, rows[fld.name].cast(fld.type)))
         elif fld.name == KEY:
-            columns.append((fld, rows["id"]))
+            columns.append((fld, unscoped_keys(rows["id"])))
         else:
             columns.append((fld, filled.get(fld.name, pa.nulls(rows.num_rows, fld.type)).cast(fld.type)))
     data = pa.table([c for _, c in columns], schema=pa.schema([f for f, _ in columns]))

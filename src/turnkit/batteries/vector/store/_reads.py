@@ -15,7 +15,7 @@ from turnkit.batteries.vector._errors import (
     RecordNotFoundError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
@@ -181,7 +181,7 @@ async def vector_of(
 ) -> np.ndarray[Any, Any]:
     # Inside the search's filter (a guard included): another scope may hold the same id.
     node: FilterNode = condition("id", "eq", record_id)
-    where = None if where is None else _without_id_terms(where)
+    where = None if where is None else _without_id_terms(where, record_id)
     sql = to_sql(node if where is None else And((node, where)), coll.fields)
     with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
         rows = await coll.table.query().where(sql).select(["vector", "updated_at"]).to_list()
@@ -195,21 +195,30 @@ async def vector_of(
     return np.asarray(newest["vector"], dtype=np.float32)
 
 
-def _without_id_terms(node: FilterNode) -> FilterNode | None:
-    """``node`` without its top-level conditions on ``id`` alone (``near_id(x).where_not("id", x)``)."""
+def _without_id_terms(node: FilterNode, record_id: str) -> FilterNode | None:
+    """``node`` without its top-level conditions that exclude ``record_id`` itself.
+
+    ``near_id(x).where_not("id", x)`` ("like x, but not x") reads x's vector;
+    every other condition, a guard's included, still applies to the anchor.
+    """
     parts = node.children if isinstance(node, And) else (node,)
-    kept = tuple(part for part in parts if not _only_id(part))
+    kept = tuple(part for part in parts if not _excludes(part, record_id))
     return None if not kept else kept[0] if len(kept) == 1 else And(kept)
 
 
-def _only_id(node: FilterNode) -> bool:
-    if isinstance(node, Condition):
-        return node.field == "id"
-    if isinstance(node, Not):
-        return _only_id(node.child)
-    if isinstance(node, And | Or):
-        return bool(node.children) and all(_only_id(c) for c in node.children)
+def _excludes(node: FilterNode, record_id: str) -> bool:
+    if isinstance(node, Not) and isinstance(node.child, Condition):
+        inner = node.child
+        if inner.field == "id" and inner.op in ("eq", "in"):
+            return _names(inner, record_id)
+    if isinstance(node, Condition) and node.field == "id" and node.op in ("ne", "nin"):
+        return _names(node, record_id)
     return False
+
+
+def _names(node: Condition, record_id: str) -> bool:
+    values = node.value if isinstance(node.value, tuple | list) else (node.value,)
+    return record_id in values
 
 
 async def count(store: VectorStore, spec: QuerySpec) -> int:
