@@ -82,6 +82,7 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         }
         chroma = tuned_chroma(vectors, groups, queries, npy, filtered=True)
         if chroma is not None:
+            print(f"Chroma built in {chroma.build:.0f} s; ef_search {chroma.ef}", flush=True)
             systems[f"Chroma where, ef{chroma.ef}"] = lambda q: chroma.search(q, True)
         truth = [npy.search(q, True) for q in queries]
         for fn in systems.values():
