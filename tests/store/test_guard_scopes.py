@@ -254,3 +254,21 @@ def test_rows_written_over_a_late_create_keep_their_scopes_when_put_back(tmp_pat
         ("r1", "X"),
         ("x", "X"),
     ]
+
+
+def test_near_id_keeps_a_guard_that_hides_ids(tmp_path: Path) -> None:
+    vs = create_vector_store(str(tmp_path), auto_optimize=None)
+    vs("kb").upsert_sync(
+        [
+            {"id": i, "vector": [1.0, float(n)], "metadata": {"tenant": "A"}}
+            for n, i in enumerate(("p", "secret"))
+        ]
+    )
+    for hidden in (condition("id", "nin", ["secret"]), condition("id", "ne", "secret")):
+        guard = And((_guard("A"), hidden))
+        assert vs("kb").where(guard).get_sync(["secret"]) == []
+        with pytest.raises(RecordNotFoundError):
+            vs("kb").where(guard).near_id("secret").select("id").search_sync()
+    # "Like p, but not p" still starts from p.
+    like = vs("kb").where(_guard("A")).near_id("p").where_not("id", "p").select("id").search_sync()
+    assert [m.id for m in like] == ["secret"]

@@ -196,7 +196,7 @@ async def vector_of(
 
 
 def _without_id_terms(node: FilterNode, record_id: str) -> FilterNode | None:
-    """``node`` without its top-level conditions that exclude ``record_id`` itself.
+    """``node`` without a top-level ``where_not("id", record_id)``.
 
     ``near_id(x).where_not("id", x)`` ("like x, but not x") reads x's vector;
     every other condition, a guard's included, still applies to the anchor.
@@ -207,18 +207,14 @@ def _without_id_terms(node: FilterNode, record_id: str) -> FilterNode | None:
 
 
 def _excludes(node: FilterNode, record_id: str) -> bool:
-    if isinstance(node, Not) and isinstance(node.child, Condition):
-        inner = node.child
-        if inner.field == "id" and inner.op in ("eq", "in"):
-            return _names(inner, record_id)
-    if isinstance(node, Condition) and node.field == "id" and node.op in ("ne", "nin"):
-        return _names(node, record_id)
-    return False
-
-
-def _names(node: Condition, record_id: str) -> bool:
-    values = node.value if isinstance(node.value, tuple | list) else (node.value,)
-    return record_id in values
+    # Only where_not("id", x)'s own shape: a guard's ``id != x`` or ``id nin [...]`` still holds.
+    return (
+        isinstance(node, Not)
+        and isinstance(node.child, Condition)
+        and node.child.field == "id"
+        and node.child.op == "eq"
+        and node.child.value == record_id
+    )
 
 
 async def count(store: VectorStore, spec: QuerySpec) -> int:
