@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._scores import Metric
 
-__all__ = ["CollectionInfo", "UpsertResult", "log"]
+__all__ = ["CollectionInfo", "UpsertResult", "log", "recency", "record_key"]
 
 log = logging.getLogger("turnkit.vector")
 
@@ -17,6 +20,16 @@ _COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
 # A record's identity once guarded writes reach a collection (see _guarded.py); never selected.
 _KEY = "_key"
 _FORMAT = 1  # the layout version recorded in each collection's metadata
+
+
+def record_key(columns: Iterable[str]) -> str:
+    """The column that identifies a record: ``_key`` once a guarded write reached the table, else ``id``."""
+    return _KEY if _KEY in columns else "id"
+
+
+def recency(stamp: datetime | None) -> tuple[bool, Any]:
+    """A sort key by ``updated_at``: no stamp first, then oldest to newest (the newest copy wins)."""
+    return (stamp is not None, stamp)
 
 
 @dataclass(frozen=True, slots=True)

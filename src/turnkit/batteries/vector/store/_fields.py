@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from turnkit.batteries.vector._errors import InvalidVectorRecordError, InvalidVectorStoreConfigError
 from turnkit.batteries.vector.filters._declared import FIELD_TYPES, FieldType, fits
-from turnkit.batteries.vector.store._common import _COLUMNS, _KEY
+from turnkit.batteries.vector.store._common import _COLUMNS, record_key
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
@@ -240,7 +240,7 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
         if lists:
             await table.add_columns([pa.field(key, _ARROW[kind]) for key, kind in sorted(lists.items())])
     if lists:  # pass 2, only for what SQL cannot compute
-        key = _KEY if _KEY in (await table.schema()).names else "id"  # one id in two guard scopes: two rows
+        key = record_key((await table.schema()).names)  # one id in two guard scopes: two rows
         async for ids, metas, keys in _id_metadata_batches(table, name, key):
             columns = {key: keys, **declared_arrays(ids, metas, lists)}
             with translate_errors("declare fields", name):

@@ -35,7 +35,7 @@ from turnkit.batteries.vector._errors import InvalidVectorRecordError
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, evaluate, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
-from turnkit.batteries.vector.store._common import _KEY
+from turnkit.batteries.vector.store._common import _KEY, recency
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
@@ -100,8 +100,8 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
     either way the record is inserted.
     """
     scope = scope_of(guard)
-    own = {f"{scope}{_SEP}{rid}": rid for rid in ids}
-    chosen: dict[str, tuple[bool, Any, str]] = {}
+    own = {rid: f"{scope}{_SEP}{rid}" for rid in ids}
+    chosen: dict[str, tuple[tuple[bool, tuple[bool, Any]], str]] = {}  # id -> (rank, key)
     for start in range(0, len(ids), MAX_IN_VALUES):
         chunk = ids[start : start + MAX_IN_VALUES]
         where = f"({to_sql(condition('id', 'in', chunk))}) AND ({guard_sql})"
@@ -110,11 +110,11 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
         for row in rows:
             key = row[KEY] if row[KEY] is not None else _SEP + row["id"]
             # Its own scope's row first, else the newest row the guard sees.
-            rank = (key in own, row["updated_at"], key)
+            rank = (key == own[row["id"]], recency(row["updated_at"]))
             best = chosen.get(row["id"])
-            if best is None or _before(best, rank):
-                chosen[row["id"]] = rank
-    new = [f"{scope}{_SEP}{rid}" for rid in ids if rid not in chosen]
+            if best is None or rank > best[0]:
+                chosen[row["id"]] = (rank, key)
+    new = [own[rid] for rid in ids if rid not in chosen]
     taken: set[str] = set()
     for start in range(0, len(new), MAX_IN_VALUES):
         listed = ", ".join(_sql_string(k) for k in new[start : start + MAX_IN_VALUES])
@@ -123,16 +123,10 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
         taken.update(row[KEY] for row in rows)
     keys = []
     for rid in ids:
-        key = chosen[rid][2] if rid in chosen else f"{scope}{_SEP}{rid}"
-        if rid not in chosen and key in taken:  # held outside the guard: never merge into it
-            key = f"{key}{_SEP}{uuid.uuid4().hex}"
-        keys.append(key)
+        if rid in chosen:
+            keys.append(chosen[rid][1])
+        elif own[rid] in taken:  # held outside the guard: never merge into it
+            keys.append(f"{own[rid]}{_SEP}{uuid.uuid4().hex}")
+        else:
+            keys.append(own[rid])
     return pa.array(keys, pa.string())
-
-
-def _before(a: tuple[bool, Any, str], b: tuple[bool, Any, str]) -> bool:
-    if a[0] != b[0]:
-        return b[0]
-    if a[1] is None or b[1] is None:
-        return a[1] is None and b[1] is not None
-    return bool(b[1] > a[1])

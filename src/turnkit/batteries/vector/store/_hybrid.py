@@ -282,7 +282,7 @@ async def _dense_scores(
     """
     from turnkit.batteries.vector.filters._ast import And
     from turnkit.batteries.vector.filters._core import condition, to_sql
-    from turnkit.batteries.vector.store._common import _contains_raw
+    from turnkit.batteries.vector.store._common import _contains_raw, recency
     from turnkit.batteries.vector.store._lancedb import translate_errors
     from turnkit.batteries.vector.store._scores import score_from_distance
 
@@ -300,7 +300,7 @@ async def _dense_scores(
     with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
         rows = await coll.table.query().where(sql).select(["id", "vector", "updated_at"]).to_list()
     found: dict[str, Any] = {}
-    for row in sorted(rows, key=lambda r: (r["updated_at"] is not None, r["updated_at"] or 0)):
+    for row in sorted(rows, key=lambda r: recency(r["updated_at"])):
         if row.get("vector") is not None:
             found[row["id"]] = row["vector"]  # the newest copy of an id wins, as reads keep it
     known = [doc for doc in missing if doc in found]

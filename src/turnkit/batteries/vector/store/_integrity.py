@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from turnkit.batteries.vector._errors import CollectionCorruptError
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
+from turnkit.batteries.vector.store._common import recency, record_key
 from turnkit.batteries.vector.store._fields import declared_arrays, declared_fields
 from turnkit.batteries.vector.store._guarded import KEY, add_key_column, unscoped_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -52,7 +53,7 @@ _SUPERSEDED = re.compile(r"incompatible with concurrent transaction (Overwrite|R
 
 
 def _newer(a: datetime | None, b: datetime | None) -> bool:
-    return a is not None and (b is None or a > b)
+    return recency(a) > recency(b)
 
 
 def dedupe_matches(matches: Sequence[M]) -> list[M]:
@@ -116,7 +117,7 @@ async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = N
     path).
     """
     with translate_errors("repair", name):
-        key = KEY if KEY in (await table.schema()).names else "id"
+        key = record_key((await table.schema()).names)
     columns = list(dict.fromkeys(["id", key, "updated_at"]))
     if ids is None:
         with translate_errors("repair", name):
@@ -245,7 +246,7 @@ async def _write_again(table: Any, name: str, version: int) -> None:
         await add_key_column(table, name)
         with translate_errors("create_collection", name):
             target = await table.schema()
-    key = KEY if KEY in target.names else "id"
+    key = record_key(target.names)
     raw = rows["metadata"].to_pylist()
     text = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in raw]
     metas = [None if t is None else orjson.loads(t) for t in text]

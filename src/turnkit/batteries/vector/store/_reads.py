@@ -20,7 +20,7 @@ from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw
+from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw, recency
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
@@ -191,7 +191,7 @@ async def vector_of(
             collection=coll.name,
             record_id=record_id,
         )
-    newest = max(rows, key=lambda r: (r["updated_at"] is not None, r["updated_at"] or 0))  # as reads keep
+    newest = max(rows, key=lambda r: recency(r["updated_at"]))  # as reads keep
     return np.asarray(newest["vector"], dtype=np.float32)
 
 
