@@ -27,13 +27,12 @@ from typing import Any
 
 import numpy as np
 from _common import alternate, median_ms, p95_ms, table
-from peers import Numpy, clustered, recall, tuned_chroma
+from peers import dataset, recall, tuned_chroma
 
 from turnkit.batteries.vector import condition, create_vector_store, to_sql
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 
 K = 10
-GROUPS = 10
 
 HEADER = ("rows", "system", "p50 ms", "p95 ms", "recall@10", "÷ raw LanceDB", "÷ Chroma")
 
@@ -57,10 +56,7 @@ def load(tmp: str, vectors: np.ndarray, groups: np.ndarray) -> tuple[Any, float]
 def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
-    vectors = clustered(rng, n, args.dim)
-    groups = rng.integers(0, GROUPS, size=n)
-    queries = clustered(rng, args.queries, args.dim)
-    npy = Numpy(vectors, groups)
+    vectors, groups, queries, npy = dataset(rng, n, args.dim, args.queries)
     with tempfile.TemporaryDirectory() as tmp:
         vs, build = load(tmp, vectors, groups)
         info = vs("filters").info_sync()

@@ -195,11 +195,17 @@ def recall(found: list[list[int]], truth: list[list[int]]) -> float:
     return float(np.mean([len(set(f) & set(t)) / max(1, len(t)) for f, t in zip(found, truth, strict=True)]))
 
 
-def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:
-    vectors = clustered(rng, n, args.dim)
+def dataset(
+    rng: np.random.Generator, n: int, dim: int, queries: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Numpy]:
+    """One size's clustered vectors, their groups (``group == 3`` selects 10%), the queries, numpy's truth."""
+    vectors = clustered(rng, n, dim)
     groups = rng.integers(0, GROUPS, size=n)
-    queries = clustered(rng, args.queries, args.dim)
-    npy = Numpy(vectors, groups)
+    return vectors, groups, clustered(rng, queries, dim), Numpy(vectors, groups)
+
+
+def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:
+    vectors, groups, queries, npy = dataset(rng, n, args.dim, args.queries)
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
     with tempfile.TemporaryDirectory() as scratch:
