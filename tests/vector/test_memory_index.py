@@ -163,16 +163,21 @@ def test_ties_are_broken_by_id(tmp_path: Any) -> None:
     assert [m.id for m in vs("c").near_vector([1.0, 0.0]).select("id").limit(2).search_sync()] == ["r1", "r2"]
 
 
+def _search_big_and_small(vs: Any, rng: np.random.Generator) -> None:
+    """Write a 10-row and a 3-row collection (4-d) and search each: every search answers, cached or not."""
+    vs("big").upsert_sync(_records(rng, list(range(10)), 4))
+    vs("small").upsert_sync(_records(rng, list(range(3)), 4))
+    for name in ("big", "small"):
+        assert len(vs(name).near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()) == 3
+
+
 def test_budget_and_row_limit_fall_back_to_lancedb(tmp_path: Any) -> None:
     uri = str(tmp_path / "db")
     vs = create_vector_store(
         uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=5, max_vector_bytes=0)
     )
     rng = np.random.default_rng(1)
-    vs("big").upsert_sync(_records(rng, list(range(10)), 4))
-    vs("small").upsert_sync(_records(rng, list(range(3)), 4))
-    for name in ("big", "small"):
-        assert len(vs(name).near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()) == 3
+    _search_big_and_small(vs, rng)
     stats = vs.cache_stats()
     assert [c.name for c in stats.collections] == ["small"]
     assert stats.collections[0].rows == 3 and 0 < stats.bytes <= stats.max_bytes
@@ -188,10 +193,7 @@ def test_a_collection_over_max_rows_is_cached_while_its_vectors_fit_max_vector_b
     vs = create_vector_store(
         uri=uri, auto_optimize=None, memory_cache=MemoryCache(max_rows=2, max_vector_bytes=100)
     )
-    vs("big").upsert_sync(_records(rng, list(range(10)), 4))
-    vs("small").upsert_sync(_records(rng, list(range(3)), 4))
-    for name in ("big", "small"):
-        assert len(vs(name).near_vector(rng.normal(size=4)).select("id").limit(3).search_sync()) == 3
+    _search_big_and_small(vs, rng)
     stats = vs.cache_stats()
     assert [c.name for c in stats.collections] == ["small"]
     assert (stats.max_rows, stats.max_vector_bytes) == (2, 100)
