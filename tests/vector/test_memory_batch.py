@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import MemoryCache, create_vector_store
+from turnkit.batteries.vector import InvalidVectorStoreConfigError, MemoryCache, create_vector_store
 from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store import _memory_batch
 from turnkit.batteries.vector.store._memory_batch import BatchedProduct, dot_tolerance
 from turnkit.batteries.vector.store._memory_index import _Snapshot
 
@@ -216,3 +217,72 @@ def test_in_place_distances_are_the_textbook_formulas_to_the_bit(
         sq = snapshot.sq_norms[sub]
         want = np.maximum(sq - np.float32(2.0) * dots + np.float32(query @ query), np.float32(0.0))
     assert snapshot.distances(picked, query).tobytes() == want.tobytes()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 400),
+    dim=st.integers(1, 48),
+    queries=st.integers(1, 6),
+    threads=st.integers(2, 4),
+    part_work=st.sampled_from([1, 7, 64, 1000]),
+)
+def test_a_pass_split_across_threads_gives_the_one_thread_bits(
+    seed: int, rows: int, dim: int, queries: int, threads: int, part_work: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, dim)).astype(np.float32)
+    qs = list(rng.normal(size=(queries, dim)).astype(np.float32))
+    one = BatchedProduct(matrix, threads=1)._product(qs)
+    # Small parts, so that these small matrices are split as a large one is.
+    with mock.patch.object(_memory_batch, "_MIN_PART_WORK", part_work):
+        ranges = _memory_batch._split(rows, dim, threads)
+        split = BatchedProduct(matrix, threads=threads)._product(qs)
+    assert ranges[0][0] == 0 and ranges[-1][1] == rows
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert len(ranges) == min(threads, rows, max(1, rows * dim // part_work))
+    assert [d.tobytes() for d in split] == [d.tobytes() for d in one]
+    if queries == 1:  # the lone search's values are einsum's over the whole matrix
+        assert split[0].tobytes() == np.einsum("ij,j->i", matrix, qs[0]).tobytes()
+
+
+def test_a_split_pass_finishes_on_the_callers_thread_when_every_helper_is_busy() -> None:
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(9_000, 256)).astype(np.float32)  # 2.3M multiply-adds: split in 4
+    query = rng.normal(size=256).astype(np.float32)
+    assert len(_memory_batch._split(9_000, 256, 4)) == 4
+    product = BatchedProduct(matrix, threads=4)
+    release = threading.Event()
+    pool = _memory_batch._pool()
+    blockers = [pool.submit(release.wait, 30) for _ in range(_memory_batch._MAX_THREADS - 1)]
+    caller = ThreadPoolExecutor(1)
+    try:
+        dots = caller.submit(product._product, [query]).result(timeout=10)  # not stuck behind the helpers
+        assert not any(b.done() for b in blockers)
+    finally:
+        release.set()
+        caller.shutdown(wait=False)
+    assert dots[0].tobytes() == np.einsum("ij,j->i", matrix, query).tobytes()
+
+
+def test_memory_cache_threads_must_be_a_count(tmp_path: Any) -> None:
+    with pytest.raises(InvalidVectorStoreConfigError) as caught:
+        MemoryCache(threads=0)
+    assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG" and "threads" in str(caught.value.hint)
+    rng = np.random.default_rng(6)
+    vectors = rng.normal(size=(5_000, 256)).astype(np.float32)  # 1.3M multiply-adds: split in two
+    uri = str(tmp_path / "db")
+    create_vector_store(uri=uri, auto_optimize=None)("c").upsert_sync(
+        [{"id": f"r{i}", "vector": v} for i, v in enumerate(vectors)]
+    )
+    stores = [
+        create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(threads=t)) for t in (1, 4)
+    ]
+    for q in rng.normal(size=(5, 256)).astype(np.float32):
+        single, split = (
+            [(m.id, m.distance) for m in s("c").near_vector(q).select("id").limit(8).search_sync()]
+            for s in stores
+        )
+        assert single == split
+    assert all(s.cache_stats().collections[0].rows == 5_000 for s in stores)

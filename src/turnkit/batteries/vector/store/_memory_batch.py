@@ -17,25 +17,78 @@ The batched product is BLAS's and rounds differently from einsum (by about
 ``dimension × 2⁻²⁴`` relative, bounded by `dot_tolerance`); a search served in
 a batch recomputes its candidates near the cut with the same einsum as a lone
 search (``_Snapshot.top``), so results are the same either way, to the bit.
+
+A pass over a large matrix is split by rows across ``threads`` (the usable
+cores by default, see `scan_threads`): each row's dot product is computed by
+the same kernel whatever the split, so the values are the same bits, and the
+caller computes any part no helper has started yet, so a busy machine costs at
+most one hand over, never a wait behind other work.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BatchedProduct", "dot_tolerance"]
+__all__ = ["BatchedProduct", "dot_tolerance", "scan_threads"]
 
 # OpenBLAS runs a product of at most 65,536 x 4 multiply-adds on the calling thread; larger ones
 # spread over its own threads, which is several times slower on a machine busy with other work.
 # Slices of the matrix this small keep each call single-threaded.
 _SINGLE_THREAD_WORK = 262_144
+# Below this many multiply-adds per part, handing a part to another thread costs more than it saves.
+_MIN_PART_WORK = 524_288
+_MAX_THREADS = 4
+
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
+
+
+def scan_threads() -> int:
+    """The threads a pass is split across by default: the cores this process may run on, at most 4."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(_MAX_THREADS, cores))
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _helpers
+    with _helpers_lock:
+        if _helpers is None:
+            _helpers = ThreadPoolExecutor(_MAX_THREADS - 1, thread_name_prefix="turnkit-scan")
+        return _helpers
+
+
+def _split(rows: int, work_per_row: int, threads: int, align: int = 1) -> list[tuple[int, int]]:
+    """Row ranges for up to ``threads`` parts of `_MIN_PART_WORK` or more, starts multiples of ``align``."""
+    parts = max(1, min(threads, rows * work_per_row // _MIN_PART_WORK))
+    size = -(-rows // parts)
+    size = -(-size // align) * align
+    return [(start, min(rows, start + size)) for start in range(0, rows, size)] or [(0, 0)]
+
+
+def _in_parts(work: Callable[[int, int], object], ranges: list[tuple[int, int]]) -> None:
+    """``work(start, stop)`` for each range: the first here, the others on helpers (here if none started)."""
+    if len(ranges) == 1:
+        work(*ranges[0])
+        return
+    pending = [_pool().submit(work, start, stop) for start, stop in ranges[1:]]
+    work(*ranges[0])
+    for future, (start, stop) in zip(pending, ranges[1:], strict=True):
+        if future.cancel():  # no helper took it: the helpers are busy, do it here
+            work(start, stop)
+        else:
+            future.result()
+
 
 # finish(dots, alone): the search's answer from its dot products; alone is True when einsum
 # computed them for this query only (exactly the lone search's values).
@@ -59,9 +112,10 @@ class _Job:
 class BatchedProduct:
     """Searches that need ``matrix @ query``, queued ones served together."""
 
-    def __init__(self, matrix: npt.NDArray[np.float32], workers: int = 1) -> None:
+    def __init__(self, matrix: npt.NDArray[np.float32], workers: int = 1, threads: int = 1) -> None:
         self.matrix = matrix
         self.workers = max(1, workers)
+        self.threads = max(1, threads)
         self._cond = threading.Condition()
         self._busy = 0
         self._queue: list[_Job] = []
@@ -128,13 +182,25 @@ class BatchedProduct:
 
     def _product(self, queries: list[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
         matrix = self.matrix
-        if len(queries) == 1:
-            # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
-            return [np.einsum("ij,j->i", matrix, queries[0])]
         n, dimension = matrix.shape
+        if len(queries) == 1:
+            query = queries[0]
+            dots = np.empty(n, dtype=np.float32)
+
+            def lone(start: int, stop: int) -> None:
+                # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
+                np.einsum("ij,j->i", matrix[start:stop], query, out=dots[start:stop])
+
+            _in_parts(lone, _split(n, dimension, self.threads))
+            return [dots]
         stacked = np.ascontiguousarray(np.stack(queries).T)
         out = np.empty((n, len(queries)), dtype=np.float32)
         step = max(1, _SINGLE_THREAD_WORK // (len(queries) * max(1, dimension)))
-        for start in range(0, n, step):
-            np.matmul(matrix[start : start + step], stacked, out=out[start : start + step])
+
+        def batch(start: int, stop: int) -> None:
+            for first in range(start, stop, step):
+                last = min(stop, first + step)
+                np.matmul(matrix[first:last], stacked, out=out[first:last])
+
+        _in_parts(batch, _split(n, dimension * len(queries), self.threads, align=step))
         return [np.ascontiguousarray(out[:, k]) for k in range(len(queries))]

@@ -26,11 +26,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from turnkit.batteries.vector._errors import InvalidVectorStoreConfigError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_columns
-from turnkit.batteries.vector.store._memory_batch import BatchedProduct, Finish, dot_tolerance
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, Finish, dot_tolerance, scan_threads
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -63,11 +64,23 @@ class MemoryCache:
             of 384; see docs/performance.md). Above it the index answers.
         max_bytes: Memory budget for all of one store's cached collections;
             the least recently searched collection is dropped first.
+        threads: How many threads one pass over a large matrix (over about
+            a million multiply-adds) is split across; ``None`` is the cores
+            the process may use, at most 4. The answers are the same bits
+            for any value; ``1`` keeps every search on one core.
     """
 
     max_rows: int = 50_000
     max_vector_bytes: int = 128 * 2**20
     max_bytes: int = 512 * 2**20
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.threads is not None and self.threads < 1:
+            raise InvalidVectorStoreConfigError(
+                f"MemoryCache(threads={self.threads!r}) is not a thread count",
+                hint="Pass threads=1 or more, or None for the cores this process may use.",
+            )
 
     def admits(self, rows: int, dimension: int) -> bool:
         """Whether a collection of ``rows`` vectors of ``dimension`` floats is small enough to cache."""
@@ -102,7 +115,9 @@ class MemoryCacheStats:
 class _Snapshot:
     """One version of a collection, in memory."""
 
-    def __init__(self, name: str, key: Hashable, data: pa.Table, dimension: int, metric: Metric) -> None:
+    def __init__(
+        self, name: str, key: Hashable, data: pa.Table, dimension: int, metric: Metric, threads: int = 1
+    ) -> None:
         started = time.perf_counter()
         self.name, self.key, self.metric = name, key, metric
         n = data.num_rows
@@ -140,7 +155,7 @@ class _Snapshot:
         self.lists: dict[str, list[Any]] = {}
         # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
         self.lock = threading.Lock()
-        self.product = BatchedProduct(self.matrix)
+        self.product = BatchedProduct(self.matrix, threads=threads)
         self.loaded_seconds = time.perf_counter() - started
 
     @property
@@ -388,7 +403,8 @@ class MemoryIndex:
             if data.column("vector").null_count:
                 self._too_big[name] = key
                 return None
-            snapshot = await asyncio.to_thread(_Snapshot, name, key, data, dimension, metric)
+            threads = config.threads or scan_threads()
+            snapshot = await asyncio.to_thread(_Snapshot, name, key, data, dimension, metric, threads)
             self._too_big.pop(name, None)
             self._snapshots[name] = snapshot
             self._evict(config.max_bytes)
