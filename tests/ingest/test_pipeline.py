@@ -177,6 +177,62 @@ def test_prune_removes_deleted_files_only_when_asked(store, collection, corpus, 
     assert store(collection).where("metadata.source_uri", keep_uri).count_sync() == 0
 
 
+def _encoder(name, fail_on_call=None):
+    """HashEncoder(32)'s vectors under another name; with ``fail_on_call``, that call (1-based) raises."""
+    from turnkit.batteries.vector import FunctionEncoder, HashEncoder
+
+    hashed, calls = HashEncoder(32), []
+
+    def encode(texts, kind):
+        calls.append(list(texts))
+        if len(calls) == fail_on_call:
+            raise RuntimeError("the model server went away")
+        return hashed.encode(texts, kind=kind)
+
+    return FunctionEncoder(encode, name=name, dimension=32, batch_size=4), calls
+
+
+def test_a_collection_built_with_another_encoder_gets_no_rows_encoded_ahead(collection, corpus, tmp_path):
+    from turnkit.batteries.vector import EncoderMismatchError, create_vector_store
+
+    uri = str(tmp_path / "db")
+    first, _ = _encoder("first")
+    ingest_sync(
+        corpus / "readme.txt", store=create_vector_store(uri=uri, encoder=first), collection=collection
+    )
+    second, _ = _encoder("second")  # same dimension: only the recorded name tells them apart
+    vs = create_vector_store(uri=uri, encoder=second, auto_optimize=None)
+    before = vs.collection_info_sync(collection).version
+    with pytest.raises(EncoderMismatchError):
+        ingest_sync(corpus, store=vs, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=2)
+    # The first write is encoded by the store, which checks the encoder; the batch encoded ahead
+    # meanwhile is dropped, never written with the wrong model's vectors.
+    assert vs.collection_info_sync(collection).version == before
+    assert vs(collection).count_sync() == 1
+
+
+def test_an_encoder_failure_in_a_batch_encoded_ahead_stops_the_run_and_a_rerun_completes(
+    collection, corpus, tmp_path
+):
+    from turnkit.batteries.vector import EncoderFailedError, create_vector_store
+
+    uri = str(tmp_path / "db")
+    flaky, _ = _encoder("hash32", fail_on_call=4)
+    options = {"collection": collection, "chunk_size": 32, "chunk_overlap": 4, "batch_size": 4}
+    with pytest.raises(EncoderFailedError) as caught:
+        ingest_sync(corpus, store=create_vector_store(uri=uri, encoder=flaky, auto_optimize=None), **options)
+    assert caught.value.context["collection"] == collection
+    assert "model server went away" in str(caught.value)
+    steady, _ = _encoder("hash32")
+    vs = create_vector_store(uri=uri, encoder=steady, auto_optimize=None)
+    written = vs(collection).count_sync()
+    report = ingest_sync(corpus, store=vs, **options)
+    assert report.chunks_written > 0  # the files the failed run did not finish
+    rows = stored(vs, collection)
+    assert len(rows) > written > 0
+    assert ingest_sync(corpus, store=vs, **options).chunks_written == 0
+
+
 def test_batches_span_files_and_give_the_same_result(store, collection, corpus, tmp_path):
     small = ingest_sync(
         corpus, store=store, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=3
