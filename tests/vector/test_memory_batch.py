@@ -241,7 +241,8 @@ def test_a_pass_split_across_threads_gives_the_one_thread_bits(
         split = BatchedProduct(matrix, threads=threads)._product(qs)
     assert ranges[0][0] == 0 and ranges[-1][1] == rows
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
-    assert len(ranges) == min(threads, rows, max(1, rows * dim // part_work))
+    assert 1 <= len(ranges) <= min(threads, max(1, rows * dim // part_work))
+    assert all(stop > start for start, stop in ranges)
     assert [d.tobytes() for d in split] == [d.tobytes() for d in one]
     if queries == 1:  # the lone search's values are einsum's over the whole matrix
         assert split[0].tobytes() == np.einsum("ij,j->i", matrix, qs[0]).tobytes()
@@ -255,7 +256,7 @@ def test_a_split_pass_finishes_on_the_callers_thread_when_every_helper_is_busy()
     product = BatchedProduct(matrix, threads=4)
     release = threading.Event()
     pool = _memory_batch._pool()
-    blockers = [pool.submit(release.wait, 30) for _ in range(_memory_batch._MAX_THREADS - 1)]
+    blockers = [pool.submit(release.wait, 30) for _ in range(_memory_batch.MAX_SCAN_THREADS - 1)]
     caller = ThreadPoolExecutor(1)
     try:
         dots = caller.submit(product._product, [query]).result(timeout=10)  # not stuck behind the helpers
@@ -266,10 +267,15 @@ def test_a_split_pass_finishes_on_the_callers_thread_when_every_helper_is_busy()
     assert dots[0].tobytes() == np.einsum("ij,j->i", matrix, query).tobytes()
 
 
-def test_memory_cache_threads_must_be_a_count(tmp_path: Any) -> None:
+@pytest.mark.parametrize("threads", [0, 17, 2.5, "2", True])
+def test_memory_cache_threads_must_be_a_count(threads: Any) -> None:
     with pytest.raises(InvalidVectorStoreConfigError) as caught:
-        MemoryCache(threads=0)
-    assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG" and "threads" in str(caught.value.hint)
+        MemoryCache(threads=threads)
+    assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG" and "threads" in str(caught.value)
+    assert "from 1 to 16" in str(caught.value.hint)
+
+
+def test_any_thread_count_gives_a_store_the_same_answers(tmp_path: Any) -> None:
     rng = np.random.default_rng(6)
     vectors = rng.normal(size=(5_000, 256)).astype(np.float32)  # 1.3M multiply-adds: split in two
     uri = str(tmp_path / "db")
@@ -277,7 +283,7 @@ def test_memory_cache_threads_must_be_a_count(tmp_path: Any) -> None:
         [{"id": f"r{i}", "vector": v} for i, v in enumerate(vectors)]
     )
     stores = [
-        create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(threads=t)) for t in (1, 4)
+        create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(threads=t)) for t in (1, 16)
     ]
     for q in rng.normal(size=(5, 256)).astype(np.float32):
         single, split = (
@@ -286,3 +292,66 @@ def test_memory_cache_threads_must_be_a_count(tmp_path: Any) -> None:
         )
         assert single == split
     assert all(s.cache_stats().collections[0].rows == 5_000 for s in stores)
+
+
+def _search_in_a_forked_child(conn: Any) -> None:
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(9_000, 256)).astype(np.float32)
+    query = rng.normal(size=256).astype(np.float32)
+    inherited = _memory_batch._helpers
+    for _ in range(20):
+        dots = BatchedProduct(matrix, threads=4)._product([query])[0]
+    pool = _memory_batch._helpers
+    deadline = time.monotonic() + 10
+    while pool is not None and pool._work_queue.qsize() and time.monotonic() < deadline:
+        time.sleep(0.01)  # parts the caller did itself are dropped from the queue by live helpers
+    conn.send(
+        (
+            pool is not inherited and pool is not None,
+            pool._work_queue.qsize() if pool is not None else -1,
+            dots.tobytes() == np.einsum("ij,j->i", matrix, query).tobytes(),
+        )
+    )
+
+
+def test_a_forked_child_splits_passes_over_its_own_helpers() -> None:
+    import multiprocessing
+
+    matrix = np.ones((9_000, 256), np.float32)
+    BatchedProduct(matrix, threads=4)._product([np.ones(256, np.float32)])  # the parent's pool exists
+    assert _memory_batch._helpers is not None
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=_search_in_a_forked_child, args=(child,))
+    process.start()
+    assert parent.poll(60)
+    # Not the parent's pool, whose threads do not exist in the child (parts queued there were
+    # never run, each holding its matrix), and nothing left queued.
+    assert parent.recv() == (True, 0, True)
+    process.join(30)
+
+
+def test_a_search_while_the_interpreter_exits_still_answers(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import atexit\n"
+        "import numpy as np\n"
+        "from turnkit.batteries.vector import create_vector_store\n"
+        "vs = create_vector_store(uri='memory://')\n"
+        "rng = np.random.default_rng(0)\n"
+        "rows = rng.normal(size=(9000, 256))\n"
+        "vs('c').upsert_sync([{'id': f'r{i}', 'vector': v} for i, v in enumerate(rows)])\n"
+        "q = rng.normal(size=256)\n"
+        "first = [m.id for m in vs('c').near_vector(q).select('id').limit(3).search_sync()]\n"
+        "def late():\n"
+        "    # after the thread pools stop taking work: the search computes every part itself\n"
+        "    again = [m.id for m in vs('c').near_vector(q).select('id').limit(3).search_sync()]\n"
+        "    print('same' if again == first else f'different {again} {first}', flush=True)\n"
+        "atexit.register(late)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "same", done.stderr

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BatchedProduct", "dot_tolerance", "scan_threads"]
+__all__ = ["MAX_SCAN_THREADS", "BatchedProduct", "dot_tolerance", "scan_threads"]
 
 # OpenBLAS runs a product of at most 65,536 x 4 multiply-adds on the calling thread; larger ones
 # spread over its own threads, which is several times slower on a machine busy with other work.
@@ -45,49 +45,78 @@ __all__ = ["BatchedProduct", "dot_tolerance", "scan_threads"]
 _SINGLE_THREAD_WORK = 262_144
 # Below this many multiply-adds per part, handing a part to another thread costs more than it saves.
 _MIN_PART_WORK = 524_288
-_MAX_THREADS = 4
+_DEFAULT_MAX_THREADS = 4
+MAX_SCAN_THREADS = 16
+"""The most threads one pass may be split across (`MemoryCache.threads`)."""
 
 _helpers: ThreadPoolExecutor | None = None
 _helpers_lock = threading.Lock()
 
 
+def _forget_pool() -> None:
+    # A forked child inherits the pool but not its threads: it starts its own on first use.
+    global _helpers, _helpers_lock
+    _helpers, _helpers_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def scan_threads() -> int:
-    """The threads a pass is split across by default: the cores this process may run on, at most 4."""
+    """The threads a pass is split across by default: the cores this process may use, at most 4.
+
+    The cores it may run on, fewer under a cgroup CPU quota (a container limited to 1.5 CPUs gets 2).
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(_MAX_THREADS, cores))
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as limits:
+            quota, period = limits.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, -(-int(quota) // int(period)))
+    except (OSError, ValueError):  # no cgroup v2 limit to read
+        pass
+    return max(1, min(_DEFAULT_MAX_THREADS, cores))
 
 
 def _pool() -> ThreadPoolExecutor:
     global _helpers
     with _helpers_lock:
-        if _helpers is None:
-            _helpers = ThreadPoolExecutor(_MAX_THREADS - 1, thread_name_prefix="turnkit-scan")
+        if _helpers is None:  # threads start as parts arrive, up to the most any split asks for
+            _helpers = ThreadPoolExecutor(MAX_SCAN_THREADS - 1, thread_name_prefix="turnkit-scan")
         return _helpers
 
 
 def _split(rows: int, work_per_row: int, threads: int, align: int = 1) -> list[tuple[int, int]]:
     """Row ranges for up to ``threads`` parts of `_MIN_PART_WORK` or more, starts multiples of ``align``."""
     parts = max(1, min(threads, rows * work_per_row // _MIN_PART_WORK))
-    size = -(-rows // parts)
+    size = max(1, -(-rows // parts))
     size = -(-size // align) * align
     return [(start, min(rows, start + size)) for start in range(0, rows, size)] or [(0, 0)]
 
 
 def _in_parts(work: Callable[[int, int], object], ranges: list[tuple[int, int]]) -> None:
     """``work(start, stop)`` for each range: the first here, the others on helpers (here if none started)."""
-    if len(ranges) == 1:
+    pending: list[Future[object] | None] = []
+    for start, stop in ranges[1:]:
+        try:
+            pending.append(_pool().submit(work, start, stop))
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            pending.append(None)
+    try:
         work(*ranges[0])
-        return
-    pending = [_pool().submit(work, start, stop) for start, stop in ranges[1:]]
-    work(*ranges[0])
-    for future, (start, stop) in zip(pending, ranges[1:], strict=True):
-        if future.cancel():  # no helper took it: the helpers are busy, do it here
-            work(start, stop)
-        else:
-            future.result()
+        for future, (start, stop) in zip(pending, ranges[1:], strict=True):
+            if future is None or future.cancel():  # no helper took it (they are busy): do it here
+                work(start, stop)
+            else:
+                future.result()
+    finally:  # after a failure, parts not started yet are not run for nothing
+        for future in pending:
+            if future is not None:
+                future.cancel()
 
 
 # finish(dots, alone): the search's answer from its dot products; alone is True when einsum

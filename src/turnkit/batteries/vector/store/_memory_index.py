@@ -31,7 +31,13 @@ from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_columns
-from turnkit.batteries.vector.store._memory_batch import BatchedProduct, Finish, dot_tolerance, scan_threads
+from turnkit.batteries.vector.store._memory_batch import (
+    MAX_SCAN_THREADS,
+    BatchedProduct,
+    Finish,
+    dot_tolerance,
+    scan_threads,
+)
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -64,10 +70,11 @@ class MemoryCache:
             of 384; see docs/performance.md). Above it the index answers.
         max_bytes: Memory budget for all of one store's cached collections;
             the least recently searched collection is dropped first.
-        threads: How many threads one pass over a large matrix (over about
-            a million multiply-adds) is split across; ``None`` is the cores
-            the process may use, at most 4. The answers are the same bits
-            for any value; ``1`` keeps every search on one core.
+        threads: How many threads (1 to 16) one pass over a large matrix
+            (over about a million multiply-adds) is split across; ``None``
+            is the cores the process may use (its CPU quota in a container),
+            at most 4. The answers are the same bits for any value; ``1``
+            keeps every search on one core.
     """
 
     max_rows: int = 50_000
@@ -76,10 +83,13 @@ class MemoryCache:
     threads: int | None = None
 
     def __post_init__(self) -> None:
-        if self.threads is not None and self.threads < 1:
+        threads = self.threads
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_SCAN_THREADS
+        ):
             raise InvalidVectorStoreConfigError(
                 f"MemoryCache(threads={self.threads!r}) is not a thread count",
-                hint="Pass threads=1 or more, or None for the cores this process may use.",
+                hint=f"Pass an int from 1 to {MAX_SCAN_THREADS}, or None for the cores this process may use.",
             )
 
     def admits(self, rows: int, dimension: int) -> bool:
