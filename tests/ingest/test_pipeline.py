@@ -233,6 +233,35 @@ def test_an_encoder_failure_in_a_batch_encoded_ahead_stops_the_run_and_a_rerun_c
     assert ingest_sync(corpus, store=vs, **options).chunks_written == 0
 
 
+def test_the_encoder_is_never_called_twice_at_once(collection, corpus, tmp_path):
+    import threading
+    import time
+
+    from turnkit.batteries.vector import FunctionEncoder, HashEncoder, create_vector_store
+
+    hashed, lock, running, most = HashEncoder(32), threading.Lock(), [0], [0]
+
+    def encode(texts, kind):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)  # wide enough for an overlapping call to show
+        with lock:
+            running[0] -= 1
+        return hashed.encode(texts, kind=kind)
+
+    # Not every encoder is thread-safe (a GPU model, a rate-limited API): ingest calls it serially.
+    vs = create_vector_store(
+        uri=str(tmp_path / "db"),
+        encoder=FunctionEncoder(encode, name="slow", dimension=32),
+        auto_optimize=None,
+    )
+    report = ingest_sync(
+        corpus, store=vs, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=3
+    )
+    assert report.chunks_written > 9 and most[0] == 1
+
+
 def test_batches_span_files_and_give_the_same_result(store, collection, corpus, tmp_path):
     small = ingest_sync(
         corpus, store=store, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=3

@@ -177,9 +177,10 @@ class Writer:
     Batches are written one at a time, in order. While one is being written the
     next is already being encoded (the store's encoder, through
     `encode_texts` as the store's own upsert does), so the encoder is not idle
-    during writes. The first write of a run encodes inside the store, which
-    checks that the collection was built with this encoder; batches are
-    encoded ahead only after that write has passed the check.
+    during writes; encodings run one after another, never two at once. The
+    first write of a run encodes inside the store, which checks that the
+    collection was built with this encoder; batches are encoded ahead only
+    after that write has passed the check.
     """
 
     def __init__(self, q: QueryBuilder, batch_size: int, bar: Any) -> None:
@@ -198,6 +199,7 @@ class Writer:
         self.started = time.perf_counter()
         self.created = False  # a new collection is made (with its fields) at the first write, not before
         self.encoder_checked = False  # a write encoded by the store has passed its encoder check
+        self.encoding: asyncio.Future[Any] | None = None  # the last encoding started ahead
 
     def committed(self) -> None:
         self.writes += 1
@@ -262,16 +264,23 @@ class Writer:
         if done:
             self.files[0].remaining -= done  # a big file's first batches
         uris = [p.replace_uri for p in completed if p.replace_uri is not None]
-        vectors = None
+        self.batches.append(_Batch(records, uris, completed, None))
         if self.encoder_checked:
-            vectors = asyncio.ensure_future(self._encode(records))
-        self.batches.append(_Batch(records, uris, completed, vectors))
+            for batch in self.batches:
+                if batch.vectors is None:  # one after the other: the encoder is never called twice at once
+                    self.encoding = asyncio.ensure_future(self._encode(batch.records, self.encoding))
+                    batch.vectors = self.encoding
         while len(self.batches) > 1:  # one batch encodes while the one before it is written
             await self._commit(self.batches.popleft())
 
-    async def _encode(self, records: list[dict[str, Any]]) -> Any:
+    async def _encode(self, records: list[dict[str, Any]], after: asyncio.Future[Any] | None) -> Any:
         from ..batteries.vector import EncoderFailedError, encode_texts
 
+        if after is not None:
+            await asyncio.wait([after])
+            if after.cancelled() or after.exception() is not None:
+                # The run stops at that batch, so this one is never written: do not encode it.
+                raise asyncio.CancelledError
         store = self.q.store
         assert store.encoder is not None  # checked_settings refuses a store without one
         try:
