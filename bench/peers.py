@@ -213,9 +213,10 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         if args.db:  # one directory per data set: the same sizes, seed and dimension find it again
             digest = hashlib.sha1(vectors.tobytes() + groups.tobytes()).hexdigest()[:12]
             tmp = os.path.join(args.db, f"peers-{n}x{args.dim}-{digest}")
-        cache = (
-            MemoryCache() if args.memory_mib is None else MemoryCache(max_vector_bytes=args.memory_mib << 20)
-        )
+        cache = MemoryCache()
+        if args.memory_mib is not None:  # and a budget that holds it with its ~1 KiB of text per row
+            limit = args.memory_mib << 20
+            cache = MemoryCache(max_vector_bytes=limit, max_bytes=max(cache.max_bytes, limit + n * 1024))
         vs, tk_build = load_turnkit(tmp, vectors, groups, cache)
         # The same table through a store that never answers from memory: turnkit on the index.
         on_index = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=None)

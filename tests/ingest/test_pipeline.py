@@ -192,7 +192,7 @@ def _encoder(name, fail_on_call=None):
     return FunctionEncoder(encode, name=name, dimension=32, batch_size=4), calls
 
 
-def test_a_collection_built_with_another_encoder_gets_no_rows_encoded_ahead(collection, corpus, tmp_path):
+def test_a_collection_built_with_another_encoder_gets_no_rows(collection, corpus, tmp_path):
     from turnkit.batteries.vector import EncoderMismatchError, create_vector_store
 
     uri = str(tmp_path / "db")
@@ -205,15 +205,13 @@ def test_a_collection_built_with_another_encoder_gets_no_rows_encoded_ahead(coll
     before = vs.collection_info_sync(collection).version
     with pytest.raises(EncoderMismatchError):
         ingest_sync(corpus, store=vs, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=2)
-    # The first write is encoded by the store, which checks the encoder; the batch encoded ahead
-    # meanwhile is dropped, never written with the wrong model's vectors.
+    # Every batch is encoded by the store, which checks the encoder first: no row of the run is
+    # written with the wrong model's vectors.
     assert vs.collection_info_sync(collection).version == before
     assert vs(collection).count_sync() == 1
 
 
-def test_an_encoder_failure_in_a_batch_encoded_ahead_stops_the_run_and_a_rerun_completes(
-    collection, corpus, tmp_path
-):
+def test_an_encoder_failure_mid_run_stops_it_and_a_rerun_completes(collection, corpus, tmp_path):
     from turnkit.batteries.vector import EncoderFailedError, create_vector_store
 
     uri = str(tmp_path / "db")
@@ -277,6 +275,11 @@ def test_batches_span_files_and_give_the_same_result(store, collection, corpus, 
     rows_big = stored(other, collection)
     assert rows_small.keys() == rows_big.keys()
     assert all(rows_small[i].document == rows_big[i].document for i in rows_small)
+    vectors = [
+        {m.id: m.vector for m in s(collection).select("id", "vector").limit(10_000).search_sync()}
+        for s in (store, other)
+    ]
+    assert vectors[0] == vectors[1]  # batches of 3 or of 1000 encode the same texts the same way
 
 
 def test_repair_deletes_only_the_stale_rows(store, collection, corpus):

@@ -431,7 +431,6 @@ async def ingest(
         if prune and (exists or writer.chunks_written):  # a collection never written to holds nothing
             pruned_files, pruned_chunks = await prune_missing(q, found, writer)
     finally:
-        writer.abandon()
         producer.cancel()
         await asyncio.gather(producer, return_exceptions=True)
         if bar is not None:

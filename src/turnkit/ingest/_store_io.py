@@ -5,7 +5,6 @@ Every write here keeps the invariants stated in :mod:`turnkit.ingest._pipeline`.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
@@ -156,16 +155,6 @@ class _Pending:
     replace_uri: str | None  # its other rows go in the same commit as its chunks (files that fit)
 
 
-@dataclass(slots=True)
-class _Batch:
-    """A batch taken from the buffer, waiting for its vectors or its turn to be written."""
-
-    records: list[dict[str, Any]]
-    replace_uris: list[str]  # files whose other rows go in the same commit
-    completed: list[_Pending]  # files whose last chunks are in this batch
-    vectors: asyncio.Future[Any] | None  # encoding ahead; None: the store encodes at the write
-
-
 class Writer:
     """Batches chunk records into upserts and removes each changed file's stale rows.
 
@@ -173,14 +162,6 @@ class Writer:
     stale rows go in the same commit as its new chunks (a ``replace`` filtered
     on the ``source_uri`` of such files in the batch). A bigger file's chunks
     span batches; its stale rows are deleted once the last of them has committed.
-
-    Batches are written one at a time, in order. While one is being written the
-    next is already being encoded (the store's encoder, through
-    `encode_texts` as the store's own upsert does), so the encoder is not idle
-    during writes; encodings run one after another, never two at once. The
-    first write of a run encodes inside the store, which checks that the
-    collection was built with this encoder; batches are encoded ahead only
-    after that write has passed the check.
     """
 
     def __init__(self, q: QueryBuilder, batch_size: int, bar: Any) -> None:
@@ -189,7 +170,6 @@ class Writer:
         self.bar = bar
         self.buffer: list[dict[str, Any]] = []
         self.files: deque[_Pending] = deque()
-        self.batches: deque[_Batch] = deque()
         self.stale: list[str] = []
         self.stale_files: list[tuple[str, str]] = []  # (source_uri, the fingerprint to keep)
         self.chunks_written = 0
@@ -198,8 +178,6 @@ class Writer:
         self.crash_after = _crash_after()
         self.started = time.perf_counter()
         self.created = False  # a new collection is made (with its fields) at the first write, not before
-        self.encoder_checked = False  # a write encoded by the store has passed its encoder check
-        self.encoding: asyncio.Future[Any] | None = None  # the last encoding started ahead
 
     def committed(self) -> None:
         self.writes += 1
@@ -218,7 +196,7 @@ class Writer:
             return
         whole = count <= self.batch_size
         if whole and len(self.buffer) + count > self.batch_size:
-            await self._take()  # keep the file in one commit, even if this batch is short
+            await self._commit()  # keep the file in one commit, even if this batch is short
         self.buffer.extend(chunk.to_record() for chunk in outcome.chunks)
         if whole:
             replace_uri = outcome.candidate.uri if outcome.stale_ids else None
@@ -226,89 +204,44 @@ class Writer:
         else:
             self.files.append(_Pending(count, outcome.stale_ids, None))
         while len(self.buffer) >= self.batch_size:
-            await self._take()
+            await self._commit()
 
     async def finish(self) -> None:
         """Write what is left, then every pending stale row."""
-        try:
-            while self.buffer:
-                await self._take()
-            while self.batches:
-                await self._commit(self.batches.popleft())
-        finally:
-            self.abandon()
+        while self.buffer:
+            await self._commit()
         await self.delete_stale()
 
-    def abandon(self) -> None:
-        """Drop the batches not written (the run failed or was cancelled): their encodings are not awaited."""
-        for batch in self.batches:
-            if batch.vectors is None:
-                continue
-            if batch.vectors.done() and not batch.vectors.cancelled():
-                batch.vectors.exception()  # retrieved: a failed encoding behind the failure is not logged
-            batch.vectors.cancel()
-        self.batches.clear()
-
-    async def _take(self) -> None:
-        """Move a batch from the buffer to the writes, start encoding it, and write the one before it."""
-        records, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
-        if not records:
+    async def _commit(self) -> None:
+        batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
+        if not batch:
             return
-        # The files this batch completes; a file that fits a batch is always wholly inside one.
-        done = len(records)
-        completed: list[_Pending] = []
-        while self.files and self.files[0].remaining <= done:
-            pending = self.files.popleft()
-            done -= pending.remaining
-            completed.append(pending)
-        if done:
-            self.files[0].remaining -= done  # a big file's first batches
-        uris = [p.replace_uri for p in completed if p.replace_uri is not None]
-        self.batches.append(_Batch(records, uris, completed, None))
-        if self.encoder_checked:
-            for batch in self.batches:
-                if batch.vectors is None:  # one after the other: the encoder is never called twice at once
-                    self.encoding = asyncio.ensure_future(self._encode(batch.records, self.encoding))
-                    batch.vectors = self.encoding
-        while len(self.batches) > 1:  # one batch encodes while the one before it is written
-            await self._commit(self.batches.popleft())
-
-    async def _encode(self, records: list[dict[str, Any]], after: asyncio.Future[Any] | None) -> Any:
-        from ..batteries.vector import EncoderFailedError, encode_texts
-
-        if after is not None:
-            await asyncio.wait([after])
-            if after.cancelled() or after.exception() is not None:
-                # The run stops at that batch, so this one is never written: do not encode it.
-                raise asyncio.CancelledError
-        store = self.q.store
-        assert store.encoder is not None  # checked_settings refuses a store without one
-        try:
-            return await encode_texts(store.encoder, [r["document"] for r in records], "document")
-        except EncoderFailedError as exc:  # the context the store's own upsert adds
-            exc.add_context(collection=self.q.spec.collection, operation="upsert")
-            raise
-
-    async def _commit(self, batch: _Batch) -> None:
         if not self.created:
             self.created = True
             store, name = self.q.store, self.q.spec.collection
             if not await store.has_collection(name):
                 await declare_ingest_fields(store, name, exists=False)
-        records = batch.records
-        if batch.vectors is not None:
-            vectors = await batch.vectors
-            records = [{**r, "vector": v} for r, v in zip(records, vectors, strict=True)]
-        if batch.replace_uris:
-            result = await self.q.where_in("metadata.source_uri", batch.replace_uris).replace(records)
+        # The files this batch completes; a file that fits a batch is always wholly inside one.
+        done, complete = len(batch), 0
+        uris: list[str] = []
+        for pending in self.files:
+            if pending.remaining > done:
+                break
+            done -= pending.remaining
+            complete += 1
+            if pending.replace_uri is not None:
+                uris.append(pending.replace_uri)
+        if uris:
+            result = await self.q.where_in("metadata.source_uri", uris).replace(batch)
             self.chunks_deleted += result.deleted
         else:
-            await self.q.upsert(records)
-        self.encoder_checked = True
+            await self.q.upsert(batch)
         self.committed()
-        self.chunks_written += len(records)
-        for pending in batch.completed:
-            self.stale.extend(pending.stale_ids)  # every chunk of this file is in now
+        self.chunks_written += len(batch)
+        for _ in range(complete):
+            self.stale.extend(self.files.popleft().stale_ids)  # every chunk of this file is in now
+        if done:
+            self.files[0].remaining -= done  # a big file's first batches
         await self.delete_stale()
         if self.bar is not None:
             elapsed = time.perf_counter() - self.started
