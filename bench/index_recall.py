@@ -6,9 +6,12 @@ prints recall@10 against numpy's exact top-10, p50 latency, and which value
 turnkit's default policy picks. This is where the defaults in
 ``_index_policy.py`` come from. ``--refine`` sweeps ``refine_factor`` too
 (0 = none); ``--db DIR`` keeps the built table there and reuses it.
+``--index ivf_pq`` or ``--index ivf_flat`` builds that index instead of
+``'auto'``'s, to compare index types on the same data (``--ef`` then sweeps
+``nprobes``; ``--sub-vectors`` sets IVF-PQ's ``num_sub_vectors``).
 
     python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 512,1024] [--refine 0,2]
-        [--db DIR]
+        [--db DIR] [--index auto|ivf_pq|ivf_flat] [--sub-vectors 32]
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ def main() -> None:
         "--refine", default="0", help="refine factors to sweep (re-rank with exact distances; 0 = none)"
     )
     parser.add_argument("--db", default=None, help="keep the built table in this directory and reuse it")
+    parser.add_argument("--index", choices=["auto", "ivf_pq", "ivf_flat"], default="auto")
+    parser.add_argument("--sub-vectors", type=int, default=32, help="num_sub_vectors of --index ivf_pq")
     args = parser.parse_args()
 
     import lancedb  # noqa: TID251 - measuring LanceDB itself
     import pyarrow as pa
-    from lancedb.index import HnswSq, IvfFlat  # noqa: TID251
+    from lancedb.index import HnswSq, IvfFlat, IvfPq  # noqa: TID251
 
     rng = np.random.default_rng(0)
     vectors = clustered(rng, args.rows, args.dim)
@@ -48,9 +53,13 @@ def main() -> None:
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
     kind, params = auto_index(args.rows)
+    if args.index == "ivf_pq":
+        kind, params = "ivf_pq", {"num_sub_vectors": args.sub_vectors}
+    elif args.index == "ivf_flat":
+        kind, params = "ivf_flat", {}  # LanceDB's own partition count
     with tempfile.TemporaryDirectory() as tmp:
         db = lancedb.connect(args.db or tmp)
-        name = f"t{args.rows}_{args.dim}"
+        name = f"t{args.rows}_{args.dim}" + ("" if args.index == "auto" else f"_{kind}")
         if name in db.list_tables().tables:
             tbl, build = db.open_table(name), float("nan")
         else:
@@ -62,13 +71,12 @@ def main() -> None:
             )
             tbl = db.create_table(name, data)
             t = time.perf_counter()
-            config = HnswSq if kind == "hnsw_sq" else IvfFlat
+            config = {"hnsw_sq": HnswSq, "ivf_pq": IvfPq, "ivf_flat": IvfFlat}[kind]
             tbl.create_index("vector", config=config(distance_type="cosine", **params))
             build = time.perf_counter() - t
         print(f"{args.rows:,} rows: {kind} {params} built in {build:.1f}s")
-        default = search_knobs(
-            "IvfHnswSq" if kind == "hnsw_sq" else "IvfFlat", args.rows, 10, None, None, None
-        )
+        index_type = {"hnsw_sq": "IvfHnswSq", "ivf_pq": "IvfPq", "ivf_flat": "IvfFlat"}[kind]
+        default = search_knobs(index_type, args.rows, 10, None, None, None)
         rows = []
         sweep = [
             (e, r)
@@ -76,7 +84,7 @@ def main() -> None:
             for e in (int(x) for x in args.ef.split(","))
         ]
         for ef, refine in sweep:
-            if refine and ef < 10 * refine:
+            if kind == "hnsw_sq" and refine and ef < 10 * refine:
                 continue  # LanceDB needs ef >= limit * refine_factor
             samples, hits = [], []
             for q in queries:
