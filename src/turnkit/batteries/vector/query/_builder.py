@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -48,6 +48,9 @@ def _positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | Non
     return value
 
 
+_SPEC_FIELD_ORDER = tuple(f.name for f in fields(QuerySpec))
+_SPEC_FIELDS = frozenset(_SPEC_FIELD_ORDER)
+
 class QueryBuilder(Filterable):
     """A query against one collection. Every method returns a new builder.
 
@@ -74,7 +77,14 @@ class QueryBuilder(Filterable):
         self._filter = spec.filter
 
     def _with(self, **changes: Any) -> QueryBuilder:
-        return QueryBuilder(self._store, replace(self._spec, **changes))
+        # dataclasses.replace re-runs __init__ through keyword arguments: about 20 us, a tenth of
+        # a search of a 1,000-row collection in memory. QuerySpec has no __post_init__ to skip.
+        if not changes.keys() <= _SPEC_FIELDS:
+            raise TypeError(f"QuerySpec has no fields {sorted(changes.keys() - _SPEC_FIELDS)}")
+        old, spec = self._spec, object.__new__(QuerySpec)
+        for name in _SPEC_FIELD_ORDER:
+            object.__setattr__(spec, name, changes[name] if name in changes else getattr(old, name))
+        return QueryBuilder(self._store, spec)
 
     def _with_filter(self, node: FilterNode | None) -> QueryBuilder:
         return self._with(filter=node)
@@ -128,11 +138,11 @@ class QueryBuilder(Filterable):
             raise InvalidQueryError("near_vector() needs a sequence of numbers.") from None
         if array.ndim != 1 or array.size == 0:
             raise InvalidQueryError(f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.")
-        if not np.isfinite(array).all():
-            raise InvalidQueryError("near_vector() got NaN or infinity.")
         with np.errstate(over="ignore"):
             frozen = array.astype(np.float32)
-        if not np.isfinite(frozen).all():  # finite in float64 but beyond float32's range
+        if not np.isfinite(frozen).all():  # one check for both: NaN and inf survive the cast
+            if not np.isfinite(array).all():
+                raise InvalidQueryError("near_vector() got NaN or infinity.")
             raise InvalidQueryError("near_vector() got values too large for float32.")
         frozen.flags.writeable = False
         return self._near(NearVector(frozen))

@@ -23,6 +23,17 @@ def scores_from_distances(metric: Metric, distances: np.ndarray[Any, Any]) -> li
     return result
 
 
+# Up to this many matches the scores are computed on Python floats (the same float64 operations,
+# so the same bits): numpy's per-call overhead is most of the cost for a handful of values.
+_PYTHON_SCORES = 64
+
+
+def _scores(metric: Metric, dist: list[float]) -> list[float]:
+    if metric == "l2":
+        return [min(max(1.0 / (1.0 + max(d, 0.0)), 0.0), 1.0) for d in dist]
+    return [min(max(1.0 - d / 2.0, 0.0), 1.0) for d in dist]
+
+
 def matches_from_columns(
     ids: Sequence[str],
     distances: np.ndarray[Any, Any] | None,
@@ -47,7 +58,7 @@ def matches_from_columns(
         scores: list[Any] = empty
     else:
         dist = distances.astype(np.float64).tolist()
-        scores = scores_from_distances(metric, distances)
+        scores = _scores(metric, dist) if n <= _PYTHON_SCORES else scores_from_distances(metric, distances)
     docs = empty if documents is None else documents
     vecs = empty if vectors is None else vectors
     made = empty if created_at is None else created_at
