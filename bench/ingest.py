@@ -117,6 +117,38 @@ def process_cpu() -> float:
     return t.user + t.system
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds by thread, keyed by thread id and name; empty where /proc is missing (not Linux).
+
+    Python threads are named after their role (``asyncio_3`` -> ``asyncio``: the worker threads
+    that chunk files and call the encoder; ``turnkit-loop``); native threads keep the name the OS
+    has for them (``python`` for the tokenizer's, ``lancedb-tokio-w`` and ``lance-cpu``).
+    """
+    names = {str(t.native_id): t.name.split("_")[0] for t in threading.enumerate()}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out: dict[str, float] = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as stat, open(f"/proc/self/task/{tid}/comm") as comm:
+                fields, name = stat.read().rsplit(")", 1)[1].split(), comm.read().strip()
+        except OSError:
+            continue  # the thread ended
+        out[f"{tid} {names.get(tid, name)}"] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def cpu_by_role(before: dict[str, float], after: dict[str, float]) -> str:
+    roles: dict[str, float] = {}
+    for key, seconds in after.items():
+        role = key.split(" ", 1)[1]
+        roles[role] = roles.get(role, 0.0) + seconds - before.get(key, 0.0)
+    return ", ".join(f"{r} {v:.2f} s" for r, v in sorted(roles.items(), key=lambda kv: -kv[1]) if v >= 0.01)
+
+
 def peak_rss_mb() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB elsewhere
@@ -164,7 +196,7 @@ def main() -> None:
         chunk_document(load_document(next(corpus.rglob("*.md"))), **settings)
         warm_s = time.perf_counter() - start
 
-        start, proc = time.perf_counter(), process_cpu()
+        start, proc, threads_before = time.perf_counter(), process_cpu(), thread_cpu()
         report = ingest_sync(
             corpus,
             store=vs,
@@ -176,6 +208,7 @@ def main() -> None:
         )
         wall = time.perf_counter() - start
         ingest_cpu = process_cpu() - proc
+        by_role = cpu_by_role(threads_before, thread_cpu())
         rss_ingest = peak_rss_mb()
         assert report.ok, report
         encode_s = encoder.seconds
@@ -234,6 +267,7 @@ def main() -> None:
                 f"{ingest_cpu:.2f} s / {alone_proc:.2f} s ({ingest_cpu / alone_proc:.2f}x); "
                 f"cores busy {ingest_cpu / wall:.2f} / {alone_proc / alone_s:.2f}",
             ),
+            ("  CPU by thread (ingest)", by_role or "n/a"),
             ("unchanged re-run", f"{rerun_s:.2f} s ({docs / rerun_s:,.0f} files/s, 0 writes)"),
             ("peak RSS after ingest", f"{rss_ingest:,.0f} MB"),
             ("peak RSS overall", f"{peak_rss_mb():,.0f} MB"),
