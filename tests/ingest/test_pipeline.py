@@ -189,18 +189,18 @@ def _encoder(name, fail_on_call=None):
             raise RuntimeError("the model server went away")
         return hashed.encode(texts, kind=kind)
 
-    return FunctionEncoder(encode, name=name, dimension=32, batch_size=4), calls
+    return FunctionEncoder(encode, name=name, dimension=32, batch_size=4)
 
 
 def test_a_collection_built_with_another_encoder_gets_no_rows(collection, corpus, tmp_path):
     from turnkit.batteries.vector import EncoderMismatchError, create_vector_store
 
     uri = str(tmp_path / "db")
-    first, _ = _encoder("first")
+    first = _encoder("first")
     ingest_sync(
         corpus / "readme.txt", store=create_vector_store(uri=uri, encoder=first), collection=collection
     )
-    second, _ = _encoder("second")  # same dimension: only the recorded name tells them apart
+    second = _encoder("second")  # same dimension: only the recorded name tells them apart
     vs = create_vector_store(uri=uri, encoder=second, auto_optimize=None)
     before = vs.collection_info_sync(collection).version
     with pytest.raises(EncoderMismatchError):
@@ -215,13 +215,13 @@ def test_an_encoder_failure_mid_run_stops_it_and_a_rerun_completes(collection, c
     from turnkit.batteries.vector import EncoderFailedError, create_vector_store
 
     uri = str(tmp_path / "db")
-    flaky, _ = _encoder("hash32", fail_on_call=4)
+    flaky = _encoder("hash32", fail_on_call=4)
     options = {"collection": collection, "chunk_size": 32, "chunk_overlap": 4, "batch_size": 4}
     with pytest.raises(EncoderFailedError) as caught:
         ingest_sync(corpus, store=create_vector_store(uri=uri, encoder=flaky, auto_optimize=None), **options)
     assert caught.value.context["collection"] == collection
     assert "model server went away" in str(caught.value)
-    steady, _ = _encoder("hash32")
+    steady = _encoder("hash32")
     vs = create_vector_store(uri=uri, encoder=steady, auto_optimize=None)
     written = vs(collection).count_sync()
     report = ingest_sync(corpus, store=vs, **options)
