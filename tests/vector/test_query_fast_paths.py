@@ -65,3 +65,43 @@ def test_a_builder_step_refuses_a_field_the_spec_does_not_have() -> None:
     assert [f.name for f in dataclasses.fields(QuerySpec)][0] == "collection"
     # The copy skips __init__: a check added there later would be skipped too, so there is none.
     assert not hasattr(QuerySpec, "__post_init__")
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**65), max_value=2**65),
+    st.sampled_from([2**64 - 1, 2**64, -(2**63), -(2**63) - 1]),  # the 64-bit edges
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.sampled_from(["\ud800", "caf\u00e9", "\udfff x"]),  # lone surrogates, and plain non-ASCII
+)
+_json_like = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(st.text(max_size=4) | st.sampled_from(["\ud800"]), inner, max_size=4),
+        st.dictionaries(st.integers(0, 3), inner, min_size=1, max_size=2),  # non-string keys
+    ),
+    max_leaves=20,
+)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+@settings(max_examples=400, deadline=None)
+@given(metadata=_json_like, deep=st.sampled_from([0, 62, 63, 64, 65]))
+def test_the_quick_metadata_check_agrees_with_the_walk_that_names_the_problem(
+    metadata: Any, deep: int
+) -> None:
+    """A record the quick check passes is one the full walk passes, and the other way round."""
+    from turnkit.batteries.vector.store._records import _json_clean, _json_problem
+
+    value = {"m": metadata, "deep": _nested(deep)} if deep else metadata
+    assert _json_clean(value, 0) == (_json_problem(value) is None)

@@ -12,10 +12,15 @@ keeps them, `load` returns None and the encoder falls back to wordllama's
 own loader.
 
 wordllama pads a batch to its longest text and masks the padding out, so a
-batch of mixed lengths spends most of its work on padding. Here each text's
-tokens are summed as one segment of the batch's concatenated tokens
-(``np.add.reduceat``): about 2.6× less CPU on ingest-like batches, and
-memory in proportion to the tokens, not to the longest text times the batch.
+batch of mixed lengths spends most of its work on padding. Here the batch's
+tokens are gathered without padding, a slice of at most 2,048 rows at a time,
+and each text's rows are summed on their own: memory in proportion to the
+tokens, not to the longest text times the batch. Measured on ingest's chunks
+(8,660 texts): one sum per text is about 15× faster than ``np.add.reduceat``
+over the slice, and 2 MB slices stay in a core's cache and in the allocator's
+free memory, where 32 MB slices were mapped afresh each time (in ingest, about
+a second of system CPU in page faults). The tokenizer skips character offsets
+(``encode_batch_fast``, the same ids).
 
 One more saving: the table is stored as float16 and wordllama converts all
 of it to float32 on load. Converting exactly the rows a batch gathers gives
@@ -40,7 +45,7 @@ __all__ = ["WordLlamaModel"]
 _TOKENIZER = Path("tokenizers", "l2_supercat_tokenizer_config.json")
 _WEIGHTS = Path("weights", "l2_supercat_256.safetensors")
 _TENSOR = "embedding.weight"
-_TOKENS_PER_GATHER = 32_768  # float32 rows gathered at once: 32 MB at 256 dimensions
+_TOKENS_PER_GATHER = 2_048  # float32 rows gathered at once: 2 MB at 256 dimensions (see `embed`)
 
 
 def _package_dir() -> Path | None:
@@ -70,6 +75,8 @@ class WordLlamaModel:
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self.tokenizer = tokenizer
+        # The same ids without character offsets, which cost a third of the tokenizer's CPU.
+        self._encode_batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
         self.dimension = int(self._table.shape[1])
 
     @classmethod
@@ -90,7 +97,7 @@ class WordLlamaModel:
 
     def tokenize(self, texts: Sequence[str]) -> list[Any]:
         """The tokenizer's encodings of ``texts``, unpadded, without special tokens."""
-        return list(self.tokenizer.encode_batch(list(texts), is_pretokenized=False, add_special_tokens=False))
+        return list(self._encode_batch(list(texts), add_special_tokens=False))
 
     def embed(
         self, texts: Sequence[str], norm: bool = False, batch_size: int = 64
@@ -102,6 +109,7 @@ class WordLlamaModel:
         for start in range(0, len(texts), batch_size):
             encoded = self.tokenize(texts[start : start + batch_size])
             lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
+            table = self._table_for(int(lengths.sum()))
             # Slices of at most _TOKENS_PER_GATHER tokens (a longer text alone): bounded memory.
             first = 0
             while first < len(encoded):
@@ -114,21 +122,22 @@ class WordLlamaModel:
                         itertools.chain.from_iterable(e.ids for e in encoded[first:end]), np.int32, tokens
                     )
                     np.clip(ids, 0, last, out=ids)
+                    rows, at = table[ids].astype(np.float32, copy=False), 0
+                    block = out[start + first : start + end]
                     counts = lengths[first:end]
-                    present = np.flatnonzero(counts)
-                    starts = (np.cumsum(counts) - counts)[present]
-                    sums = np.add.reduceat(self._rows(ids), starts, axis=0)
-                    out[start + first + present] = sums / counts[present, np.newaxis].astype(np.float32)
+                    # One sum per text: numpy's reduceat along rows is about 15x slower.
+                    for i, n in enumerate(counts.tolist()):
+                        if n:
+                            rows[at : at + n].sum(axis=0, out=block[i])
+                            at += n
+                    block /= np.maximum(counts, 1)[:, np.newaxis].astype(np.float32)
                 first = end
         if norm:
             out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out
 
-    def _rows(self, ids: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
-        """The float32 vectors of ``ids`` (any shape), converting only what is cheaper to convert."""
-        table32 = self._table32
-        if table32 is None:
-            if ids.size * 4 < self._table.shape[0]:
-                return self._table[ids].astype(np.float32)
-            table32 = self._table32 = self._table.astype(np.float32)
-        return table32[ids]
+    def _table_for(self, tokens: int) -> npt.NDArray[Any]:
+        """The table to gather ``tokens`` rows from: float32 once converting all of it costs less."""
+        if self._table32 is None and tokens * 4 >= self._table.shape[0]:
+            self._table32 = self._table.astype(np.float32)
+        return self._table if self._table32 is None else self._table32
