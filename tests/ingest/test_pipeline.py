@@ -540,3 +540,45 @@ def test_ingest_declares_the_keys_it_filters_on_and_migrates_an_older_collection
     assert report.chunks_written == 1
     assert store.collection_info_sync(older).fields == INGEST_FIELDS
     assert store(older).where("metadata.source_uri", "elsewhere").count_sync() == 1
+
+
+@pytest.mark.parametrize("workers", [1, 3, 8])
+def test_any_number_of_workers_writes_the_same_rows_and_reports_in_order(tmp_path, workers):
+    """Each worker takes a slice of a window of files; rows and report follow the files' order."""
+    from turnkit.batteries.vector import HashEncoder, create_vector_store
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for n in range(150):  # more than two windows of files
+        if n % 37 == 5:
+            (root / f"f{n:03d}.txt").write_bytes(b"caf\xe9 not utf-8")  # an error the report names
+        else:
+            (root / f"f{n:03d}.md").write_text(f"# File {n}\n\n{LONG[: 40 + n * 7]}\n")
+    one = create_vector_store(uri=str(tmp_path / "one"), encoder=HashEncoder(32), auto_optimize=None)
+    vs = create_vector_store(uri=str(tmp_path / f"w{workers}"), encoder=HashEncoder(32), auto_optimize=None)
+    options = {"collection": "kb", "chunk_size": 64, "chunk_overlap": 8, "batch_size": 7, "progress": False}
+    baseline = ingest_sync(root, store=one, workers=1, **options)
+    report = ingest_sync(root, store=vs, workers=workers, **options)
+    assert report.files_written == baseline.files_written == 146
+    assert [e.path for e in report.errors] == [e.path for e in baseline.errors]
+    assert [e.path for e in report.errors] == sorted(str(p) for p in root.glob("*.txt"))
+    got, want = stored(vs, "kb"), stored(one, "kb")
+    assert got.keys() == want.keys() and all(got[i].document == want[i].document for i in got)
+
+
+def test_a_worker_stops_its_slice_once_the_run_has_ended(tmp_path, store):
+    """After a failure the threads still holding files to read stop instead of reading them."""
+    import threading
+
+    from turnkit.ingest._pipeline import _process_group, checked_settings
+    from turnkit.ingest._walk import Candidate
+
+    settings = checked_settings(store, 64, 8, "cl100k_base", None, (), "turnkit")
+    files = [tmp_path / "a.md", tmp_path / "missing.md"]
+    files[0].write_text("# A\n\nText.\n")
+    group = [(Candidate(str(p), f"file://{p}", p.name, "markdown"), []) for p in files]
+    stop = threading.Event()
+    outcomes = _process_group(group, settings, stop)
+    assert [o.status for o in outcomes] == ["write", "error"]
+    stop.set()
+    assert _process_group(group, settings, stop) == []
