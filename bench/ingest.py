@@ -123,8 +123,9 @@ def process_cpu() -> float:
 def thread_cpu() -> dict[str, float]:
     """CPU seconds by thread, keyed by thread id and name; empty where /proc is missing (not Linux).
 
-    Python threads are named after their role (``asyncio_3`` -> ``asyncio``: the worker threads
-    that chunk files and call the encoder; ``turnkit-loop``); native threads keep the name the OS
+    Python threads are named after their role (``turnkit-ingest_0`` -> ``turnkit-ingest``: the
+    worker threads that read and chunk files; ``asyncio``: the thread that calls the encoder;
+    ``turnkit-loop``); native threads keep the name the OS
     has for them (``python`` for the tokenizer's, ``lancedb-tokio-w`` and ``lance-cpu``).
     """
     names = {str(t.native_id): t.name.split("_")[0] for t in threading.enumerate()}
@@ -142,6 +143,29 @@ def thread_cpu() -> dict[str, float]:
             continue  # the thread ended
         out[f"{tid} {names.get(tid, name)}"] = (int(fields[11]) + int(fields[12])) / tick
     return out
+
+
+class ThreadSampler:
+    """Reads every thread's CPU every 50 ms while it runs: threads that end mid-run (a run's
+    own worker pool) keep the last figure read, which a single reading at the end would miss."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.seen.update(thread_cpu())
+
+    def __enter__(self) -> ThreadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.seen.update(thread_cpu())
 
 
 def cpu_by_role(before: dict[str, float], after: dict[str, float]) -> str:
@@ -199,19 +223,21 @@ def main() -> None:
         chunk_document(load_document(next(corpus.rglob("*.md"))), **settings)
         warm_s = time.perf_counter() - start
 
-        start, proc, threads_before = time.perf_counter(), process_cpu(), thread_cpu()
-        report = ingest_sync(
-            corpus,
-            store=vs,
-            collection="bench",
-            batch_size=args.batch_size,
-            workers=args.workers,
-            progress=not args.no_progress,
-            **settings,
-        )
-        wall = time.perf_counter() - start
-        ingest_cpu = process_cpu() - proc
-        by_role = cpu_by_role(threads_before, thread_cpu())
+        threads_before = thread_cpu()
+        with ThreadSampler() as sampler:
+            start, proc = time.perf_counter(), process_cpu()
+            report = ingest_sync(
+                corpus,
+                store=vs,
+                collection="bench",
+                batch_size=args.batch_size,
+                workers=args.workers,
+                progress=not args.no_progress,
+                **settings,
+            )
+            wall = time.perf_counter() - start
+            ingest_cpu = process_cpu() - proc
+        by_role = cpu_by_role(threads_before, sampler.seen)
         rss_ingest = peak_rss_mb()
         assert report.ok, report
         encode_s = encoder.seconds

@@ -582,3 +582,41 @@ def test_a_worker_stops_its_slice_once_the_run_has_ended(tmp_path, store):
     assert [o.status for o in outcomes] == ["write", "error"]
     stop.set()
     assert _process_group(group, settings, stop) == []
+
+
+def test_a_window_is_cut_into_one_even_slice_per_worker():
+    """Every worker gets files, even in a window shorter than the workers; order and files are kept."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from turnkit.ingest._pipeline import _slices
+
+    @given(items=st.lists(st.integers(), max_size=80), parts=st.integers(1, 100))
+    def check(items, parts):
+        slices = _slices(items, parts)
+        assert [x for s in slices for x in s] == items
+        assert len(slices) == min(parts, len(items))
+        assert all(slices) and max(map(len, slices), default=0) - min(map(len, slices), default=0) <= 1
+
+    check()
+
+
+def test_a_run_shorter_than_a_window_reads_its_files_on_every_worker(tmp_path, store, monkeypatch):
+    """Four files, four workers: all four are read at once (a barrier only four threads can pass)."""
+    import threading
+
+    from turnkit.ingest import _pipeline
+
+    for n in range(4):
+        (tmp_path / f"f{n}.md").write_text(f"# File {n}\n\nSome text.\n")
+    barrier, names, real = threading.Barrier(4, timeout=30), set(), _pipeline._process
+
+    def process(candidate, stored, settings):
+        names.add(threading.current_thread().name)
+        barrier.wait()  # breaks (and fails the run) if fewer than four files are read at a time
+        return real(candidate, stored, settings)
+
+    monkeypatch.setattr(_pipeline, "_process", process)
+    report = ingest_sync(tmp_path, store=store, collection="kb", workers=4, progress=False)
+    assert report.files_written == 4 and len(names) == 4
+    assert all(name.startswith("turnkit-ingest") for name in names)

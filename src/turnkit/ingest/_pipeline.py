@@ -35,9 +35,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._aio import sync_form
 from ._chunking import (
@@ -84,6 +85,7 @@ _MAX_BATCH = 100_000  # a sanity bound: one upsert holds its whole batch (and it
 _WINDOW_FILES = 64  # files read and chunked concurrently, then queued in order
 _QUEUE_FILES = 128  # loaded files waiting to be written (bounds memory)
 _LOAD_FAILED = DocumentLoadError.code
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -274,6 +276,20 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
     return Outcome(candidate, "write", chunks=chunks, stale_ids=stale)
 
 
+def _slices(items: list[T], parts: int) -> list[list[T]]:
+    """``items`` in order, cut into ``min(parts, len(items))`` runs whose lengths differ by at most one."""
+    count = min(parts, len(items))
+    if count == 0:
+        return []
+    size, extra = divmod(len(items), count)
+    out, at = [], 0
+    for part in range(count):
+        end = at + size + (part < extra)
+        out.append(items[at:end])
+        at = end
+    return out
+
+
 def _process_group(
     group: list[tuple[Candidate, list[Row]]], settings: _Settings, stop: threading.Event
 ) -> list[Outcome]:
@@ -402,14 +418,17 @@ async def ingest(
     writer = Writer(q, batch_size, bar)
     queue: asyncio.Queue[Outcome | Exception | None] = asyncio.Queue(maxsize=_QUEUE_FILES)
     limit = asyncio.Semaphore(workers)
+    # The run's own threads: asyncio's default pool has min(32, cores + 4) threads, fewer than
+    # `workers` on a small machine, and the encoder's calls wait in it too.
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turnkit-ingest")
     # A window's files go to the workers in one slice each, not one by one: a thread hand-off per
     # file cost 3-12% of ingest's wall time and half its loop's CPU (bench/ingest.py, 2,000 files).
-    per_worker = -(-_WINDOW_FILES // workers)
     stop = threading.Event()  # set when the run ends: a cancelled task's thread would read on
 
     async def process(group: list[tuple[Candidate, list[Row]]]) -> list[Outcome]:
         async with limit:
-            return await asyncio.to_thread(_process_group, group, settings, stop)
+            run = asyncio.get_running_loop().run_in_executor
+            return await run(pool, _process_group, group, settings, stop)
 
     async def produce() -> None:
         try:
@@ -418,8 +437,7 @@ async def ingest(
                 stored = await lookup(q, [c.uri for c in cands]) if exists else {}
                 for start in range(0, len(cands), _WINDOW_FILES):
                     window = [(c, stored.get(c.uri, [])) for c in cands[start : start + _WINDOW_FILES]]
-                    groups = [window[g : g + per_worker] for g in range(0, len(window), per_worker)]
-                    tasks = [asyncio.ensure_future(process(group)) for group in groups]
+                    tasks = [asyncio.ensure_future(process(group)) for group in _slices(window, workers)]
                     try:
                         for task in tasks:
                             for outcome in await task:
@@ -453,6 +471,7 @@ async def ingest(
         stop.set()
         producer.cancel()
         await asyncio.gather(producer, return_exceptions=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         if bar is not None:
             bar.close()
     extra = {"batch_size": batch_size, "follow_external_symlinks": follow_external_symlinks}
