@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import InvalidQueryError, MemoryCache, create_vector_store
+from turnkit.batteries.vector import (
+    InvalidQueryError,
+    InvalidVectorStoreConfigError,
+    MemoryCache,
+    create_vector_store,
+)
 from turnkit.batteries.vector.filters._ast import Condition, Raw
 from turnkit.batteries.vector.filters._core import condition, evaluate
 from turnkit.batteries.vector.store._memory_mask import filter_mask, path_column
@@ -108,6 +114,7 @@ def _same(fast: list[Any], slow: list[Any]) -> None:
 @SLOW
 @given(
     metric=st.sampled_from(["cosine", "l2", "dot"]),
+    refresh=st.sampled_from(["inline", "background"]),
     seed=st.integers(0, 2**32 - 1),
     steps=st.lists(
         st.tuples(st.sampled_from(["upsert", "delete", "search", "search"]), filters, st.integers(1, 12)),
@@ -115,9 +122,14 @@ def _same(fast: list[Any], slow: list[Any]) -> None:
         max_size=6,
     ),
 )
-def test_memory_path_matches_lancedb(tmp_path_factory: Any, metric: str, seed: int, steps: list[Any]) -> None:
+def test_memory_path_matches_lancedb(
+    tmp_path_factory: Any, metric: str, refresh: Any, seed: int, steps: list[Any]
+) -> None:
+    """Inline, every search after a write reads the copy again; in the background, LanceDB answers
+    until the copy is read, and memory after: either way the same matches as LanceDB's."""
     uri = str(tmp_path_factory.mktemp("db"))
-    fast = create_vector_store(uri=uri, metric=metric, auto_optimize=None)
+    cache = MemoryCache(refresh=refresh)
+    fast = create_vector_store(uri=uri, metric=metric, auto_optimize=None, memory_cache=cache)
     slow = create_vector_store(uri=uri, metric=metric, auto_optimize=None, memory_cache=None)
     rng = np.random.default_rng(seed)
     dim = 6
@@ -135,6 +147,9 @@ def test_memory_path_matches_lancedb(tmp_path_factory: Any, metric: str, seed: i
                 b = vs("c").near_vector(q).select(*store_select).limit(k).offset(offset)
                 results.append((b if node is None else b.where(node)).search_sync())
             _same(*results)
+    deadline = time.monotonic() + 60  # a copy read in the background may still be on its way
+    while not fast.cache_stats().collections and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert fast.cache_stats().collections[0].name == "c"
     assert slow.cache_stats().collections == ()
 
@@ -234,8 +249,47 @@ def test_writes_by_another_process_are_seen_under_read_consistency(tmp_path: Any
     query = vs("c").near_vector([0.0, 0.0, 1.0]).select("id").limit(1)
     assert [m.id for m in query.search_sync()] == ["old"]
     subprocess.run([sys.executable, "-c", _WRITER, uri], check=True, timeout=120)
+    assert [m.id for m in query.search_sync()] == ["new"]  # LanceDB answers while the copy is read
+    _wait_for_copy(vs, rows=2)
+    assert [m.id for m in query.search_sync()] == ["new"]  # and memory once it is
+
+
+def _wait_for_copy(vs: Any, *, rows: int) -> None:
+    """Until the store's copy of ``c`` has ``rows`` rows (read in the background after a write)."""
+    deadline = time.monotonic() + 60  # a guard against a hang, not a timing claim
+    while not any(c.name == "c" and c.rows == rows for c in vs.cache_stats().collections):
+        assert time.monotonic() < deadline, vs.cache_stats()
+        time.sleep(0.01)
+
+
+def test_a_search_after_a_write_sees_it_and_the_copy_is_read_again_off_its_path(tmp_path: Any) -> None:
+    """refresh="background": the first search after a write is LanceDB's (with the write), and the new
+    copy answers the next searches once it is read; inline, the search reads it before answering."""
+    uri = str(tmp_path / "db")
+    assert MemoryCache().refresh == "background"  # the default store's
+    background = create_vector_store(uri=uri, auto_optimize=None)
+    background("c").upsert_sync([{"id": f"r{i}", "vector": [1.0, float(i), 0.0]} for i in range(5)])
+    query = background("c").near_vector([0.0, 0.0, 1.0]).select("id").limit(1)
+    assert [m.id for m in query.search_sync()] == ["r0"]
+    assert background.cache_stats().collections[0].rows == 5  # the first search reads inline
+    background("c").upsert_sync([{"id": "new", "vector": [0.0, 0.0, 1.0]}])
+    assert [m.id for m in query.search_sync()] == ["new"]  # LanceDB's answer, never the stale copy's
+    _wait_for_copy(background, rows=6)
     assert [m.id for m in query.search_sync()] == ["new"]
-    assert vs.cache_stats().collections[0].rows == 2
+
+    inline = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(refresh="inline"))
+    inline_query = inline("c").near_vector([0.0, 0.0, 1.0]).select("id").limit(1)
+    assert [m.id for m in inline_query.search_sync()] == ["new"]
+    inline("c").upsert_sync([{"id": "newer", "vector": [0.0, 0.1, 1.0]}])
+    assert inline.cache_stats().collections[0].rows == 6
+    inline_query.search_sync()
+    assert inline.cache_stats().collections[0].rows == 7  # read again before it answered
+
+
+def test_refresh_must_be_background_or_inline() -> None:
+    with pytest.raises(InvalidVectorStoreConfigError) as caught:
+        MemoryCache(refresh="sometimes")  # type: ignore[arg-type]
+    assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG" and "inline" in caught.value.hint
 
 
 def test_near_vector_keeps_a_read_only_float32_array() -> None:

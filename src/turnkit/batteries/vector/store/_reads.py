@@ -113,6 +113,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
             query = query.offset(spec.offset)
     with translate_errors("search", coll.name, raw_filter=raw):
         result = await query.to_arrow()
+    store._memory.after_search(coll.name)
     return _finish(matches_from_arrow(result, coll.metric), spec, select)
 
 
