@@ -10,6 +10,7 @@ that same loop; async callers reach it through :func:`on_loop`.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 import os
 import threading
@@ -21,7 +22,10 @@ from ._errors import SyncInLoopThreadError
 T = TypeVar("T")
 P = ParamSpec("P")
 
-__all__ = ["call_maybe_async", "loop", "on_loop", "run_sync", "sync_form"]
+__all__ = ["call_maybe_async", "finish_before_exit", "loop", "on_loop", "run_sync", "sync_form"]
+
+
+_EXIT_WAIT = 10.0  # seconds the interpreter's exit waits for `finish_before_exit` tasks
 
 
 class _BackgroundLoop:
@@ -30,6 +34,8 @@ class _BackgroundLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
+        self.until_exit: set[asyncio.Task[Any]] = set()  # touched on the loop's thread only
+        self._exit_hook_pid: int | None = None
 
     def get(self) -> asyncio.AbstractEventLoop:
         # A forked child inherits a loop object whose thread does not exist there.
@@ -45,7 +51,45 @@ class _BackgroundLoop:
                 thread = threading.Thread(target=new_loop.run_forever, name="turnkit-loop", daemon=True)
                 thread.start()
                 self._loop, self._thread, self._pid = new_loop, thread, os.getpid()
+                self.until_exit = set()
+                self._hook_exit()
             return self._loop
+
+    def _hook_exit(self) -> None:
+        if self._exit_hook_pid == os.getpid():
+            return
+        self._exit_hook_pid = os.getpid()
+        # threading's exit hooks run before concurrent.futures refuses new work and before the
+        # runtime finalizes (a LanceDB read still in flight then aborts the process); the last
+        # registered runs first, and asyncio imported concurrent.futures before this.
+        register = getattr(threading, "_register_atexit", None)
+        try:
+            if register is not None:
+                register(self.wait_at_exit)
+            else:  # pragma: no cover - CPython has had it since 3.9
+                atexit.register(self.wait_at_exit)
+        except RuntimeError:  # the interpreter is already shutting down
+            pass
+
+    def wait_at_exit(self) -> None:
+        """Let `finish_before_exit` tasks end (up to `_EXIT_WAIT` s), then cancel the rest."""
+        loop = self._loop
+        if loop is None or self._pid != os.getpid() or not (self._thread and self._thread.is_alive()):
+            return
+
+        async def drain() -> None:
+            waiting = list(self.until_exit)
+            if waiting:
+                _, late = await asyncio.wait(waiting, timeout=_EXIT_WAIT)
+                for task in late:
+                    task.cancel()
+                if late:
+                    await asyncio.wait(late, timeout=1.0)
+
+        try:
+            asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout=_EXIT_WAIT + 2)
+        except Exception:  # exiting regardless: a hook must not raise
+            pass
 
     def in_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
@@ -57,6 +101,18 @@ _BG = _BackgroundLoop()
 def loop() -> asyncio.AbstractEventLoop:
     """Return turnkit's background event loop, starting it on first use."""
     return _BG.get()
+
+
+def finish_before_exit(task: asyncio.Task[Any]) -> None:
+    """Have the interpreter's exit wait for ``task`` (a task on turnkit's loop), up to 10 s.
+
+    turnkit's loop runs in a daemon thread, which exit does not wait for; a
+    task still reading from LanceDB when the runtime finalizes aborts the
+    process. For short background work that should end cleanly (reading a
+    collection's copy again), not for work that may take minutes.
+    """
+    _BG.until_exit.add(task)
+    task.add_done_callback(_BG.until_exit.discard)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

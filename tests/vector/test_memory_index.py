@@ -320,3 +320,61 @@ def test_cached_masks_tell_true_from_1_and_false_from_0(tmp_path: Any) -> None:
         got = {m.id for m in vs("c").near_vector([1.0, 0.0]).where(node).select("id").limit(10).search_sync()}
         want = {f"r{i}" for i, v in enumerate(values) if evaluate(node, {"metadata": {"v": v}})}
         assert got == want, literal
+
+
+_EXIT_AFTER_A_WRITE = """
+import atexit, sys
+import numpy as np
+from turnkit.batteries.vector import create_vector_store
+vs = create_vector_store(uri=sys.argv[1], auto_optimize=None)
+rng = np.random.default_rng(0)
+vs("c").upsert_sync([{"id": f"r{i}", "vector": rng.normal(size=64)} for i in range(20_000)])
+query = vs("c").near_vector(rng.normal(size=64)).select("id").limit(3)
+query.search_sync()
+vs("c").upsert_sync([{"id": "new", "vector": rng.normal(size=64)}])
+query.search_sync()  # answered by LanceDB; the copy is read again in the background
+# atexit runs after threading's exit hooks, where the store waits for that read to end
+atexit.register(lambda: print("rows at exit", [c.rows for c in vs.cache_stats().collections], flush=True))
+"""
+
+
+def test_the_interpreter_exits_cleanly_while_a_copy_is_read_in_the_background(tmp_path: Any) -> None:
+    """Exit waits for the read (a LanceDB read in flight while the runtime finalizes aborts the process)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _EXIT_AFTER_A_WRITE, str(tmp_path / "db")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "failed" not in out.stderr, out.stderr[-2000:]
+    assert "rows at exit [20001]" in out.stdout
+
+
+@pytest.mark.parametrize("cache", [None, MemoryCache(refresh="inline"), MemoryCache()])
+def test_concurrent_searches_after_another_stores_write_all_see_it(tmp_path: Any, cache: Any) -> None:
+    """Store B writes; eight searches of store A at once must all see the write, and keep seeing it.
+
+    The first of them moves A's handle to the latest version; the others wait for that rather
+    than read the old version under the new version's number (which the in-memory copy is keyed by).
+    """
+    import asyncio
+
+    async def rounds() -> None:
+        uri = str(tmp_path / "db")
+        a = create_vector_store(uri=uri, auto_optimize=None, memory_cache=cache)
+        b = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+        await b("c").upsert([{"id": f"x{i}", "vector": [1.0, float(i), 0.0]} for i in range(20)])
+
+        async def top() -> str:
+            return (await a("c").near_vector([0.0, 0.0, 1.0]).select("id").limit(1).search())[0].id
+
+        await top()
+        for turn in range(30):
+            await b("c").upsert([{"id": f"n{turn}", "vector": [0.0, 0.0, 1.0 + turn]}])
+            if turn:
+                await b("c").where("id", f"n{turn - 1}").delete()
+            assert await asyncio.gather(*[top() for _ in range(8)]) == [f"n{turn}"] * 8
+            assert await top() == f"n{turn}"
+
+    asyncio.run(rounds())

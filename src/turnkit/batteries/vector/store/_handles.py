@@ -50,6 +50,9 @@ class _Collection:
     fts_positions: bool = False  # ... and it records positions (phrase queries work)
     fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
     keyed: bool = False  # records are keyed by `_key` (a guarded write reached it), not `id`
+    # Held while this handle moves to the latest version: a search that arrives meanwhile waits,
+    # rather than read the old version under the new version's number (and cache it under it).
+    catching_up: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def lock(self) -> asyncio.Lock:

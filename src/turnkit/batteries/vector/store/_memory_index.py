@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from turnkit._aio import finish_before_exit
 from turnkit.batteries.vector._errors import InvalidVectorStoreConfigError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -474,6 +475,7 @@ class MemoryIndex:
             return
         task = asyncio.ensure_future(self._load(name, *stale))
         self._refreshing[name] = task
+        finish_before_exit(task)
 
         def done(finished: asyncio.Task[Any]) -> None:
             if self._refreshing.get(name) is finished:

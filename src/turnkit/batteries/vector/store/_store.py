@@ -178,10 +178,14 @@ class VectorStore:
         # Another store in this process committed since this handle last looked;
         # a handle pins its snapshot, so move it to the latest version.
         if coll.seen_version != coll.tracker.version:
-            coll.seen_version = coll.tracker.version
-            with translate_errors("open", coll.name):
-                await coll.table.checkout_latest()
-            await self._refresh_fields(coll)
+            async with coll.catching_up:
+                target = coll.tracker.version
+                if coll.seen_version != target:  # not already done by the search this one waited for
+                    with translate_errors("open", coll.name):
+                        await coll.table.checkout_latest()
+                    await self._refresh_fields(coll)
+                    # Only now: the version number is what searches key the in-memory copy by.
+                    coll.seen_version = target
         return coll
 
     async def _refresh_fields(self, coll: _Collection) -> dict[str, FieldType]:
