@@ -223,18 +223,17 @@ def main() -> None:
         chunk_document(load_document(next(corpus.rglob("*.md"))), **settings)
         warm_s = time.perf_counter() - start
 
+        options: dict[str, Any] = {
+            "store": vs,
+            "collection": "bench",
+            "batch_size": args.batch_size,
+            "workers": args.workers,
+            **settings,
+        }
         threads_before = thread_cpu()
         with ThreadSampler() as sampler:
             start, proc = time.perf_counter(), process_cpu()
-            report = ingest_sync(
-                corpus,
-                store=vs,
-                collection="bench",
-                batch_size=args.batch_size,
-                workers=args.workers,
-                progress=not args.no_progress,
-                **settings,
-            )
+            report = ingest_sync(corpus, progress=not args.no_progress, **options)
             wall = time.perf_counter() - start
             ingest_cpu = process_cpu() - proc
         by_role = cpu_by_role(threads_before, sampler.seen)
@@ -243,15 +242,7 @@ def main() -> None:
         encode_s = encoder.seconds
 
         start = time.perf_counter()
-        rerun = ingest_sync(
-            corpus,
-            store=vs,
-            collection="bench",
-            batch_size=args.batch_size,
-            workers=args.workers,
-            progress=False,
-            **settings,
-        )
+        rerun = ingest_sync(corpus, progress=False, **options)
         rerun_s = time.perf_counter() - start
         assert rerun.chunks_written == 0, rerun
 

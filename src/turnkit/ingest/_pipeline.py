@@ -417,18 +417,15 @@ async def ingest(
     bar = _progress_bar(progress, len(found.candidates))
     writer = Writer(q, batch_size, bar)
     queue: asyncio.Queue[Outcome | Exception | None] = asyncio.Queue(maxsize=_QUEUE_FILES)
-    limit = asyncio.Semaphore(workers)
-    # The run's own threads: asyncio's default pool has min(32, cores + 4) threads, fewer than
-    # `workers` on a small machine, and the encoder's calls wait in it too.
+    # The run's own `workers` threads, which also bound how many files are read at once: asyncio's
+    # default pool has min(32, cores + 4) threads, fewer on a small machine, and the encoder's calls
+    # wait in it too.
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turnkit-ingest")
-    # A window's files go to the workers in one slice each, not one by one: a thread hand-off per
-    # file cost 3-12% of ingest's wall time and half its loop's CPU (bench/ingest.py, 2,000 files).
     stop = threading.Event()  # set when the run ends: a cancelled task's thread would read on
+    run_in_pool = asyncio.get_running_loop().run_in_executor
 
     async def process(group: list[tuple[Candidate, list[Row]]]) -> list[Outcome]:
-        async with limit:
-            run = asyncio.get_running_loop().run_in_executor
-            return await run(pool, _process_group, group, settings, stop)
+        return await run_in_pool(pool, _process_group, group, settings, stop)
 
     async def produce() -> None:
         try:
@@ -437,6 +434,8 @@ async def ingest(
                 stored = await lookup(q, [c.uri for c in cands]) if exists else {}
                 for start in range(0, len(cands), _WINDOW_FILES):
                     window = [(c, stored.get(c.uri, [])) for c in cands[start : start + _WINDOW_FILES]]
+                    # One slice per worker, not one hand-off per file: those cost 3-12% of ingest's
+                    # wall time and half its loop's CPU (bench/ingest.py, 2,000 files).
                     tasks = [asyncio.ensure_future(process(group)) for group in _slices(window, workers)]
                     try:
                         for task in tasks:
