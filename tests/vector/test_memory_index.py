@@ -252,6 +252,63 @@ def test_writes_by_another_process_are_seen_under_read_consistency(tmp_path: Any
     assert [m.id for m in query.search_sync()] == ["new"]  # and memory once it is
 
 
+_RECREATE = """
+import sys
+from turnkit.batteries.vector import create_vector_store
+vs = create_vector_store(uri=sys.argv[1], auto_optimize=None, memory_cache=None)
+vs.drop_collection_sync("c")
+for n in (1, 2):  # versions 1 (create) to 3: the numbers the dropped table had reached
+    vs("c").upsert_sync([{"id": f"new{n}", "vector": [1.0, 0.0, float(n)]}])
+print(vs("c").info_sync().version)
+"""
+
+
+@pytest.mark.parametrize("refresh", ["background", "inline"])
+def test_a_table_recreated_by_another_process_at_the_same_version_is_read_again(
+    tmp_path: Any, refresh: Any
+) -> None:
+    uri = str(tmp_path / "db")
+    writer = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    for n in (1, 2):
+        writer("c").upsert_sync([{"id": f"old{n}", "vector": [1.0, 0.0, float(n)]}])
+    vs = create_vector_store(
+        uri=uri,
+        auto_optimize=None,
+        read_consistency_interval=timedelta(0),
+        memory_cache=MemoryCache(refresh=refresh),
+    )
+    query = vs("c").near_vector([1.0, 0.0, 1.0]).select("id").limit(5)
+    assert sorted(m.id for m in query.search_sync()) == ["old1", "old2"]
+    _wait_for_copy(vs, rows=2)
+    version = vs.cache_stats().collections[0].version
+    out = subprocess.run(
+        [sys.executable, "-c", _RECREATE, uri], check=True, timeout=120, capture_output=True, text=True
+    )
+    assert int(out.stdout) == version  # the case: the new table's version number is the cached one's
+    for _ in range(3):  # LanceDB answers while the copy is read again, then the copy
+        assert sorted(m.id for m in query.search_sync()) == ["new1", "new2"]
+        _wait_for_copy(vs, rows=2)
+
+
+@pytest.mark.parametrize("consistency", [None, timedelta(0)])
+def test_a_table_removed_underneath_raises_turnkits_search_error(tmp_path: Any, consistency: Any) -> None:
+    import shutil
+
+    from turnkit.batteries.vector import SearchFailedError
+
+    uri = str(tmp_path / "db")
+    vs = create_vector_store(uri=uri, auto_optimize=None, read_consistency_interval=consistency)
+    vs("c").upsert_sync([{"id": "a", "vector": [1.0, 0.0]}])
+    query = vs("c").near_vector([1.0, 0.0]).select("id")
+    assert [m.id for m in query.search_sync()] == ["a"]
+    vs("c").upsert_sync([{"id": "b", "vector": [0.0, 1.0]}])  # the copy must be read again
+    shutil.rmtree(tmp_path / "db" / "c.lance")
+    for _ in range(2):
+        with pytest.raises(SearchFailedError) as raised:
+            query.search_sync()
+        assert raised.value.code == "E_VECTOR_STORE_SEARCH_FAILED"
+
+
 def _wait_for_copy(vs: Any, *, rows: int | None = None) -> None:
     """Until the store holds a copy of ``c`` (with ``rows`` rows, if given): read in the background."""
     deadline = time.monotonic() + 60  # a guard against a hang, not a timing claim

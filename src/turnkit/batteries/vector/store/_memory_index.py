@@ -33,6 +33,7 @@ from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_columns
 from turnkit.batteries.vector.store._common import log
+from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._memory_batch import (
     MAX_SCAN_THREADS,
     BatchedProduct,
@@ -392,14 +393,17 @@ class MemoryIndex:
         spec: QuerySpec,
         vector: npt.NDArray[Any],
         columns: list[str],
+        incarnation: Hashable = None,
     ) -> list[VectorMatch] | None:
         """Exact matches from memory, or ``None`` when LanceDB must answer.
 
-        ``key`` identifies the table's version: a different key reloads.
+        ``key`` identifies the table's version and ``incarnation`` which table
+        that version belongs to (a table dropped and recreated elsewhere numbers
+        its versions again): a different either reloads.
         """
         if self.config is None or (spec.filter is not None and not spec.prefilter):
             return None
-        key = (id(table), key)
+        key = (id(table), key, incarnation)
         if self._too_big.get(name) == key:
             return None
         snapshot = self._snapshots.get(name)
@@ -427,7 +431,7 @@ class MemoryIndex:
         if self.config is None or (spec.filter is not None and not spec.prefilter):
             return None
         snapshot = self._snapshots.get(name)
-        return snapshot if snapshot is not None and snapshot.key == (id(table), key) else None
+        return snapshot if snapshot is not None and snapshot.key == (id(table), key, None) else None
 
     @staticmethod
     async def answer(
@@ -453,11 +457,12 @@ class MemoryIndex:
             if current is not None and current.key == key:
                 return current
             self._snapshots.pop(name, None)
-            rows = await table.count_rows()
-            if not config.admits(rows, dimension):
-                self._too_big[name] = key
-                return None
-            data = await table.query().select(list(_COLUMNS)).to_arrow()
+            with translate_errors("search", name):  # a table removed underneath: turnkit's error
+                rows = await table.count_rows()
+                if not config.admits(rows, dimension):
+                    self._too_big[name] = key
+                    return None
+                data = await table.query().select(list(_COLUMNS)).to_arrow()
             if data.column("vector").null_count:
                 self._too_big[name] = key
                 return None

@@ -21,11 +21,13 @@ from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
 from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw, recency
+from turnkit.batteries.vector.store._incarnation import manifest_stamp
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._locks import local_root
 from turnkit.batteries.vector.store._records import (
     match_from_row,
 )
@@ -74,9 +76,13 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
                 collection=coll.name,
             )
         # Small collections: an exact search from memory (None: LanceDB answers).
-        key = coll.seen_version if store.read_consistency_interval is None else await coll.table.version()
+        key, incarnation = coll.seen_version, None
+        if store.read_consistency_interval is not None:  # other processes write: ask LanceDB
+            with translate_errors("search", coll.name):
+                key = await coll.table.version()
+            incarnation = manifest_stamp(local_root(store.uri), coll.name, key)
         cached = await store._memory.search(
-            coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns
+            coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns, incarnation
         )
         if cached is not None:
             return _finish(cached, spec, select)
