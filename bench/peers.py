@@ -204,15 +204,18 @@ def dataset(
     return vectors, groups, clustered(rng, queries, dim), Numpy(vectors, groups)
 
 
+def kept_dir(root: str, vectors: np.ndarray, groups: np.ndarray) -> str:
+    """The directory under ``root`` for this data set: the same size, seed and dimension find it again."""
+    digest = hashlib.sha1(vectors.tobytes() + groups.tobytes()).hexdigest()[:12]
+    return os.path.join(root, f"peers-{len(vectors)}x{vectors.shape[1]}-{digest}")
+
+
 def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:
     vectors, groups, queries, npy = dataset(rng, n, args.dim, args.queries)
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
     with tempfile.TemporaryDirectory() as scratch:
-        tmp = scratch
-        if args.db:  # one directory per data set: the same sizes, seed and dimension find it again
-            digest = hashlib.sha1(vectors.tobytes() + groups.tobytes()).hexdigest()[:12]
-            tmp = os.path.join(args.db, f"peers-{n}x{args.dim}-{digest}")
+        tmp = kept_dir(args.db, vectors, groups) if args.db else scratch
         cache = MemoryCache()
         if args.memory_mib is not None:  # and a budget that holds it with its ~1 KiB of text per row
             limit = args.memory_mib << 20

@@ -433,6 +433,18 @@ class MemoryIndex:
         snapshot = self._snapshots.get(name)
         return snapshot if snapshot is not None and snapshot.key == (id(table), key, None) else None
 
+    def nothing_due(self, name: str, table: Any, key: Hashable, spec: QuerySpec) -> bool:
+        """Whether LanceDB answers ``spec`` with nothing for memory to do around it.
+
+        Nothing to read or drop: the cache is off or declines the filter, or
+        the collection is too big at this version, and no copy waits to be read.
+        """
+        if name in self._stale or name in self._refreshing:
+            return False
+        if self.config is None or (spec.filter is not None and not spec.prefilter):
+            return True
+        return self._too_big.get(name) == (id(table), key, None)
+
     @staticmethod
     async def answer(
         snapshot: _Snapshot, spec: QuerySpec, vector: npt.NDArray[Any], columns: list[str]

@@ -86,30 +86,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
         )
         if cached is not None:
             return _finish(cached, spec, select)
-        query = (
-            coll.table.vector_search(np.asarray(vector, dtype=np.float32))
-            .column("vector")
-            .distance_type(coll.metric)
-            .limit(spec.limit)
-        )
-        if spec.offset:
-            query = query.offset(spec.offset)
-        query = store._knobs(query, coll, spec)
-        upper = math.inf
-        if spec.max_distance is not None:
-            upper = spec.max_distance
-        if spec.min_score is not None:
-            upper = min(upper, distance_bound(coll.metric, spec.min_score))
-        if math.isfinite(upper):
-            # distance_range's bound is exclusive and compared in float32, and a
-            # score's bound loses bits going back to a distance; widen it a
-            # little here, the exact thresholds are re-checked below.
-            query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
-        if where is not None:
-            query = query.where(where)
-            if not spec.prefilter:
-                query = query.postfilter()
-        query = query.select([*columns, "_distance"])
+        query = _vector_query(store, coll, spec, vector, columns, where)
     else:
         query = coll.table.query()
         if where is not None:
@@ -123,14 +100,69 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
     return _finish(matches_from_arrow(result, coll.metric), spec, select)
 
 
+def _vector_query(
+    store: VectorStore,
+    coll: _Collection,
+    spec: QuerySpec,
+    vector: np.ndarray[Any, Any],
+    columns: list[str],
+    where: str | None,
+) -> Any:
+    """LanceDB's query for a vector search (not yet run)."""
+    query = (
+        coll.table.vector_search(np.asarray(vector, dtype=np.float32))
+        .column("vector")
+        .distance_type(coll.metric)
+        .limit(spec.limit)
+    )
+    if spec.offset:
+        query = query.offset(spec.offset)
+    query = store._knobs(query, coll, spec)
+    upper = math.inf
+    if spec.max_distance is not None:
+        upper = spec.max_distance
+    if spec.min_score is not None:
+        upper = min(upper, distance_bound(coll.metric, spec.min_score))
+    if math.isfinite(upper):
+        # distance_range's bound is exclusive and compared in float32, and a
+        # score's bound loses bits going back to a distance; widen it a
+        # little here, the exact thresholds are re-checked below.
+        query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
+    if where is not None:
+        query = query.where(where)
+        if not spec.prefilter:
+            query = query.postfilter()
+    query = query.select([*columns, "_distance"])
+    return query
+
+
 async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
-    """`search_now` for async callers: small products inline, larger ones off the caller's loop."""
-    loaded = _loaded(store, spec)
-    if loaded is None:
+    """`search_now` for async callers, and LanceDB's answer on their loop when memory has no part in it.
+
+    Memory answers small products inline and larger ones off the caller's
+    loop. A search that LanceDB answers with nothing for memory to do after it
+    (no copy to read or drop: the cache is off, or the collection is known to
+    be too big at this version) runs on the caller's loop too. LanceDB's
+    futures complete on whichever loop awaits them, so the hop to turnkit's
+    loop and back would only add two thread wake-ups to each search.
+    """
+    current = _current(store, spec)
+    if current is None:
         return None
-    snapshot, vector, select = loaded
-    found = await store._memory.answer(snapshot, spec, vector, _columns(select))
-    return None if found is None else _finish(found, spec, select)
+    coll, vector, select = current
+    snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
+    if snapshot is not None:
+        found = await store._memory.answer(snapshot, spec, vector, _columns(select))
+        if found is not None:
+            return _finish(found, spec, select)
+    elif not store._memory.nothing_due(coll.name, coll.table, coll.seen_version, spec):
+        return None  # the loop reads the copy (or drops a stale one) around LanceDB's answer
+    columns = _columns(select)
+    where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
+    query = _vector_query(store, coll, spec, vector, columns, where)
+    with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
+        result = await query.to_arrow()
+    return _finish(matches_from_arrow(result, coll.metric), spec, select)
 
 
 def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
