@@ -476,6 +476,29 @@ def test_two_stores_on_one_directory_share_the_writer_lock_and_see_each_other(tm
     assert [m.id for m in b(collection).select("id").search_sync()] == ["v2"]
 
 
+def test_a_handle_opened_while_another_store_drops_the_collection_is_not_kept(tmp_path, collection):
+    """b's search reopens the table during a's drop; after the drop that handle is stale, not reused."""
+    from turnkit._aio import run_sync
+
+    a = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=None)
+    b = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=None)
+    a(collection).upsert_sync([{"id": "old", "vector": [1.0, 0.0]}])
+    query = b(collection).near_vector([1.0, 0.0]).select("id")
+    assert [m.id for m in query.search_sync()] == ["old"]
+
+    async def drop_while_b_searches():
+        # On turnkit's loop: b's search runs at the drop's first await, after the drop made b's handle stale.
+        return await asyncio.gather(
+            a._drop(collection, False), b._search(query.spec, None), return_exceptions=True
+        )
+
+    dropped, _ = run_sync(drop_while_b_searches())
+    assert dropped is True
+    b(collection).upsert_sync([{"id": "new", "vector": [1.0, 0.0]}])  # failed with lance's "Not found"
+    assert [m.id for m in query.search_sync()] == ["new"]
+    assert [m.id for m in a(collection).near_vector([1.0, 0.0]).select("id").search_sync()] == ["new"]
+
+
 @pytest.mark.parametrize(
     ("record", "fragment"),
     [

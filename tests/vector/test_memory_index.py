@@ -263,20 +263,25 @@ print(vs("c").info_sync().version)
 """
 
 
-@pytest.mark.parametrize("refresh", ["background", "inline"])
-def test_a_table_recreated_by_another_process_at_the_same_version_is_read_again(
-    tmp_path: Any, refresh: Any
-) -> None:
-    uri = str(tmp_path / "db")
+def _reader_of_two_records(uri: str, refresh: Any) -> Any:
+    """Two commits of 3-d records (version 3), and a store that checks for other processes' writes."""
     writer = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
     for n in (1, 2):
         writer("c").upsert_sync([{"id": f"old{n}", "vector": [1.0, 0.0, float(n)]}])
-    vs = create_vector_store(
+    return create_vector_store(
         uri=uri,
         auto_optimize=None,
         read_consistency_interval=timedelta(0),
         memory_cache=MemoryCache(refresh=refresh),
     )
+
+
+@pytest.mark.parametrize("refresh", ["background", "inline"])
+def test_a_table_recreated_by_another_process_at_the_same_version_is_read_again(
+    tmp_path: Any, refresh: Any
+) -> None:
+    uri = str(tmp_path / "db")
+    vs = _reader_of_two_records(uri, refresh)
     query = vs("c").near_vector([1.0, 0.0, 1.0]).select("id").limit(5)
     assert sorted(m.id for m in query.search_sync()) == ["old1", "old2"]
     _wait_for_copy(vs, rows=2)
@@ -288,6 +293,30 @@ def test_a_table_recreated_by_another_process_at_the_same_version_is_read_again(
     for _ in range(3):  # LanceDB answers while the copy is read again, then the copy
         assert sorted(m.id for m in query.search_sync()) == ["new1", "new2"]
         _wait_for_copy(vs, rows=2)
+
+
+_RECREATE_WIDER = """
+import sys
+from turnkit.batteries.vector import create_vector_store
+vs = create_vector_store(uri=sys.argv[1], auto_optimize=None, memory_cache=None)
+vs.drop_collection_sync("c")
+for n in (1, 2):
+    vs("c").upsert_sync([{"id": f"wide{n}", "vector": [1.0, 0.0, float(n), 0.0, 1.0]}])
+"""
+
+
+def test_a_table_recreated_elsewhere_with_another_dimension_raises_turnkits_error(tmp_path: Any) -> None:
+    """The copy is not read with the old dimension (a numpy reshape error); LanceDB answers, as uncached."""
+    from turnkit.batteries.vector import SearchFailedError
+
+    uri = str(tmp_path / "db")
+    vs = _reader_of_two_records(uri, "inline")
+    query = vs("c").near_vector([1.0, 0.0, 1.0]).select("id")
+    assert sorted(m.id for m in query.search_sync()) == ["old1", "old2"]
+    subprocess.run([sys.executable, "-c", _RECREATE_WIDER, uri], check=True, timeout=120)
+    with pytest.raises(SearchFailedError) as raised:  # the 3-d query against 5-d vectors
+        query.search_sync()
+    assert raised.value.code == "E_VECTOR_STORE_SEARCH_FAILED"
 
 
 @pytest.mark.parametrize("consistency", [None, timedelta(0)])

@@ -139,8 +139,13 @@ async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
             if missing_ok:
                 return False
             raise CollectionNotFoundError(f"Collection {name!r} does not exist.", collection=name)
-        with translate_errors("drop_collection", name):
-            await conn.drop_table(name)
+        try:
+            with translate_errors("drop_collection", name):
+                await conn.drop_table(name)
+        finally:
+            # Another store's search may have opened the table again while it was dropped: that handle
+            # would outlive the drop, and fail every search and write after a recreate.
+            tracker.generation += 1
         return True
 
 

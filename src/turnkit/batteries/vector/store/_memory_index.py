@@ -475,7 +475,9 @@ class MemoryIndex:
                     self._too_big[name] = key
                     return None
                 data = await table.query().select(list(_COLUMNS)).to_arrow()
-            if data.column("vector").null_count:
+            vectors = data.column("vector")
+            # Nulls, or another table's vectors (recreated elsewhere with another dimension): LanceDB answers.
+            if vectors.null_count or getattr(vectors.type, "list_size", dimension) != dimension:
                 self._too_big[name] = key
                 return None
             threads = config.threads or scan_threads()

@@ -156,6 +156,8 @@ class VectorStore:
                 return cached
             # Dropped (and maybe recreated) through another store: this handle is dead.
             self._collections.pop(name, None)
+            # Read before opening: a drop that ends while this opens makes the handle stale at once.
+            generation = self._tracker(name).generation
             conn = await self._connection()
             try:
                 with translate_errors("open", name):
@@ -171,6 +173,7 @@ class VectorStore:
                     async with self._tracker(name).lock, collection_lock(self.uri, name):
                         table = await self._create_table(conn, name, create_dimension, self.metric)
             coll = await self._wrap(name, table)
+            coll.generation = generation
             self._collections[name] = coll
             return coll
 
