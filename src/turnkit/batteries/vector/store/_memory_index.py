@@ -368,6 +368,11 @@ def _read(
     return snapshot
 
 
+def _key(table: Any, version: Hashable, incarnation: Hashable = None) -> tuple[int, Hashable, Hashable]:
+    """What a copy is tied to: the store's handle, the table's version, and which table it is."""
+    return id(table), version, incarnation
+
+
 class MemoryIndex:
     """A store's in-memory copies of its small collections, within one memory budget.
 
@@ -401,16 +406,18 @@ class MemoryIndex:
         that version belongs to (a table dropped and recreated elsewhere numbers
         its versions again): a different either reloads.
         """
-        if self.config is None or (spec.filter is not None and not spec.prefilter):
+        if self._declines(spec):
             return None
-        key = (id(table), key, incarnation)
+        config = self.config
+        assert config is not None  # `_declines` otherwise
+        key = _key(table, key, incarnation)
         if self._too_big.get(name) == key:
             return None
         snapshot = self._snapshots.get(name)
         if snapshot is None or snapshot.key != key:
             if name in self._refreshing or name in self._stale:
                 return None  # LanceDB answers while the copy is read again
-            if snapshot is not None and self.config.refresh == "background":
+            if snapshot is not None and config.refresh == "background":
                 # Dropping the stale copy and reading the new one wait for `after_search`, so neither
                 # competes with the LanceDB search that answers this one.
                 used = (tuple(snapshot.lists), tuple(snapshot.paths))
@@ -428,10 +435,10 @@ class MemoryIndex:
         Lets a caller search without the hop to turnkit's loop thread (`answer`,
         or the snapshot's own ``search`` in the caller's thread).
         """
-        if self.config is None or (spec.filter is not None and not spec.prefilter):
+        if self._declines(spec):
             return None
         snapshot = self._snapshots.get(name)
-        return snapshot if snapshot is not None and snapshot.key == (id(table), key, None) else None
+        return snapshot if snapshot is not None and snapshot.key == _key(table, key) else None
 
     def nothing_due(self, name: str, table: Any, key: Hashable, spec: QuerySpec) -> bool:
         """Whether LanceDB answers ``spec`` with nothing for memory to do around it.
@@ -441,9 +448,11 @@ class MemoryIndex:
         """
         if name in self._stale or name in self._refreshing:
             return False
-        if self.config is None or (spec.filter is not None and not spec.prefilter):
-            return True
-        return self._too_big.get(name) == (id(table), key, None)
+        return self._declines(spec) or self._too_big.get(name) == _key(table, key)
+
+    def _declines(self, spec: QuerySpec) -> bool:
+        """Memory never answers ``spec``: the cache is off, or the filter runs after the search."""
+        return self.config is None or (spec.filter is not None and not spec.prefilter)
 
     @staticmethod
     async def answer(

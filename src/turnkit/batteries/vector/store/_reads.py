@@ -94,10 +94,16 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
         query = query.select(columns).limit(spec.limit)
         if spec.offset:
             query = query.offset(spec.offset)
+    matches = await _answer(coll, query, raw)
+    store._memory.after_search(coll.name)
+    return _finish(matches, spec, select)
+
+
+async def _answer(coll: _Collection, query: Any, raw: bool) -> list[VectorMatch]:
+    """LanceDB's matches for ``query``, on whichever loop awaits them."""
     with translate_errors("search", coll.name, raw_filter=raw):
         result = await query.to_arrow()
-    store._memory.after_search(coll.name)
-    return _finish(matches_from_arrow(result, coll.metric), spec, select)
+    return matches_from_arrow(result, coll.metric)
 
 
 def _vector_query(
@@ -157,12 +163,9 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
             return _finish(found, spec, select)
     elif not store._memory.nothing_due(coll.name, coll.table, coll.seen_version, spec):
         return None  # the loop reads the copy (or drops a stale one) around LanceDB's answer
-    columns = _columns(select)
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
-    query = _vector_query(store, coll, spec, vector, columns, where)
-    with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-        result = await query.to_arrow()
-    return _finish(matches_from_arrow(result, coll.metric), spec, select)
+    query = _vector_query(store, coll, spec, vector, _columns(select), where)
+    return _finish(await _answer(coll, query, _contains_raw(spec.filter)), spec, select)
 
 
 def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
