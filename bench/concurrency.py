@@ -73,7 +73,7 @@ def main() -> None:
         def raw_query(query: Any) -> Any:
             return apply_knobs(query.distance_type("cosine").limit(K).select(["id"]), knobs)
 
-        async def async_rounds(table_: Any, name: str) -> tuple[float, float, list[list[int]]]:
+        async def async_round(table_: Any, name: str) -> tuple[float, float, list[list[int]]]:
             async def tk(q: np.ndarray) -> list[int]:
                 return [int(m.id) for m in await base.near_vector(q)]
 
@@ -112,13 +112,13 @@ def main() -> None:
             with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
                 for name in names:  # warm each path once
                     if name.endswith("async"):
-                        await async_rounds(table_, name)
+                        await async_round(table_, name)
                     else:
                         await asyncio.to_thread(sync_round, name, pool)
                 for r in range(args.rounds):
                     for name in names[r % len(names) :] + names[: r % len(names)]:
                         if name.endswith("async"):
-                            wall, cpu, found = await async_rounds(table_, name)
+                            wall, cpu, found = await async_round(table_, name)
                         else:  # the pool's threads block; this loop only waits for them
                             wall, cpu, found = await asyncio.to_thread(sync_round, name, pool)
                         results[name].append((wall, cpu))
