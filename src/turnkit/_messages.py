@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from ._errors import InvalidMessageError
-from ._retrievable import _describe
+from ._validation import describe_validation
 
 if TYPE_CHECKING:
     from ._context import TurnContext
@@ -94,7 +94,7 @@ class Message(BaseModel):
         try:
             return handler(data)
         except ValidationError as exc:
-            message, field = _describe(exc, cls.__name__)
+            message, field = describe_validation(exc, cls.__name__)
             raise InvalidMessageError(message, field=field) from exc
 
     def __hash__(self) -> int:

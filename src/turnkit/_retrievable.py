@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from ._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
+from ._validation import describe_validation
 
 __all__ = [
     "TRUST_TIERS",
@@ -97,28 +98,6 @@ def trust_rank(tier: str) -> int:
 def _utc(value: datetime) -> datetime:
     # One canonical zone keeps dumps, comparisons and rendered attributes stable.
     return value.astimezone(UTC)
-
-
-def _describe(exc: ValidationError, model: str) -> tuple[str, str]:
-    """Turn pydantic's errors into one message naming every failing field."""
-    parts: list[str] = []
-    fields: list[str] = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-        fields.append(loc)
-        if err["type"] == "extra_forbidden":
-            parts.append(f"{loc!r} is not a field of {model}")
-        elif err["type"] == "missing":
-            parts.append(f"{loc!r} is required")
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f"{loc!r}: {msg} (got {_short(err.get('input'))})")
-    return f"Invalid {model}: " + "; ".join(parts) + ".", fields[0] if fields else ""
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -205,7 +184,7 @@ class _RetrievableFields(BaseModel):
         try:
             return handler(data)
         except ValidationError as exc:
-            message, field = _describe(exc, cls.__name__)
+            message, field = describe_validation(exc, cls.__name__)
             raise InvalidRetrievableError(message, field=field, errors=exc.errors(include_url=False)) from exc
 
     @classmethod

@@ -58,7 +58,10 @@ retrievables = st.builds(
 
 def runner_for(collection: str, tier: str) -> tuple[TurnRunner, InMemoryMessageStore]:
     history = InMemoryMessageStore()
-    cbs = create_vector_retrievable_callbacks(store=STORE, collection=collection, trust_tier=tier, top_k=10)
+    # Records may share a content: keep every copy, this is a round trip.
+    cbs = create_vector_retrievable_callbacks(
+        store=STORE, collection=collection, trust_tier=tier, top_k=10, settings={"collapse_duplicates": False}
+    )
     config = TurnRunnerConfig(
         model=ScriptedModel([]),
         fetch_messages=history.fetch_messages,

@@ -65,17 +65,20 @@ def test_min_score_abstains_and_the_runner_marks_the_turn(kb):
 
 def test_min_score_filters_and_records_the_verdict(kb, harness):
     vs, coll = kb
+    # Vector search, no collapse: returned scores are the similarities the threshold reads, and every
+    # fetched candidate is one of the top_k.
+    VECTOR = {"hybrid": False, "collapse_duplicates": False}
 
     async def fetch(callbacks):
         ctx = await harness(callbacks).context(("user", "the cat on the mat"))
         return await callbacks.fetch_retrievables(ctx), ctx.stash
 
-    plain = create_vector_retrievable_callbacks(store=vs, collection=coll, trust_tier="first-party", top_k=4)
+    plain = create_vector_retrievable_callbacks(store=vs, collection=coll, trust_tier="first-party", top_k=4, settings=VECTOR)
     records, stash = asyncio.run(fetch(plain))
     assert len(records) == 4 and GROUNDING_STASH_KEY not in stash
     cutoff = sorted(r.score for r in records)[-2]
     strict = create_vector_retrievable_callbacks(
-        store=vs, collection=coll, trust_tier="first-party", top_k=4, min_score=cutoff
+        store=vs, collection=coll, trust_tier="first-party", top_k=4, min_score=cutoff, settings=VECTOR
     )
     kept, stash = asyncio.run(fetch(strict))
     assert len(kept) == 2 and all(r.score >= cutoff for r in kept)
@@ -83,7 +86,7 @@ def test_min_score_filters_and_records_the_verdict(kb, harness):
     assert verdict["grounded"] is True and verdict["kept"] == 2 and verdict["min_score"] == cutoff
     assert verdict["best_score"] == max(r.score for r in kept) and verdict["fetched"] == 4
     too_strict = create_vector_retrievable_callbacks(
-        store=vs, collection=coll, trust_tier="first-party", top_k=4, min_score=0.999
+        store=vs, collection=coll, trust_tier="first-party", top_k=4, min_score=0.999, settings=VECTOR
     )
     none, stash = asyncio.run(fetch(too_strict))
     verdict = stash[GROUNDING_STASH_KEY]
@@ -128,13 +131,14 @@ def test_abstaining_stage_still_works_and_takes_precedence(kb):
         {"min_score": "high"},
         {"abstain_reply": "no"},  # without min_score it could never be used
         {"min_score": 0.5, "abstain_reply": ""},
-        {"hybrid": {"alpha": 2}},
-        {"hybrid": "yes"},
-        {"rerank": "yes"},
-        {"rerank_model": ScriptedModel(["x"])},  # without rerank=
-        {"rerank": True, "rerank_model": object()},
-        {"rerank": True, "rerank_scorer": object()},
-        {"rerank": True, "rerank_model": ScriptedModel(["x"]), "rerank_scorer": object()},
+        {"settings": {"hybrid": {"alpha": 2}}},
+        {"settings": {"hybrid": "yes"}},
+        {"settings": {"rerank": "yes"}},
+        {"settings": {"rerank": True, "rerank_model": object()}},
+        {"settings": {"rerank": True, "rerank_scorer": object()}},
+        {"settings": {"rerank": True, "rerank_model": ScriptedModel(["x"]), "rerank_scorer": object()}},
+        {"settings": {"top_k": 0}},
+        {"settings": "hybrid"},
     ],
 )
 def test_bad_ranking_options_fail_at_creation(vs, collection, options):
@@ -152,8 +156,10 @@ def test_rerank_with_a_judge_promotes_and_keeps_top_k(kb):
         collection=coll,
         trust_tier="first-party",
         top_k=1,
-        rerank=RerankOptions(weights={"semantic": 0.6, "vector": 0.3, "position": 0.1}, pool_factor=4),
-        rerank_model=judge,
+        settings={
+            "rerank": RerankOptions(weights={"semantic": 0.6, "vector": 0.3, "position": 0.1}, pool_factor=4),
+            "rerank_model": judge,
+        },
     )
     runner, _ = runner_for(callbacks)
     result = runner.run_sync("the cat sat on the mat")
@@ -173,9 +179,7 @@ def test_rerank_of_a_vector_query_judges_against_the_user_message(kb):
         trust_tier="first-party",
         top_k=2,
         derive_query=lambda ctx: list(map(float, vector)),
-        hybrid=True,  # no words in a vector query: hybrid does not apply
-        rerank=True,
-        rerank_model=judge,
+        settings={"hybrid": True, "rerank": True, "rerank_model": judge},  # hybrid: no words to match
     )
     result = runner_for(callbacks)[0].run_sync("how hot for green tea")
     assert len(result.retrievables) == 2
@@ -185,14 +189,15 @@ def test_rerank_of_a_vector_query_judges_against_the_user_message(kb):
 def test_rerank_default_scorer_and_hybrid(kb):
     vs, coll = kb
     lexical = create_vector_retrievable_callbacks(
-        store=vs, collection=coll, trust_tier="first-party", top_k=4, hybrid=0.0
+        store=vs, collection=coll, trust_tier="first-party", top_k=4, settings={"hybrid": 0.0}
     )
     result = runner_for(lexical)[0].run_sync("Oslo")
     assert [r.id for r in result.retrievables] == ["oslo"]
     ranked = create_vector_retrievable_callbacks(
-        store=vs, collection=coll, trust_tier="first-party", top_k=2, rerank=True, hybrid=True
+        store=vs, collection=coll, trust_tier="first-party", top_k=2, settings={"rerank": True}
     )
-    assert ranked.glue.rerank is not None and ranked.glue.rerank.top_k == 2
+    rerank = ranked.glue.settings.rerank
+    assert rerank is not None and rerank.top_k == 2
     result = runner_for(ranked)[0].run_sync("ferries from Oslo")
     assert result.retrievables[0].id == "oslo" and len(result.retrievables) == 2
     scores = [r.score for r in result.retrievables]

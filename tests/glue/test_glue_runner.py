@@ -113,7 +113,7 @@ async def test_a_skipped_match_does_not_end_the_turn(vs, collection) -> None:
         [
             {"id": "ok", "document": "refunds take five days"},
             {"id": "broken", "document": "refunds", "metadata": {"updated_at": 17}},
-            {"id": "broken-2", "document": "refunds", "metadata": {"created_at": "2024-13-45"}},
+            {"id": "broken-2", "document": "refunds later", "metadata": {"created_at": "2024-13-45"}},
         ]
     )
     cbs = create_vector_retrievable_callbacks(store=vs, collection=collection, trust_tier="first-party")

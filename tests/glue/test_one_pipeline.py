@@ -17,7 +17,6 @@ import pytest
 
 from turnkit import InMemoryMessageStore, Message, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit.batteries.vector import (
-    RetrieveOptions,
     WordLlamaEncoder,
     create_vector_retrievable_callbacks,
     create_vector_store,
@@ -71,7 +70,7 @@ def expected(corpus):
 async def test_retrieve(corpus, expected) -> None:
     _, vs = corpus
     q = vs("kb").near_text(QUERY).hybrid(ALPHA).select("id", "document")
-    found = await retrieve(q, RetrieveOptions(top_k=TOP_K, min_score=MIN_SCORE))
+    found = await retrieve(q, {"top_k": TOP_K, "min_score": MIN_SCORE, "collapse_duplicates": False})
     assert [m.id for m in found.matches] == expected
     # Candidates carry the score the threshold read: the dense similarity, not the fused one.
     assert all((c.score or 0) >= MIN_SCORE for c in found.candidates if c.id in expected)
@@ -80,7 +79,7 @@ async def test_retrieve(corpus, expected) -> None:
 async def test_retrieval_callbacks(corpus, expected) -> None:
     _, vs = corpus
     callbacks = create_vector_retrievable_callbacks(
-        store=vs, collection="kb", trust_tier="first-party", hybrid=ALPHA, min_score=MIN_SCORE, top_k=TOP_K
+        store=vs, collection="kb", trust_tier="first-party", min_score=MIN_SCORE, top_k=TOP_K, settings={"hybrid": ALPHA}
     )
     history = InMemoryMessageStore()
     runner = TurnRunner(

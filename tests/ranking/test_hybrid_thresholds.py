@@ -51,7 +51,7 @@ def test_callbacks_abstain_with_hybrid_search(shop: VectorStore, hybrid: object)
         trust_tier="first-party",
         min_score=CUTOFF,
         abstain_reply="Not in the FAQ.",
-        hybrid=hybrid,  # type: ignore[arg-type]
+        settings={"hybrid": hybrid},
     )
     seen: dict[str, object] = {}
 

@@ -161,7 +161,6 @@ def run_demo(args: argparse.Namespace) -> int:
         collection=DEMO_COLLECTION,
         trust_tier="first-party",  # turnkit's own docs: vetted by us, so the deployer says so
         top_k=args.top_k,  # the default mapping gives each chunk its file, section and timestamps
-        hybrid=True,  # BM25 next to the vectors: names such as `where_raw` are found by their words
     )
     runner = TurnRunner(
         TurnRunnerConfig(

@@ -172,13 +172,14 @@ def run_query(args: argparse.Namespace) -> int:
         q = q.hybrid(None if args.hybrid == AUTO_ALPHA else args.hybrid, fusion=args.fusion)
     if args.diversify is not None:
         q = q.diversify(args.diversify)
-    from ..batteries.vector import RerankOptions, RetrieveOptions, local_scorer, retrieve_sync
+    from ..batteries.vector import RetrievalSettings, retrieve_sync
 
-    steps = RetrieveOptions(
+    steps = RetrievalSettings(
         top_k=args.top_k,
+        hybrid=False,
+        collapse_duplicates=False,
         min_score=args.min_score,
-        rerank=RerankOptions(top_k=args.top_k) if args.rerank else None,
-        rerank_scorer=local_scorer(store.encoder) if args.rerank else None,
+        rerank=bool(args.rerank),
     )
     matches = retrieve_sync(q.select("id", "document", "metadata"), steps).matches
     if args.json:

@@ -16,7 +16,7 @@ from ..batteries.vector import (
     QueryBuilder,
     RelevanceScorer,
     RerankOptions,
-    RetrieveOptions,
+    RetrievalSettings,
     VectorStore,
     local_scorer,
     parse_filter_expression,
@@ -270,11 +270,13 @@ async def retrieve_contexts(
     if hybrid is not None:
         query = query.hybrid(hybrid.alpha, text=req.query.text)  # no alpha: turnkit's default
     model, scorer = ranker if ranker is not None else (None, None)
-    steps = RetrieveOptions(
+    steps = RetrievalSettings(
         top_k=top_k,
         min_score=similarity_min,
         max_distance=distance_max,
-        strict=True,  # Vertex thresholds are strict ("smaller than", "larger than")
+        strict_thresholds=True,  # Vertex thresholds are strict ("smaller than", "larger than")
+        hybrid=False,
+        collapse_duplicates=False,
         rerank=options if ranker is not None else None,
         rerank_model=model,
         rerank_scorer=scorer,

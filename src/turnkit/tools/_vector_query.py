@@ -18,7 +18,7 @@ from ..batteries.vector import (
     FilterNode,
     InvalidRankingConfigError,
     RelevanceScorer,
-    RetrieveOptions,
+    RetrievalSettings,
     UnknownFieldError,
     VectorMatch,
     VectorStore,
@@ -273,7 +273,6 @@ class VectorQueryTool:
             query = query.near_vector(await self._encode(store, collection, encoder, request.query_text))
         else:
             query = query.near_text(request.query_text)
-        query = query.with_hybrid(options.hybrid, request.query_text)
         # The guard wraps the model's filter as a separate AND branch: the model's
         # $or / $not can only narrow inside its own branch, never widen the guard.
         if options.guard is not None:
@@ -281,14 +280,18 @@ class VectorQueryTool:
         if model_filter is not None:
             query = query.where(model_filter)
         fields = ["id", "document", "metadata"] + (["vector"] if options.include_vectors else [])
-        steps = RetrieveOptions(
+        steps = RetrievalSettings(
             top_k=limit,
+            hybrid=options.hybrid,
+            collapse_duplicates=False,
             min_score=options.database_config.min_score,
             rerank=reranker.options(limit) if reranker is not None else None,
             rerank_model=model,
             rerank_scorer=scorer,
         )
-        found = await retrieve(options.apply_database_config(query.select(*fields)), steps)
+        found = await retrieve(
+            options.apply_database_config(query.select(*fields)), steps, text=request.query_text
+        )
         if found.reranked:
             name = (
                 scorer.name

@@ -57,7 +57,8 @@ if typing.TYPE_CHECKING:
         create_vector_retrievable_callbacks,
     )
     from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
-    from turnkit.batteries.vector._retrieve import Retrieval, RetrieveOptions, retrieve, retrieve_sync
+    from turnkit.batteries.vector._retrieve import Retrieval, retrieve, retrieve_sync
+    from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
     from turnkit.batteries.vector.encoders._base import (
         EncodeKind,
         Encoder,
@@ -100,6 +101,7 @@ if typing.TYPE_CHECKING:
         abstaining_fetch_stage,
         with_min_score,
     )
+    from turnkit.batteries.vector.ranking._collapse import NEAR_COPY, collapse_duplicates
     from turnkit.batteries.vector.ranking._mmr import MmrSpec, diversify, mmr_select
     from turnkit.batteries.vector.ranking._rerank import (
         DEFAULT_RERANK_WEIGHTS,
@@ -187,6 +189,7 @@ __all__ = [
     "Metric",
     "MiniLMEncoder",
     "MmrSpec",
+    "NEAR_COPY",
     "NO_GROUNDED_ANSWER",
     "NearId",
     "NearText",
@@ -210,9 +213,10 @@ __all__ = [
     "RetrievableCallbacks",
     "RetrievableSkippedWarning",
     "Retrieval",
-    "RetrieveOptions",
+    "RetrievalSettings",
     "SearchFailedError",
     "SentenceTransformerEncoder",
+    "SettingsInput",
     "StoreOperationFailedError",
     "UnknownFieldError",
     "UnsafeDeleteError",
@@ -229,6 +233,7 @@ __all__ = [
     "WordLlamaEncoder",
     "abstaining_fetch_stage",
     "and_",
+    "collapse_duplicates",
     "commit_fragments",
     "commit_fragments_sync",
     "condition",

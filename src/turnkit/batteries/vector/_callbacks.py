@@ -13,7 +13,6 @@ import inspect
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any, ParamSpec
 
 import numpy as np
@@ -52,25 +51,19 @@ from turnkit.batteries.vector._glue_parts import (
     TierFunction,
     ToRetrievable,
     VectorRetrievableCallbacks,
-    apply_filter,
     declared_tier,
-    rerank_options,
     source_of,
 )
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
-from turnkit.batteries.vector._retrieve import RetrieveOptions, retrieve
-from turnkit.batteries.vector.query._builder import MAX_LIMIT, QueryBuilder
-from turnkit.batteries.vector.ranking._abstain import check_min_score, grounding_verdict
-from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions, local_scorer
-from turnkit.batteries.vector.store._hybrid import (
-    HybridOption,
-    HybridSpec,
-    coerce_hybrid,
-)
+from turnkit.batteries.vector._retrieve import retrieve
+from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
+from turnkit.batteries.vector.query._builder import QueryBuilder
+from turnkit.batteries.vector.ranking._abstain import grounding_verdict
+from turnkit.batteries.vector.ranking._scorers import local_scorer
 from turnkit.batteries.vector.store._store import VectorStore
 
 if TYPE_CHECKING:
-    from turnkit._models import ChatModel
+    pass
 
 __all__ = [
     "GLUE_METADATA_KEYS",
@@ -111,21 +104,17 @@ class VectorRetrievableGlue:
             default is the last user message; ``None`` skips retrieval.
         to_retrievable: ``(match) -> RawRetrievable | mapping | None`` (sync
             or async); replaces the default mapping.
-        min_score: Matches whose vector similarity (in [0, 1]) is below it
-            are not returned. With ``hybrid`` too it is compared with the
-            dense similarity, never the fused score, which only ranks. When nothing is
-            left, fetch returns ``[]`` and marks the turn ungrounded: a
-            `TurnRunner` with the default input stage stops before the model
-            call with ``stop_reason == NO_GROUNDED_ANSWER``.
+        min_score: Shorthand for ``settings={"min_score": ...}``: matches whose
+            dense similarity (in [0, 1]) is below it are not returned. When
+            nothing is left, fetch returns ``[]`` and marks the turn
+            ungrounded: a `TurnRunner` with the default input stage stops
+            before the model call with ``stop_reason == NO_GROUNDED_ANSWER``.
         abstain_reply: The turn's reply when it abstains (needs ``min_score``).
-        hybrid: Full-text plus vector search for text queries: ``True``, an
-            ``alpha`` (0 full-text only, 1 vector only), or a dict of
-            ``alpha``, ``fusion``, ``rrf_k``, ``candidates``.
-        rerank: ``True`` or `RerankOptions`: over-fetch and rerank; ``top_k``
-            above is the number kept (the options' own ``top_k`` is replaced).
-        rerank_model: A `turnkit.ChatModel` used as the LLM judge.
-        rerank_scorer: A `RelevanceScorer`; without it or a model, the local
-            scorer (`local_scorer` over the store's encoder, or MiniLM when installed).
+        settings: `RetrievalSettings` (or a dict of its fields) for every other
+            knob: hybrid search, duplicate collapse, rerank, diversify, index
+            knobs. The default is turnkit's measured best: hybrid search with
+            duplicate texts collapsed (``{"hybrid": False}`` is vector-only).
+            ``top_k``, ``filter`` and ``min_score`` above override its fields.
 
     Raises:
         TrustTierRequiredError: ``trust_tier`` was not given.
@@ -140,16 +129,13 @@ class VectorRetrievableGlue:
         store: VectorStore,
         collection: str,
         trust_tier: TrustTier | TierFunction | None = None,
-        top_k: int = 5,
+        top_k: int | None = None,
         filter: FilterSpec | None = None,
         derive_query: DeriveQuery | None = None,
         to_retrievable: ToRetrievable | None = None,
         min_score: float | None = None,
         abstain_reply: str | None = None,
-        hybrid: HybridOption = None,
-        rerank: RerankOptions | bool | None = None,
-        rerank_model: ChatModel | None = None,
-        rerank_scorer: RelevanceScorer | None = None,
+        settings: SettingsInput = None,
     ) -> None:
         if trust_tier is None:
             raise TrustTierRequiredError(
@@ -168,57 +154,55 @@ class VectorRetrievableGlue:
                 hint="Pass the object create_vector_store(...) returned.",
                 field="store",
             )
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_LIMIT:
-            raise InvalidRetrievableGlueConfigError(
-                f"top_k must be an int from 1 to {MAX_LIMIT}, got {top_k!r}.", field="top_k"
-            )
         for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
             if hook is not None and not callable(hook):
                 raise InvalidRetrievableGlueConfigError(
                     f"{name} must be a function, got {type(hook).__name__}.", field=name
                 )
+        shorthands = {
+            name: value
+            for name, value in (("top_k", top_k), ("filter", filter), ("min_score", min_score))
+            if value is not None
+        }
         try:
-            self.min_score = None if min_score is None else check_min_score(min_score)
-            self.hybrid: HybridSpec | None = coerce_hybrid(hybrid)
-            self.rerank = rerank_options(rerank, rerank_model, rerank_scorer, top_k)
+            self.settings = RetrievalSettings.of(settings).merge(shorthands)
             # Resolved now so a missing encoder or extra fails at creation, not mid-turn.
-            self._rerank_scorer: RelevanceScorer | None = (
-                None
-                if self.rerank is None or rerank_model is not None
-                else rerank_scorer or local_scorer(store.encoder)
-            )
+            if self.settings.rerank is not None and self.settings.rerank_model is None:
+                scorer = self.settings.rerank_scorer
+                if scorer is None or isinstance(scorer, str):
+                    self.settings = self.settings.merge(
+                        rerank_scorer=local_scorer(store.encoder, scorer or "auto")  # type: ignore[arg-type]
+                    )
         except InvalidRankingConfigError as exc:
             raise InvalidRetrievableGlueConfigError(
-                exc.message, hint=exc.hint, field=exc.context.get("field", "rerank")
+                exc.message, hint=exc.hint, field=exc.context.get("field", "settings")
             ) from None
         if abstain_reply is not None and (not isinstance(abstain_reply, str) or not abstain_reply.strip()):
             raise InvalidRetrievableGlueConfigError(
                 f"abstain_reply must be a non-empty string or None, got {abstain_reply!r}.",
                 field="abstain_reply",
             )
-        if abstain_reply is not None and self.min_score is None:
+        if abstain_reply is not None and self.settings.min_score is None:
             raise InvalidRetrievableGlueConfigError(
                 "abstain_reply needs min_score: without a threshold the callbacks never abstain.",
                 field="abstain_reply",
             )
+        store(collection)  # a bad collection name fails at creation, not mid-turn
         self.store = store
         self.collection = collection
-        self.top_k = top_k
-        self.filter = filter
         self.abstain_reply = abstain_reply
-        self._rerank_model = rerank_model
         self._derive_query = derive_query
         self._to_retrievable = to_retrievable
-        # Build once now: a bad collection name or filter fails at creation, not mid-turn.
-        apply_filter(store(collection), filter)
-        self._steps = RetrieveOptions(
-            top_k=top_k,
-            min_score=self.min_score,
-            rerank=self.rerank,
-            rerank_model=rerank_model,
-            rerank_scorer=self._rerank_scorer,
-            missing_ok=True,
-        )
+
+    @property
+    def top_k(self) -> int:
+        """Most records per fetch."""
+        return self.settings.top_k
+
+    @property
+    def min_score(self) -> float | None:
+        """The dense similarity a match must clear (``None``: no threshold)."""
+        return self.settings.min_score
 
     def __repr__(self) -> str:
         tier = self._tier if self._tier is not None else "<function>"
@@ -261,7 +245,9 @@ class VectorRetrievableGlue:
         ``source_uri``) followed by ``§`` and its heading path (``section``)
         and, for paged input, its pages (``manual.pdf (pp. 3–4)``).
         ``created_at`` and ``updated_at`` are the glue's own (in the metadata),
-        else the record's stored timestamps. Return ``None`` to drop a match on purpose.
+        else the record's stored timestamps. When copies of the text were
+        collapsed into the match, ``metadata["duplicates"]`` lists where they
+        are (their sources, else their ids). Return ``None`` to drop a match on purpose.
 
         Raises:
             InvalidRetrievableError: the match cannot make a valid record
@@ -281,6 +267,9 @@ class VectorRetrievableGlue:
         source = source_of(meta)
         if source is not None:
             fields["source"] = source
+        if match.duplicates:
+            # The copies collapsed into this match: where else the same text is, so nothing is hidden.
+            fields["metadata"]["duplicates"] = [source_of(d.metadata or {}) or d.id for d in match.duplicates]
         for key in ("created_at", "updated_at"):
             stamp = meta.get(key) if meta.get(key) is not None else getattr(match, key, None)
             if stamp is not None:
@@ -330,13 +319,13 @@ class VectorRetrievableGlue:
     async def fetch_retrievables(self, ctx: TurnContext) -> list[Retrievable]:
         """Derive a query from the turn, search the collection, map the matches.
 
-        ``near_text`` (or ``near_vector``) → ``filter`` → ``select("id",
-        "document", "metadata")`` → ``limit(top_k)``. A missing collection
-        gives ``[]``; so does a turn with nothing to search for. With
-        ``hybrid``, ``min_score`` or ``rerank`` set, those steps join in; the
-        rerank query is the derived text (the last user message for a
-        vector query). With ``min_score``, the turn's grounding verdict goes
-        to ``ctx.stash[GROUNDING_STASH_KEY]``.
+        ``near_text`` (or ``near_vector``) → the settings' steps (hybrid
+        search, ``filter``, duplicate collapse, rerank…) → ``select("id",
+        "document", "metadata")`` → ``top_k``: the one pipeline, `retrieve`.
+        A missing collection gives ``[]``; so does a turn with nothing to
+        search for. A vector query has no full-text leg; its reranker reads
+        the last user message. With ``min_score``, the turn's grounding
+        verdict goes to ``ctx.stash[GROUNDING_STASH_KEY]``.
 
         Raises:
             UnknownTrustTierError: the ``trust_tier`` function returned an
@@ -346,13 +335,12 @@ class VectorRetrievableGlue:
         query = await invoke(self.derive_query, ctx)
         if query is None or (isinstance(query, str) and not query.strip()):
             return []
-        q = apply_filter(self._near(self.store(self.collection), query), self.filter)
-        if isinstance(query, str):
-            q = q.with_hybrid(self.hybrid, query)  # a vector query has no words to match
-        options = self._steps
-        if not isinstance(query, str) and options.rerank is not None:
-            options = dc_replace(options, rerank_text=await self._question(ctx))
-        found = await retrieve(q.select(*_SELECT), options)
+        settings, words = self.settings, query
+        if not isinstance(query, str):
+            # A vector query has no words to match: no full-text leg; the reranker reads the question.
+            settings, words = settings.merge(hybrid=None), await self._question(ctx)
+        q = self._near(self.store(self.collection), query).select(*_SELECT)
+        found = await retrieve(q, settings, text=words, missing_ok=True)
         matches, gauged = found.matches, found.candidates
         out: list[Retrievable] = []
         for match in matches:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
 
 import numpy.typing as npt
@@ -21,16 +20,12 @@ from turnkit._retrievable import (
     Retrievable,
 )
 from turnkit.batteries.vector._errors import (
-    InvalidRankingConfigError,
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
-from turnkit.batteries.vector.query._builder import QueryBuilder
-from turnkit.batteries.vector.ranking._rerank import RelevanceScorer, RerankOptions
 
 if TYPE_CHECKING:
-    from turnkit._models import ChatModel
     from turnkit.batteries.vector._callbacks import VectorRetrievableGlue
 
 __all__ = [
@@ -46,9 +41,7 @@ __all__ = [
     "TierFunction",
     "ToRetrievable",
     "VectorRetrievableCallbacks",
-    "apply_filter",
     "declared_tier",
-    "rerank_options",
     "source_of",
 ]
 
@@ -193,53 +186,3 @@ def declared_tier(raw: RawResult, match: VectorMatch) -> str | None:
         return str(raw["trust_tier"])
     stored = (match.metadata or {}).get("trust_tier")
     return None if stored is None else str(stored)
-
-
-def rerank_options(
-    value: RerankOptions | bool | None,
-    model: ChatModel | None,
-    scorer: RelevanceScorer | None,
-    top_k: int,
-) -> RerankOptions | None:
-    if value is None or value is False:
-        if model is not None or scorer is not None:
-            raise InvalidRankingConfigError(
-                "rerank_model / rerank_scorer need rerank=True or rerank=RerankOptions(...).", field="rerank"
-            )
-        return None
-    if model is not None and scorer is not None:
-        raise InvalidRankingConfigError("Pass rerank_model or rerank_scorer, not both.", field="rerank")
-    if model is not None and not callable(getattr(model, "complete", None)):
-        raise InvalidRankingConfigError(
-            f"rerank_model must be a ChatModel, got {type(model).__name__}.", field="rerank_model"
-        )
-    if scorer is not None and not callable(getattr(scorer, "score", None)):
-        raise InvalidRankingConfigError(
-            f"rerank_scorer must have .score(query, passages), got {type(scorer).__name__}.",
-            field="rerank_scorer",
-        )
-    options = RerankOptions() if value is True else value
-    if not isinstance(options, RerankOptions):
-        raise InvalidRankingConfigError(
-            f"rerank must be True or RerankOptions, got {type(value).__name__}.", field="rerank"
-        )
-    # The callbacks' top_k is how many records a turn gets; the pool is sized from it.
-    return dc_replace(options, top_k=top_k)
-
-
-def apply_filter(q: QueryBuilder, spec: FilterSpec | None) -> QueryBuilder:
-    if spec is None:
-        return q
-    if isinstance(spec, str):
-        return q.where_raw(spec)
-    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
-        return q.where_raw(spec[0], spec[1])
-    if isinstance(spec, (*_NODE_TYPES, Mapping)) or callable(spec):
-        return q.where(spec)
-    raise InvalidRetrievableGlueConfigError(
-        f"filter must be a filter node, a dict, a (sql, bindings) pair or a callable, "
-        f"got {type(spec).__name__}.",
-        hint='Examples: condition("metadata.kind", "eq", "faq"), {"metadata.kind": "faq"}, '
-        "(\"json_get_int(metadata, 'year') >= ?\", [2020]).",
-        field="filter",
-    )

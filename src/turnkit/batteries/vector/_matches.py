@@ -47,6 +47,9 @@ class VectorMatch:
             record, so pass the original ``created_at`` to keep it across
             updates (the retrieval callbacks do).
         updated_at: The ``updated_at`` given, else the time of the last write.
+        duplicates: Other matches holding the same text (an ``.md`` page and its
+            ``.html`` rendering, say), best first, when the retrieval pipeline
+            collapsed them into this one (see `RetrievalSettings.collapse_duplicates`).
     """
 
     id: str
@@ -57,6 +60,7 @@ class VectorMatch:
     vector: list[float] | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    duplicates: tuple[VectorMatch, ...] = ()
 
 
 def parse_timestamp(value: Any, *, what: str = "timestamp") -> datetime:

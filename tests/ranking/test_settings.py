@@ -1,0 +1,157 @@
+"""`RetrievalSettings`: defaults, shorthands, validation codes, merging; the pipeline it drives."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from turnkit.batteries.vector import (
+    HybridSpec,
+    InvalidFilterError,
+    InvalidRankingConfigError,
+    MmrSpec,
+    RerankOptions,
+    RetrievalSettings,
+    condition,
+    retrieve_sync,
+)
+
+
+def test_defaults_are_the_measured_best() -> None:
+    s = RetrievalSettings()
+    assert s.hybrid == HybridSpec()  # turnkit's fusion: z-score, alpha by query length
+    assert s.collapse_duplicates is True
+    assert (s.top_k, s.min_score, s.rerank, s.diversify) == (5, None, None, None)
+    assert RetrievalSettings.of(None) == s
+    assert RetrievalSettings.of({}) == s
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (True, HybridSpec()),
+        (0.3, HybridSpec(alpha=0.3)),
+        ({"alpha": 0.7, "fusion": "rrf"}, HybridSpec(alpha=0.7, fusion="rrf")),
+        (False, None),
+        (None, None),
+    ],
+)
+def test_hybrid_shorthands(value, want) -> None:
+    assert RetrievalSettings(hybrid=value).hybrid == want
+
+
+def test_other_shorthands() -> None:
+    s = RetrievalSettings(diversify=0.3, rerank=True, filter={"metadata.kind": "faq"})
+    assert s.diversify == MmrSpec(lambda_mult=0.3)
+    assert s.rerank == RerankOptions(top_k=5)  # the rerank keeps top_k results
+    assert s.filter == condition("metadata.kind", "eq", "faq")
+    assert RetrievalSettings(diversify=True).diversify == MmrSpec()
+    assert RetrievalSettings(rerank={"pool_factor": 2}, top_k=7).rerank == RerankOptions(
+        top_k=7, pool_factor=2
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 10_001}, "top_k"),
+        ({"top_k": True}, "top_k"),
+        ({"top_k": "5"}, "top_k"),
+        ({"min_score": 1.5}, "min_score"),
+        ({"min_score": True}, "min_score"),
+        ({"min_score": float("nan")}, "min_score"),
+        ({"max_distance": -1}, "max_distance"),
+        ({"collapse_duplicates": "yes"}, "collapse_duplicates"),
+        ({"diversify": 2}, "diversify"),
+        ({"rerank": {"bogus": 1}}, "rerank"),
+        ({"rerank_scorer": "bm25"}, "rerank_scorer"),
+        ({"rerank_model": object()}, "rerank_model"),
+        ({"ef": 0}, "ef"),
+        ({"topk": 3}, "topk"),
+    ],
+)
+def test_bad_values_name_the_knob(data, field) -> None:
+    with pytest.raises(InvalidRankingConfigError) as info:
+        RetrievalSettings(**data)
+    assert info.value.code == "E_VECTOR_RANKING_INVALID_CONFIG"
+    assert info.value.context["field"] == field
+    assert field in info.value.message
+
+
+def test_hybrid_and_filter_errors_keep_their_codes() -> None:
+    with pytest.raises(InvalidRankingConfigError, match="alpha must be a number in"):
+        RetrievalSettings(hybrid=1.5)
+    with pytest.raises(InvalidFilterError):
+        RetrievalSettings(filter={"metadata.year": {"$in": 1}})
+
+
+def test_frozen() -> None:
+    s = RetrievalSettings()
+    with pytest.raises(Exception, match="frozen"):
+        s.top_k = 3  # type: ignore[misc]
+
+
+def test_merge_keeps_what_the_overrides_do_not_name() -> None:
+    base = RetrievalSettings(top_k=8, hybrid=0.4, min_score=0.2)
+    merged = base.merge({"hybrid": False})
+    assert (merged.top_k, merged.hybrid, merged.min_score) == (8, None, 0.2)
+    # A value's explicit fields override; its defaults do not.
+    merged = base | RetrievalSettings(top_k=3)
+    assert (merged.top_k, merged.hybrid, merged.min_score) == (3, HybridSpec(alpha=0.4), 0.2)
+    assert base.merge(top_k=2).top_k == 2
+    # A merged value remembers which fields were set, so merging it again keeps them.
+    assert (RetrievalSettings() | merged).hybrid == HybridSpec(alpha=0.4)
+
+
+def test_merge_resizes_the_rerank() -> None:
+    assert RetrievalSettings(rerank=True).merge(top_k=9).rerank == RerankOptions(top_k=9)
+
+
+_FIELDS = {
+    "top_k": st.integers(1, 50),
+    "hybrid": st.sampled_from([True, False, 0.0, 0.5, 1.0, {"fusion": "rrf"}]),
+    "collapse_duplicates": st.booleans(),
+    "diversify": st.sampled_from([None, True, 0.2]),
+    "min_score": st.one_of(st.none(), st.floats(0, 1)),
+    "ef": st.one_of(st.none(), st.integers(1, 500)),
+}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.fixed_dictionaries({}, optional=_FIELDS),
+    st.fixed_dictionaries({}, optional=_FIELDS),
+)
+def test_merge_is_a_dict_update(base, overrides) -> None:
+    assert RetrievalSettings(**base).merge(overrides) == RetrievalSettings(**{**base, **overrides})
+
+
+def test_retrieve_uses_the_settings(vs, collection) -> None:
+    vs(collection).upsert_sync(
+        [
+            {
+                "id": "md",
+                "document": "Refunds reach the card in five days.",
+                "metadata": {"source_uri": "a.md"},
+            },
+            {
+                "id": "html",
+                "document": "Refunds reach the card in five days",
+                "metadata": {"source_uri": "a.html"},
+            },
+            {"id": "ship", "document": "Orders ship within two days.", "metadata": {"source_uri": "b.md"}},
+        ]
+    )
+    q = vs(collection).near_text("refunds reach the card")
+    found = retrieve_sync(q, {"top_k": 2})
+    # The default collapses the copy and fills its slot with the next distinct text.
+    first, second = found.matches
+    assert second.id == "ship"
+    assert {first.id, *(d.id for d in first.duplicates)} == {"md", "html"}
+    assert found.settings == RetrievalSettings(top_k=2)
+    # Hybrid by default: the query ran both legs.
+    kept = retrieve_sync(q, {"top_k": 2, "collapse_duplicates": False, "hybrid": False})
+    assert {m.id for m in kept.matches} == {"md", "html"}
+    assert kept.settings is not None and kept.settings.hybrid is None
