@@ -16,6 +16,7 @@ similarity, the score the same match would have in a plain vector search
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -396,25 +397,30 @@ async def hybrid_search(
     text = hybrid.text if hybrid.text is not None else getattr(spec.near, "text", None)
     pool = hybrid.pool(spec.limit, spec.offset)
     alpha = hybrid.alpha_for(text)
-    dense: list[VectorMatch] = []
-    if alpha > 0 and spec.near is not None:
-        leg = replace(spec, hybrid=None, limit=pool, offset=0, min_score=None)
-        dense = await store._search(leg, vector)
-    lexical: list[VectorMatch] = []
-    bm25: list[float] = []
-    if alpha < 1 and text:
+    async def dense_leg() -> list[VectorMatch]:
+        if alpha <= 0 or spec.near is None:
+            return []
+        return await store._search(replace(spec, hybrid=None, limit=pool, offset=0, min_score=None), vector)
+
+    async def lexical_leg() -> list[dict[str, Any]]:
+        if alpha >= 1 or not text:
+            return []
         await ensure_fts_index(coll)
-        select = spec.select or ("*",)
         query = coll.table.query().nearest_to_text(full_text_query(text, coll.fts_positions))
         if spec.filter is not None:
             query = query.where(to_sql(spec.filter, coll.fields))
             if not spec.prefilter:
                 query = query.postfilter()
-        query = query.select([*_columns(select), "_score"]).limit(pool)
+        query = query.select([*_columns(spec.select or ("*",)), "_score"]).limit(pool)
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-            rows = await query.to_list()
-        lexical = _trim_metadata([match_from_row(row, None) for row in rows], select)
-        bm25 = [float(row.get("_score") or 0.0) for row in rows]
+            rows: list[dict[str, Any]] = await query.to_list()
+        return rows
+
+    # Side by side, the full-text leg first: it waits on LanceDB's threads while the dense leg computes
+    # (from memory, that leg may never yield).
+    rows, dense = await asyncio.gather(lexical_leg(), dense_leg())
+    lexical = _trim_metadata([match_from_row(row, None) for row in rows], spec.select or ("*",))
+    bm25 = [float(row.get("_score") or 0.0) for row in rows]
     if hybrid.fusion == "rrf":
         fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=alpha, k=hybrid.rrf_k)
     elif hybrid.fusion == "zscore":
