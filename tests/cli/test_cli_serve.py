@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 
 import mcp
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.client.stdio import StdioServerParameters
 
 from turnkit.cli import EXIT_DEPENDENCY, EXIT_OK
+from turnkit.cli._arg_types import read_consistency
 
 from .conftest import TURNKIT, Run, clean_env
 
@@ -42,6 +45,18 @@ def test_serve_over_stdio_answers_a_tool_call(run: Run, corpus: Path, tmp_path: 
 def test_serve_rejects_a_bad_hybrid_alpha(run: Run) -> None:
     result = run("serve", "--hybrid", "2")
     assert result.code == 2 and "expected a number from 0 to 1" in result.err
+
+
+def test_serve_rejects_a_bad_read_consistency(run: Run) -> None:
+    for bad in ("-1", "soon", "inf", "nan"):
+        result = run("serve", "--read-consistency", bad)
+        assert result.code == 2 and "expected seconds (0 or more) or off" in result.err, bad
+
+
+@given(st.floats(min_value=0, max_value=1e12))
+def test_read_consistency_reads_seconds_back_exactly(seconds: float) -> None:
+    assert read_consistency(repr(seconds)) == seconds
+    assert read_consistency(" OFF ") is None
 
 
 def test_serve_without_the_mcp_extra_says_what_to_install() -> None:

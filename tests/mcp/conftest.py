@@ -1,3 +1,8 @@
+import os
+import socket
+import subprocess
+import time
+
 import pytest
 
 from turnkit.batteries.vector import HashEncoder, create_vector_store
@@ -45,3 +50,36 @@ def mem_store():
     vs = create_vector_store(uri="memory://", encoder=HashEncoder(64), auto_optimize=None)
     vs("kb").upsert_sync([dict(r) for r in ROWS])
     return vs
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_http(command, port, env=None):
+    """Start a server command that listens on loopback ``port``; its process once it accepts connections."""
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env or {**os.environ, "LANCEDB_LOG": "error"},
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait(10)
+                raise AssertionError(f"server did not start: {proc.stderr.read().decode()[-2000:]}") from None
+            time.sleep(0.05)
+
+
+def stop(proc):
+    proc.terminate()
+    proc.wait(10)
+    proc.stderr.close()

@@ -4,10 +4,8 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -15,6 +13,8 @@ import mcp
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from .conftest import free_port, start_http, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -37,48 +37,10 @@ def _env(**extra):
     return {**env, "LANCEDB_LOG": "error", **extra}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(uri, *args, env=None):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "turnkit.mcp",
-            "--uri",
-            uri,
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            *args,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env or _env(),
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait(10)
-                raise AssertionError(f"server did not start: {proc.stderr.read().decode()[-2000:]}") from None
-            time.sleep(0.05)
-
-
-def _stop(proc):
-    proc.terminate()
-    proc.wait(10)
-    proc.stderr.close()
+    port = free_port()
+    command = [sys.executable, "-m", "turnkit.mcp", "--uri", uri, "--transport", "http", "--port", str(port)]
+    return start_http([*command, *args], port, env=env or _env()), f"http://127.0.0.1:{port}/mcp"
 
 
 def _post(url, body, headers=None):
@@ -113,7 +75,7 @@ def token_server(disk_store):
         uri, "--max-sessions", "40", "--max-sessions-per-client", "8", env=_env(TURNKIT_MCP_TOKEN=TOKEN_A)
     )
     yield url
-    _stop(proc)
+    stop(proc)
 
 
 async def test_tokens_are_required_and_checked(token_server):
@@ -152,7 +114,7 @@ def test_a_body_over_the_cap_is_refused_with_413(disk_store):
         status, _, _ = _post(url, json.dumps(INIT).encode(), {"Authorization": f"Bearer {TOKEN_A}"})
         assert status == 200
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 async def test_a_flood_of_initialize_calls_does_not_lock_out_a_client(token_server):
@@ -225,7 +187,7 @@ async def test_each_token_sees_only_its_own_rows(disk_store, tmp_path):
         other = {"Authorization": f"Bearer {TOKEN_B}", "Mcp-Session-Id": headers["mcp-session-id"]}
         assert _post(url, listing, other)[0] == 404
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def test_stdio_drops_an_oversized_message_and_keeps_serving(disk_store):

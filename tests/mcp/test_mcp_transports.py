@@ -2,16 +2,16 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import mcp
 import pytest
 from mcp import StdioServerParameters
+
+from .conftest import free_port, start_http, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -110,48 +110,14 @@ def test_stdio_survives_malformed_lines(disk_store):
     assert proc.returncode == 0
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(disk_store):
     uri, _ = disk_store
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "turnkit.mcp",
-            "--uri",
-            uri,
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--enable-writes",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=_env(),
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait(10)
-                raise AssertionError(f"server did not start: {proc.stderr.read().decode()[-2000:]}") from None
-            time.sleep(0.05)
+    port = free_port()
+    command = [sys.executable, "-m", "turnkit.mcp", "--uri", uri, "--transport", "http", "--port", str(port)]
+    proc = start_http([*command, "--enable-writes"], port)
     yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(10)
-    proc.stderr.close()
+    stop(proc)
 
 
 def _post(url, body, headers=None):

@@ -285,7 +285,7 @@ def test_a_table_recreated_by_another_process_at_the_same_version_is_read_again(
     query = vs("c").near_vector([1.0, 0.0, 1.0]).select("id").limit(5)
     assert sorted(m.id for m in query.search_sync()) == ["old1", "old2"]
     _wait_for_copy(vs, rows=2)
-    version = vs.cache_stats().collections[0].version
+    version = vs("c").info_sync().version
     out = subprocess.run(
         [sys.executable, "-c", _RECREATE, uri], check=True, timeout=120, capture_output=True, text=True
     )
@@ -305,25 +305,32 @@ for n in (1, 2):
 """
 
 
-def test_a_table_recreated_elsewhere_with_another_dimension_raises_turnkits_error(tmp_path: Any) -> None:
-    """The copy is not read with the old dimension (a numpy reshape error); LanceDB answers, as uncached."""
-    from turnkit.batteries.vector import SearchFailedError
+def test_a_table_recreated_elsewhere_with_another_dimension_is_reopened_with_it(tmp_path: Any) -> None:
+    """The copy is not read with the old dimension (a numpy reshape error): the collection is reopened,
+    so the 3-d query is a dimension mismatch, and a 5-d one finds the new rows."""
+    from turnkit.batteries.vector import DimensionMismatchError
 
     uri = str(tmp_path / "db")
     vs = _reader_of_two_records(uri, "inline")
     query = vs("c").near_vector([1.0, 0.0, 1.0]).select("id")
     assert sorted(m.id for m in query.search_sync()) == ["old1", "old2"]
     subprocess.run([sys.executable, "-c", _RECREATE_WIDER, uri], check=True, timeout=120)
-    with pytest.raises(SearchFailedError) as raised:  # the 3-d query against 5-d vectors
+    with pytest.raises(DimensionMismatchError) as raised:
         query.search_sync()
-    assert raised.value.code == "E_VECTOR_STORE_SEARCH_FAILED"
+    assert raised.value.code == "E_VECTOR_STORE_DIMENSION_MISMATCH" and raised.value.expected == 5
+    wide = vs("c").near_vector([1.0, 0.0, 1.0, 0.0, 1.0]).select("id").search_sync()
+    assert sorted(m.id for m in wide) == ["wide1", "wide2"]
 
 
-@pytest.mark.parametrize("consistency", [None, timedelta(0)])
-def test_a_table_removed_underneath_raises_turnkits_search_error(tmp_path: Any, consistency: Any) -> None:
+@pytest.mark.parametrize(
+    ("consistency", "code"),
+    [(None, "E_VECTOR_STORE_SEARCH_FAILED"), (timedelta(0), "E_VECTOR_STORE_COLLECTION_NOT_FOUND")],
+)
+def test_a_table_removed_underneath_raises_turnkits_error(tmp_path: Any, consistency: Any, code: str) -> None:
+    """Without looks the pinned handle fails to read; with them the look finds the table gone."""
     import shutil
 
-    from turnkit.batteries.vector import SearchFailedError
+    from turnkit import TurnkitError
 
     uri = str(tmp_path / "db")
     vs = create_vector_store(uri=uri, auto_optimize=None, read_consistency_interval=consistency)
@@ -333,9 +340,9 @@ def test_a_table_removed_underneath_raises_turnkits_search_error(tmp_path: Any, 
     vs("c").upsert_sync([{"id": "b", "vector": [0.0, 1.0]}])  # the copy must be read again
     shutil.rmtree(tmp_path / "db" / "c.lance")
     for _ in range(2):
-        with pytest.raises(SearchFailedError) as raised:
+        with pytest.raises(TurnkitError) as raised:
             query.search_sync()
-        assert raised.value.code == "E_VECTOR_STORE_SEARCH_FAILED"
+        assert raised.value.code == code
 
 
 def _wait_for_copy(vs: Any, *, rows: int | None = None) -> None:

@@ -6,7 +6,7 @@ import argparse
 
 from ._config import AUTO_ALPHA
 
-__all__ = ["alpha", "file_size", "positive_int", "unit_float"]
+__all__ = ["alpha", "file_size", "positive_int", "read_consistency", "unit_float"]
 
 
 def alpha(text: str) -> float | str:
@@ -59,4 +59,17 @@ def unit_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def read_consistency(text: str) -> float | None:
+    """Seconds (``0`` or more) or ``off`` (``None``: never look for other processes' writes)."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (0 or more) or off, got {text!r}") from None
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds (0 or more) or off, got {text!r}")
     return value

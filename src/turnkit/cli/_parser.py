@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
-from ._arg_types import alpha, file_size, positive_int, unit_float
+from ._arg_types import alpha, file_size, positive_int, read_consistency, unit_float
 from ._config import (
     AUTO_ALPHA,
     DEFAULT_COLLECTION,
@@ -138,7 +138,15 @@ def _add(
 
 
 def add_filter_arguments(p: argparse.ArgumentParser) -> None:
-    """The guard and filter flags of ``turnkit serve``, shared with ``python -m turnkit.mcp``."""
+    """The guard, filter and freshness flags of ``turnkit serve``, shared with ``python -m turnkit.mcp``."""
+    p.add_argument(
+        "--read-consistency",
+        type=read_consistency,
+        default=argparse.SUPPRESS,  # not given: turnkit.mcp.DEFAULT_READ_CONSISTENCY_INTERVAL
+        metavar="SECONDS",
+        help="see other processes' writes within this many seconds (default 1; 0: check before every "
+        "read; off: never, until a restart)",
+    )
     p.add_argument(
         "--guard",
         metavar="EXPR",
@@ -202,7 +210,7 @@ def add_http_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def serve_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The `turnkit.mcp.serve` keywords of `add_http_arguments`' flags."""
+    """The `turnkit.mcp.serve` keywords of `add_http_arguments`' flags, and ``--read-consistency``."""
     from ..mcp import HttpLimits
 
     given = {
@@ -223,6 +231,8 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.max_message_size is not None:
         options["max_message_bytes"] = args.max_message_size
+    if "read_consistency" in args:
+        options["read_consistency_interval"] = args.read_consistency
     return options
 
 

@@ -41,9 +41,15 @@ from ._encoders import encoder_from_spec
 from ._errors import MCPInsecureBindError, MCPUnknownPrincipalError
 from ._http import HttpLimits
 from ._serve import ENV_TOKEN, serve
-from ._server import READ_ONLY_ANNOTATIONS, WRITE_ANNOTATIONS, create_mcp_server
+from ._server import (
+    DEFAULT_READ_CONSISTENCY_INTERVAL,
+    READ_ONLY_ANNOTATIONS,
+    WRITE_ANNOTATIONS,
+    create_mcp_server,
+)
 
 __all__ = [
+    "DEFAULT_READ_CONSISTENCY_INTERVAL",
     "ENV_TOKEN",
     "HttpLimits",
     "InvalidMCPServerConfigError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,7 +15,7 @@ from ..batteries.vector import Encoder, FilterNode, parse_filter_expression
 from ._auth import TokenVerifier, load_principals
 from ._errors import InvalidMCPServerConfigError
 from ._http import HttpLimits, build_http_app, check_bind
-from ._server import create_mcp_server
+from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
 
 __all__ = ["ENV_TOKEN", "parse_filter_fields", "parse_guard", "serve"]
@@ -85,6 +86,7 @@ def serve(
     limits: HttpLimits | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     connect: Mapping[str, Any] | None = None,
+    read_consistency_interval: timedelta | float | None = DEFAULT_READ_CONSISTENCY_INTERVAL,
 ) -> None:
     """Serve a store's collections over MCP until interrupted (blocking).
 
@@ -126,6 +128,11 @@ def serve(
         max_message_bytes: Over stdio, a longer message is dropped (and logged).
         connect: More `create_vector_store` arguments for ``uri``
             (``storage_options``, ``api_key``, ``region``).
+        read_consistency_interval: How stale answers may be with respect to
+            other processes' writes (seconds or a `timedelta`; default 1 s):
+            a search looks for newer commits, and for collections dropped and
+            recreated, at most this often. ``0`` looks before every read;
+            ``None`` never looks (a restart shows other processes' writes).
 
     Raises:
         InvalidMCPServerConfigError: Bad options (checked before serving).
@@ -154,6 +161,7 @@ def serve(
     server = create_mcp_server(
         uri=uri,
         connect=connect,
+        read_consistency_interval=read_consistency_interval,
         collections=collections if collections is not None else collection,
         encoder=encoder,
         enable_writes=enable_writes,

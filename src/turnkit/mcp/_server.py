@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +45,36 @@ from ._tools import (
     with_collection,
 )
 
-__all__ = ["READ_ONLY_ANNOTATIONS", "WRITE_ANNOTATIONS", "create_mcp_server"]
+__all__ = [
+    "DEFAULT_READ_CONSISTENCY_INTERVAL",
+    "READ_ONLY_ANNOTATIONS",
+    "WRITE_ANNOTATIONS",
+    "create_mcp_server",
+]
+
+DEFAULT_READ_CONSISTENCY_INTERVAL = timedelta(seconds=1)
+"""How stale a server opened with ``uri=`` may be with respect to other processes' writes, by default.
+
+Looking once a second left the median search as fast as never looking (docs/performance.md).
+"""
+
+
+def read_consistency(value: timedelta | float | None) -> timedelta | None:
+    """``read_consistency_interval`` as a `timedelta` (seconds accepted), or ``None`` (never look).
+
+    Raises:
+        InvalidMCPServerConfigError: Not a duration of zero or more.
+    """
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < float("inf"):
+        raise InvalidMCPServerConfigError(
+            f"read_consistency_interval must be seconds >= 0, a timedelta, or None; got {value!r}.",
+            hint="0 looks for other processes' writes before every read; None never looks.",
+            option="read_consistency_interval",
+        )
+    return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
 
 
 class _PerPrincipalServer(MCPServer[Any]):
@@ -69,6 +99,7 @@ def _open_store(
     uri: str | None,
     encoder: Encoder | str | None,
     connect: Mapping[str, Any] | None = None,
+    consistency: timedelta | float | None = DEFAULT_READ_CONSISTENCY_INTERVAL,
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
@@ -79,6 +110,12 @@ def _open_store(
         if encoder is not None:
             raise InvalidMCPServerConfigError(
                 "encoder= is for uri=; a store brings its own encoder.", option="encoder"
+            )
+        if consistency is not DEFAULT_READ_CONSISTENCY_INTERVAL:
+            raise InvalidMCPServerConfigError(
+                "read_consistency_interval= is for uri=; a store brings its own.",
+                hint="Pass it to create_vector_store(read_consistency_interval=...).",
+                option="read_consistency_interval",
             )
         return store, False
     if not isinstance(uri, str) or not uri:
@@ -91,7 +128,9 @@ def _open_store(
             option="uri",
         )
     resolved = encoder_from_spec(encoder) if isinstance(encoder, str) else encoder
-    return create_vector_store(uri=uri, encoder=resolved, **dict(connect or {})), resolved is None
+    # A server runs for long while other processes ingest: it looks for their writes.
+    options = {"read_consistency_interval": read_consistency(consistency), **dict(connect or {})}
+    return create_vector_store(uri=uri, encoder=resolved, **options), resolved is None
 
 
 def create_mcp_server(
@@ -99,6 +138,7 @@ def create_mcp_server(
     *,
     uri: str | None = None,
     connect: Mapping[str, Any] | None = None,
+    read_consistency_interval: timedelta | float | None = DEFAULT_READ_CONSISTENCY_INTERVAL,
     collections: str | Sequence[str] | None = None,
     encoder: Encoder | str | None = None,
     enable_writes: bool = False,
@@ -128,6 +168,11 @@ def create_mcp_server(
         uri: Open the store at this URI instead.
         connect: With ``uri``: more `create_vector_store` arguments
             (``storage_options``, ``api_key``, ``region``).
+        read_consistency_interval: With ``uri``: how stale the server may be
+            with respect to other processes' writes (seconds or a `timedelta`;
+            default 1 s). A search looks for newer commits, and for a
+            collection dropped and recreated, at most this often; ``0`` looks
+            before every read, ``None`` never (only a restart shows them).
         collections: The collection(s) to expose; default every collection in
             the store. With more than one, each tool takes a ``collection``.
         encoder: With ``uri``: an `Encoder` or a spec (``"hash:64"``,
@@ -168,7 +213,7 @@ def create_mcp_server(
     Raises:
         InvalidMCPServerConfigError: Conflicting or invalid options.
     """
-    served, read_encoder = _open_store(store, uri, encoder, connect)
+    served, read_encoder = _open_store(store, uri, encoder, connect, read_consistency_interval)
     if collections is None:
         names = served.list_collections_sync()
         if not names:

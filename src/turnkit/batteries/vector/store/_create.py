@@ -49,8 +49,11 @@ def create_vector_store(
             vector. Without one, text raises `EncoderRequiredError`.
         metric: ``cosine`` (default), ``l2`` (squared Euclidean) or ``dot`` for new collections.
         read_consistency_interval: How stale a reader may be with respect to
-            writes from *other processes*; ``timedelta(0)`` checks on every read.
-            ``None`` (default) suits a single writer process.
+            writes from *other processes*: the store looks for their commits
+            (and for a collection dropped and recreated) at most this often per
+            collection, so a read that starts this long after a commit sees it;
+            ``timedelta(0)`` looks before every read. ``None`` (default) never
+            looks, which suits a single writer process. ``turnkit serve`` uses 1 s.
         storage_options: Passed to LanceDB (object-store credentials, region…).
         auto_optimize: Background compaction policy; ``None`` disables it.
         memory_cache: Which collections are held in memory for exact searches

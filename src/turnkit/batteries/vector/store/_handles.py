@@ -53,6 +53,13 @@ class _Collection:
     # Held while this handle moves to the latest version: a search that arrives meanwhile waits,
     # rather than read the old version under the new version's number (and cache it under it).
     catching_up: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Other processes' commits (read_consistency_interval; see _freshness.py): which table this
+    # handle belongs to, the latest version and its manifest's stamp at the last look, and when.
+    born: str | None = None
+    known_version: int = 0
+    stamp: tuple[int, int] | None = None
+    checked_at: float = 0.0
+    checking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def lock(self) -> asyncio.Lock:

@@ -1,12 +1,12 @@
 """Which table a version number belongs to, when a table was dropped and recreated elsewhere.
 
 A table dropped and recreated by another process numbers its versions from 1
-again, so a reader that checks for new versions (``read_consistency_interval``)
-may next see the very number it read before, over other rows. On a local
-disk each version's manifest is a file written once, so its inode and
-modification time tell the two tables apart for a stat (microseconds).
-Object storage has no check that cheap: there a copy in memory is told apart
-by version number only (documented in ``docs/store.md``).
+again, so a reader that looks for new versions (``read_consistency_interval``,
+see ``_freshness.py``) may next see the very number it read before, over
+other rows. turnkit's own tables record when they were created, which tells
+them apart anywhere; for other tables on a local disk, each version's
+manifest is a file written once, so its inode and modification time do, for
+a stat (microseconds).
 """
 
 from __future__ import annotations

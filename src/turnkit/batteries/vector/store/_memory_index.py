@@ -368,9 +368,9 @@ def _read(
     return snapshot
 
 
-def _key(table: Any, version: Hashable, incarnation: Hashable = None) -> tuple[int, Hashable, Hashable]:
-    """What a copy is tied to: the store's handle, the table's version, and which table it is."""
-    return id(table), version, incarnation
+def _key(table: Any, version: Hashable) -> tuple[int, Hashable]:
+    """What a copy is tied to: the store's handle (a replaced table gets a new one) and its version."""
+    return id(table), version
 
 
 class MemoryIndex:
@@ -398,19 +398,18 @@ class MemoryIndex:
         spec: QuerySpec,
         vector: npt.NDArray[Any],
         columns: list[str],
-        incarnation: Hashable = None,
     ) -> list[VectorMatch] | None:
         """Exact matches from memory, or ``None`` when LanceDB must answer.
 
-        ``key`` identifies the table's version and ``incarnation`` which table
-        that version belongs to (a table dropped and recreated elsewhere numbers
-        its versions again): a different either reloads.
+        ``key`` identifies the table's version as the store tracks it (commits
+        of this process and, under ``read_consistency_interval``, of others):
+        a different one reloads.
         """
         if self._declines(spec):
             return None
         config = self.config
         assert config is not None  # `_declines` otherwise
-        key = _key(table, key, incarnation)
+        key = _key(table, key)
         if self._too_big.get(name) == key:
             return None
         snapshot = self._snapshots.get(name)

@@ -13,6 +13,7 @@ from turnkit.batteries.vector._errors import (
     DimensionMismatchError,
     InvalidQueryError,
     RecordNotFoundError,
+    SearchFailedError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not
@@ -21,13 +22,12 @@ from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
 from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw, recency
-from turnkit.batteries.vector.store._incarnation import manifest_stamp
+from turnkit.batteries.vector.store._freshness import check_due
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
-from turnkit.batteries.vector.store._locks import local_root
 from turnkit.batteries.vector.store._records import (
     match_from_row,
 )
@@ -75,14 +75,10 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
                 hint="Search with a non-zero vector (an encoder never returns a zero vector).",
                 collection=coll.name,
             )
-        # Small collections: an exact search from memory (None: LanceDB answers).
-        key, incarnation = coll.seen_version, None
-        if store.read_consistency_interval is not None:  # other processes write: ask LanceDB
-            with translate_errors("search", coll.name):
-                key = await coll.table.version()
-            incarnation = manifest_stamp(local_root(store.uri), coll.name, key)
+        # Small collections: an exact search from memory (None: LanceDB answers). The copy is keyed
+        # by the tracker's version, which other processes' commits bump too (see _freshness.py).
         cached = await store._memory.search(
-            coll.name, coll.table, key, coll.dimension, coll.metric, spec, vector, columns, incarnation
+            coll.name, coll.table, coll.seen_version, coll.dimension, coll.metric, spec, vector, columns
         )
         if cached is not None:
             return _finish(cached, spec, select)
@@ -165,7 +161,15 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
         return None  # the loop reads the copy (or drops a stale one) around LanceDB's answer
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     query = _vector_query(store, coll, spec, vector, _columns(select), where)
-    return _finish(await _answer(coll, query, _contains_raw(spec.filter)), spec, select)
+    try:
+        found = await _answer(coll, query, _contains_raw(spec.filter))
+    except SearchFailedError:
+        if store.read_consistency_interval is None:
+            raise
+        # Perhaps another process replaced the table: the loop's path looks and reads again.
+        coll.checked_at = -math.inf
+        return None
+    return _finish(found, spec, select)
 
 
 def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
@@ -192,8 +196,8 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
     """The open collection, query vector and selection when memory may answer without the loop.
 
     Only when nothing needs the loop: a vector query on an open, current
-    collection whose copy is loaded (readers of other processes' writes
-    must ask LanceDB for the version, which is async).
+    collection whose copy is loaded, with no look for other processes'
+    commits due (a look is async).
     """
     near = spec.near
     if not isinstance(near, NearVector) or spec.mmr is not None or spec.hybrid is not None:
@@ -201,7 +205,7 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
     coll = store._collections.get(spec.collection)
     if (
         coll is None
-        or store.read_consistency_interval is not None
+        or check_due(store, coll)
         or coll.generation != coll.tracker.generation
         or coll.seen_version != coll.tracker.version
         or len(near.vector) != coll.dimension

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,13 +24,14 @@ from turnkit.batteries.vector._errors import (
     EncoderMismatchError,
     EncoderRequiredError,
     InvalidVectorStoreConfigError,
+    SearchFailedError,
 )
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store import _catalog, _maintenance, _reads, _writes
+from turnkit.batteries.vector.store import _catalog, _freshness, _maintenance, _reads, _writes
 from turnkit.batteries.vector.store._common import (
     _COLUMNS,
     _FORMAT,
@@ -67,6 +69,8 @@ from turnkit.batteries.vector.store._scores import (
 from turnkit.batteries.vector.store._writes import _encode_for
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore"]
+
+T = TypeVar("T")
 
 
 class VectorStore:
@@ -127,9 +131,10 @@ class VectorStore:
         if self._conn is None:
             lancedb = import_lancedb()
             try:
+                # read_consistency_interval is turnkit's own (_freshness.py): LanceDB's moves handles
+                # under the store at any read.
                 self._conn = await lancedb.connect_async(
                     self.uri,
-                    read_consistency_interval=self.read_consistency_interval,
                     storage_options=self._storage_options or None,
                     **self._connect_options,
                 )
@@ -149,15 +154,20 @@ class VectorStore:
     async def _collection(self, name: str, *, create_dimension: int | None = None) -> _Collection:
         cached = self._collections.get(name)
         if cached is not None and cached.generation == cached.tracker.generation:
-            return await self._fresh(cached)
+            if _freshness.check_due(self, cached):
+                await _freshness.look(self, cached)
+            if cached.generation == cached.tracker.generation:
+                return await self._fresh(cached)
         async with self._lock():
             cached = self._collections.get(name)
             if cached is not None and cached.generation == cached.tracker.generation:
                 return cached
-            # Dropped (and maybe recreated) through another store: this handle is dead.
-            self._collections.pop(name, None)
+            # Dropped (and maybe recreated) through another store or process: this handle is dead.
+            if self._collections.pop(name, None) is not None:
+                self._memory.forget(name)
             # Read before opening: a drop that ends while this opens makes the handle stale at once.
             generation = self._tracker(name).generation
+            opened_at = time.monotonic()
             conn = await self._connection()
             try:
                 with translate_errors("open", name):
@@ -172,7 +182,7 @@ class VectorStore:
                     # integrity: one creator per collection, in this process and on this disk.
                     async with self._tracker(name).lock, collection_lock(self.uri, name):
                         table = await self._create_table(conn, name, create_dimension, self.metric)
-            coll = await self._wrap(name, table)
+            coll = await self._wrap(name, table, opened_at)
             coll.generation = generation
             self._collections[name] = coll
             return coll
@@ -187,6 +197,8 @@ class VectorStore:
                     with translate_errors("open", coll.name):
                         await coll.table.checkout_latest()
                     await self._refresh_fields(coll)
+                    with translate_errors("open", coll.name):  # another writer may have built an index
+                        await _set_index(coll, await coll.table.list_indices())
                     # Only now: the version number is what searches key the in-memory copy by.
                     coll.seen_version = target
         return coll
@@ -219,7 +231,7 @@ class VectorStore:
         await ensure_field_indexes(table, name, declared_fields(await table.schema()))
         return table
 
-    async def _wrap(self, name: str, table: Any) -> _Collection:
+    async def _wrap(self, name: str, table: Any, opened_at: float | None = None) -> _Collection:
         with translate_errors("open", name):
             schema = await table.schema()
             indices = await table.list_indices()
@@ -244,10 +256,12 @@ class VectorStore:
             tracker=self._tracker(name),
             fields=declared_fields(schema),
             keyed=KEY in schema.names,
+            born=_freshness.born(schema),
         )
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
         await _set_index(coll, indices)
+        await _freshness.mark_opened(self, coll, table, time.monotonic() if opened_at is None else opened_at)
         return coll
 
     # -- collection management -------------------------------------------------------------
@@ -462,9 +476,19 @@ class VectorStore:
         return await _maintenance.create_index(self, name, index_type, params)
 
     # -- reads ---------------------------------------------------------------------------
+    async def _read_again(self, name: str, read: Callable[[], Awaitable[T]]) -> T:
+        """``read()``, and once more if it failed because another process replaced the table under it."""
+        try:
+            return await read()
+        except SearchFailedError:
+            coll = self._collections.get(name)
+            if coll is None or not await _freshness.look_now(self, coll):
+                raise
+        return await read()
+
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
         # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
-        return await _reads.search(self, spec, vector)
+        return await self._read_again(spec.collection, lambda: _reads.search(self, spec, vector))
 
     async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
         """`_search_now` for async callers: small products inline, larger ones off the caller's loop."""
@@ -474,8 +498,8 @@ class VectorStore:
         """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
 
         Only when nothing needs the loop: a vector query on an open, current
-        collection whose copy is loaded (readers of other processes' writes
-        must ask LanceDB for the version, which is async).
+        collection whose copy is loaded, with no look for other processes'
+        commits due (a look is async).
         """
         return _reads.search_now(self, spec)
 
@@ -489,7 +513,7 @@ class VectorStore:
         return await _reads.vector_of(self, coll, record_id, where)
 
     async def _count(self, spec: QuerySpec) -> int:
-        return await _reads.count(self, spec)
+        return await self._read_again(spec.collection, lambda: _reads.count(self, spec))
 
     async def _get(self, spec: QuerySpec, ids: list[str]) -> list[Any]:
-        return await _reads.get(self, spec, ids)
+        return await self._read_again(spec.collection, lambda: _reads.get(self, spec, ids))
