@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -155,3 +157,24 @@ def test_retrieve_uses_the_settings(vs, collection) -> None:
     kept = retrieve_sync(q, {"top_k": 2, "collapse_duplicates": False, "hybrid": False})
     assert {m.id for m in kept.matches} == {"md", "html"}
     assert kept.settings is not None and kept.settings.hybrid is None
+
+
+def test_the_default_is_plain_hybrid_search_with_the_copies_taken_out(vs, collection) -> None:
+    rnd = random.Random(7)
+    words = "refund card ship order return parcel warehouse island gift warranty lunch email days".split()
+    docs = [" ".join(rnd.choice(words) for _ in range(rnd.randint(6, 14))) for _ in range(40)]
+    # Each of the first ten texts is stored a second time, as an HTML rendering would be.
+    records = [{"id": f"d{i}", "document": d} for i, d in enumerate(docs)]
+    records += [{"id": f"copy{i}", "document": f"{docs[i]}."} for i in range(10)]
+    vs(collection).upsert_sync(records)
+    for query in ("refund card", "warehouse island parcel", "gift warranty lunch email", "ship"):
+        for top_k in (1, 3, 5):
+            plain = vs(collection).near_text(query).hybrid().select("id", "document").limit(top_k).search_sync()
+            got = retrieve_sync(vs(collection).near_text(query), {"top_k": top_k}).matches
+            # The fused order is the plain hybrid search's: read as texts (a match and its copies are one;
+            # exact copies tie, in either order), the plain results come first, in their order.
+            group = {d.id: m.id for m in got for d in (m, *m.duplicates)}
+            texts = list(dict.fromkeys(group[m.id] for m in plain if m.id in group))
+            assert [m.id for m in got][: len(texts)] == texts
+            assert all(m.id in group for m in plain)
+            assert len(got) == top_k

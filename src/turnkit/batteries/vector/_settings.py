@@ -282,7 +282,13 @@ class RetrievalSettings(BaseModel):
         spec = query.spec
         words = text if text is not None else spec.near.text if isinstance(spec.near, NearText) else None
         if self.hybrid is not None and spec.hybrid is None and words and words.strip():
-            query = query.with_hybrid(self.hybrid, words)
+            hybrid = self.hybrid
+            if hybrid.candidates is None:
+                # Each leg fetches what it would for the uncollapsed result, so the fused order (its
+                # z-scores are taken over the candidates) is the plain hybrid search's, copies aside.
+                shown = self.top_k if self.rerank is None else self.rerank.pool(self.top_k)
+                hybrid = replace(hybrid, candidates=hybrid.pool(min(shown, MAX_LIMIT), 0))
+            query = query.with_hybrid(hybrid, words)
         if self.diversify is not None and spec.mmr is None:
             query = query.diversify(self.diversify.lambda_mult, fetch_k=self.diversify.fetch_k)
         if self.filter is not None:
