@@ -73,7 +73,9 @@ def test_min_score_filters_and_records_the_verdict(kb, harness):
         ctx = await harness(callbacks).context(("user", "the cat on the mat"))
         return await callbacks.fetch_retrievables(ctx), ctx.stash
 
-    plain = create_vector_retrievable_callbacks(store=vs, collection=coll, trust_tier="first-party", top_k=4, settings=VECTOR)
+    plain = create_vector_retrievable_callbacks(
+        store=vs, collection=coll, trust_tier="first-party", top_k=4, settings=VECTOR
+    )
     records, stash = asyncio.run(fetch(plain))
     assert len(records) == 4 and GROUNDING_STASH_KEY not in stash
     cutoff = sorted(r.score for r in records)[-2]

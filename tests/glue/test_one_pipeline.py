@@ -79,7 +79,12 @@ async def test_retrieve(corpus, expected) -> None:
 async def test_retrieval_callbacks(corpus, expected) -> None:
     _, vs = corpus
     callbacks = create_vector_retrievable_callbacks(
-        store=vs, collection="kb", trust_tier="first-party", min_score=MIN_SCORE, top_k=TOP_K, settings={"hybrid": ALPHA}
+        store=vs,
+        collection="kb",
+        trust_tier="first-party",
+        min_score=MIN_SCORE,
+        top_k=TOP_K,
+        settings={"hybrid": ALPHA},
     )
     history = InMemoryMessageStore()
     runner = TurnRunner(

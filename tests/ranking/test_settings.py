@@ -169,7 +169,9 @@ def test_the_default_is_plain_hybrid_search_with_the_copies_taken_out(vs, collec
     vs(collection).upsert_sync(records)
     for query in ("refund card", "warehouse island parcel", "gift warranty lunch email", "ship"):
         for top_k in (1, 3, 5):
-            plain = vs(collection).near_text(query).hybrid().select("id", "document").limit(top_k).search_sync()
+            plain = (
+                vs(collection).near_text(query).hybrid().select("id", "document").limit(top_k).search_sync()
+            )
             got = retrieve_sync(vs(collection).near_text(query), {"top_k": top_k}).matches
             # The fused order is the plain hybrid search's: read as texts (a match and its copies are one;
             # exact copies tie, in either order), the plain results come first, in their order.

@@ -92,4 +92,7 @@ def collapse_duplicates(matches: Sequence[VectorMatch], *, near_copy: float = NE
             hashes.append(digest)
             shingles.append(grams)
             copies.append(list(match.duplicates))
-    return [replace(m, duplicates=tuple(c)) if c != list(m.duplicates) else m for m, c in zip(kept, copies)]
+    return [
+        replace(m, duplicates=tuple(c)) if c != list(m.duplicates) else m
+        for m, c in zip(kept, copies, strict=True)
+    ]
