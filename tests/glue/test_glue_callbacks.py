@@ -128,8 +128,9 @@ def test_unusable_options_fail_at_creation(vs, collection, options, field) -> No
 
 
 def test_filter_and_collection_are_checked_at_creation(vs, collection) -> None:
+    make(vs, collection, filter={"kind": "faq"})  # a metadata key, with or without "metadata."
     with pytest.raises(UnknownFieldError) as unknown:
-        make(vs, collection, filter={"kind": "faq"})  # metadata keys need the prefix, as in where()
+        make(vs, collection, filter={"Metadata.kind": "faq"})
     assert "metadata.kind" in unknown.value.hint
     with pytest.raises(RawBindingMismatchError):
         make(vs, collection, filter=("id = ? OR id = ?", ["a"]))

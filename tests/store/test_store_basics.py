@@ -23,7 +23,6 @@ from turnkit.batteries.vector import (
     InvalidQueryError,
     InvalidVectorRecordError,
     InvalidVectorStoreConfigError,
-    ProjectionRequiredError,
     QueryConflictError,
     RecordNotFoundError,
     UnknownFieldError,
@@ -65,11 +64,14 @@ def test_upsert_replaces_whole_record(vs, collection):
     assert vs(collection).count_sync() == 5
 
 
-def test_select_required_and_select_fields(vs, collection):
+def test_default_projection_and_select_fields(vs, collection):
     vs(collection).upsert_sync(DOCS)
-    with pytest.raises(ProjectionRequiredError) as info:
-        vs(collection).near_text("cat").search_sync()
-    assert info.value.code == "E_VECTOR_STORE_PROJECTION_REQUIRED"
+    # Without select(): id, document, metadata and the score, as select("id", "document", "metadata").
+    plain = vs(collection).near_text("cat").limit(3).search_sync()
+    chosen = vs(collection).near_text("cat").select("id", "document", "metadata").limit(3).search_sync()
+    assert plain == chosen and plain[0].document and plain[0].score is not None
+    assert plain[0].vector is None and plain[0].created_at is None
+    assert vs(collection).near_text("cat").limit(3).spec.select is None  # the spec keeps what was asked
     (m,) = vs(collection).near_text("cat").select("*").limit(1).search_sync()
     assert m.vector is not None and len(m.vector) == 256
     assert m.created_at is not None and m.created_at.tzinfo is not None

@@ -178,9 +178,12 @@ def test_field_prefix() -> None:
     assert parse("created_at > '2024-01-01T00:00:00Z'", field_prefix="") == condition(
         "created_at", "gt", datetime(2024, 1, 1, tzinfo=UTC)
     )
+    assert parse("year > 2020", field_prefix="") == condition("metadata.year", "gt", 2020)
+    assert parse("metadata.year > 2020") == parse("year > 2020") == condition("metadata.year", "gt", 2020)
+    assert parse("metadata.metadata.year > 2020") == condition("metadata.metadata.year", "gt", 2020)
     with pytest.raises(UnknownFieldError) as info:
-        parse("year > 2020", field_prefix="")
-    assert "metadata.year" in str(info.value) and info.value.context["position"] == 1
+        parse("ID = 'x'", field_prefix="")
+    assert "did you mean 'id'" in str(info.value) and info.value.context["position"] == 1
     with pytest.raises(InvalidFilterError, match="field_prefix"):
         parse("a = 1", field_prefix="metadata")
 

@@ -76,8 +76,9 @@ def test_valid_fields(field: str) -> None:
 @pytest.mark.parametrize(
     ("field", "hint"),
     [
-        ("year", "did you mean 'metadata.year'"),
         ("Id", "did you mean 'id'"),
+        ("Metadata.kind", "did you mean 'metadata.kind'"),
+        ("score", "'metadata.score'"),
         ("metadata", "Name a key"),
         ("metadata.", "metadata keys"),
         ("metadata..a", "empty key"),
@@ -234,9 +235,13 @@ def test_timestamp_columns() -> None:
             condition("created_at", op, "2024")
 
 
-def test_unknown_field_in_condition() -> None:
-    with pytest.raises(UnknownFieldError, match="metadata.year"):
-        condition("year", ">", 2020)
+def test_a_bare_key_is_the_metadata_key() -> None:
+    assert validate_field("year") == "metadata.year"
+    assert validate_field("source.kind") == "metadata.source.kind"
+    assert condition("year", ">", 2020) == condition("metadata.year", ">", 2020)
+    assert condition("kind", "exists") == Condition("metadata.kind", "exists", True)
+    with pytest.raises(UnknownFieldError, match="did you mean 'id'"):
+        condition("ID", "=", "x")
 
 
 # ---------------------------------------------------------------------------
@@ -333,8 +338,7 @@ def test_mongo_prefix_restricts_to_metadata() -> None:
 def test_mongo_without_prefix_uses_full_names() -> None:
     assert parse_mongo({"id": "x"}) == Condition("id", "eq", "x")
     assert parse_mongo({"metadata.kind": "faq"}) == Condition("metadata.kind", "eq", "faq")
-    with pytest.raises(UnknownFieldError, match="metadata.year"):
-        parse_mongo({"year": 2020})
+    assert parse_mongo({"year": 2020}) == Condition("metadata.year", "eq", 2020)
 
 
 @pytest.mark.parametrize(

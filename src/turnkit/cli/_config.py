@@ -26,7 +26,6 @@ __all__ = [
     "ENV_ENCODER",
     "ENV_URI",
     "encoder_for",
-    "encoder_spec_of",
     "env_flag",
     "open_store",
     "recorded_encoder",
@@ -87,13 +86,6 @@ def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
         ) from None
 
 
-def encoder_spec_of(recorded: str, dimension: int | None = None) -> str | None:
-    """The command-line name of an encoder a collection recorded, or None if it is not built in."""
-    from ..batteries.vector import encoder_for_recorded
-
-    return encoder_for_recorded(recorded, dimension)
-
-
 def recorded_encoder(connection: Connection, collection: str) -> tuple[str, int] | None:
     """The encoder name and dimension ``collection`` recorded; None if it is missing or recorded none."""
     store = connection.store()
@@ -115,23 +107,29 @@ def open_store(
         UnknownEncoderError: no encoder could be chosen, or a name is unknown.
     """
     spec = encoder
-    dimension: int | None = None
     if spec is None:
         recorded = recorded_encoder(connection, collection)
         if recorded is not None:
+            from ..batteries.vector import InvalidVectorStoreConfigError, build_recorded_encoder
+
             name, dimension = recorded
-            spec = encoder_spec_of(name, dimension)
-            if spec is None:
+            try:
+                # The registry's one rule, as a store opened without an encoder uses; the command
+                # line may also build the remote families (an OpenAI endpoint, a hub model).
+                built = build_recorded_encoder(name, dimension, remote=True)
+            except InvalidVectorStoreConfigError as exc:
+                raise UnknownEncoderError(exc.message, hint=exc.hint, encoder=name) from None
+            if built is None:
                 raise UnknownEncoderError(
                     f"Collection {collection!r} was built with encoder {name!r}, "
                     "which the command line cannot load.",
                     hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
                     encoder=name,
                 )
-        else:
-            spec = fallback
+            return connection.store(encoder=built, maintenance=True)
+        spec = fallback
     if spec is None:
         raise UnknownEncoderError(
             f"No encoder for collection {collection!r}.", hint="Pass --encoder or set TURNKIT_ENCODER."
         )
-    return connection.store(encoder=encoder_for(spec, dimension=dimension), maintenance=True)
+    return connection.store(encoder=encoder_for(spec), maintenance=True)

@@ -8,7 +8,7 @@ from ..batteries.vector import (
     Encoder,
     InvalidVectorStoreConfigError,
     VectorStore,
-    encoder_for_recorded,
+    build_recorded_encoder,
 )
 from ..batteries.vector import encoder_from_spec as registry_spec
 from ._errors import InvalidMCPServerConfigError
@@ -25,9 +25,15 @@ def encoder_from_spec(spec: str, dimension: int | None = None) -> Encoder:
 
 
 def encoder_from_name(name: str, dimension: int | None = None) -> Encoder | None:
-    """The encoder whose ``name`` a collection recorded, when turnkit knows how to build it."""
-    spec = encoder_for_recorded(name, dimension)
-    return None if spec is None else encoder_from_spec(spec, dimension)
+    """The encoder whose ``name`` a collection recorded, when turnkit knows how to build it.
+
+    The registry's one rule (`build_recorded_encoder`); a served store may use
+    the remote families too, as the command line does.
+    """
+    try:
+        return build_recorded_encoder(name, dimension, remote=True)
+    except InvalidVectorStoreConfigError as exc:
+        raise InvalidMCPServerConfigError(exc.message, hint=exc.hint, option="encoder") from None
 
 
 async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> Encoder | None:

@@ -28,7 +28,6 @@ from ..tools import (
     ToolErrorInfo,
     ToolFailedError,
     VectorQueryTool,
-    describe_metadata_fields,
     filter_description,
     retrieve_contexts,
 )
@@ -256,8 +255,9 @@ class Tools:
         if scope.listed is None:
             listed: dict[str, str] = {}
             for n in self.collections:
-                fields = await describe_metadata_fields(self.store, n, guard=scope.guard)
-                for key, text in fields.items():
+                # The query tool's own listing: the same sample and cache its filter check uses.
+                fields = await scope.query_tools[n].filter_fields_for()
+                for key, text in (fields if isinstance(fields, Mapping) else {}).items():
                     listed.setdefault(key, text)
             scope.listed = listed
         return scope.listed

@@ -16,6 +16,7 @@ from ..batteries.vector import (
     MONGO_OPERATORS,
     And,
     Condition,
+    FilterKeyNotFoundError,
     FilterNode,
     InvalidFilterError,
     Not,
@@ -23,12 +24,14 @@ from ..batteries.vector import (
     Raw,
     UnknownFieldError,
     VectorStore,
+    close_keys,
     parse_mongo,
     validate_field,
 )
 from ._errors import InvalidToolConfigError, InvalidToolInputError
 
 __all__ = [
+    "FIELDS_SAMPLE",
     "FILTER_OPERATORS",
     "check_filter_fields",
     "compile_guard",
@@ -103,10 +106,13 @@ def check_filter_fields(node: FilterNode, allowed_fields: Mapping[str, str]) -> 
     for name in _fields(node):
         key = name[len(_PREFIX) :]
         if not _allowed(key, allowed_fields):
+            close = close_keys(key, allowed_fields)
+            guess = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
             raise UnknownFieldError(
                 f"The filter uses the metadata key {key!r}, which this tool does not offer.",
-                hint=f"Filter on these keys only: {', '.join(sorted(allowed_fields)) or '(none)'}.",
+                hint=f"{guess}Filter on these keys only: {', '.join(sorted(allowed_fields)) or '(none)'}.",
                 field=key,
+                suggestions=close,
             )
 
 
@@ -190,21 +196,34 @@ def _kind(value: Any) -> str:
     return "null"
 
 
+_DECLARED_KINDS: Final = {
+    "str": "string",
+    "int": "number",
+    "float": "number",
+    "bool": "boolean",
+    "list[str]": "array",
+}
+FIELDS_SAMPLE: Final = 10_000
+"""Records read to list a collection's keys: every surface's listing and check use this sample."""
+
+
 async def describe_metadata_fields(
     store: VectorStore,
     collection: str,
     *,
     guard: FilterNode | None = None,
-    sample: int = 500,
+    sample: int = FIELDS_SAMPLE,
     max_examples: int = 5,
 ) -> dict[str, str]:
     """Read metadata keys, their types and a few example values from a collection.
 
-    Looks at up to ``sample`` records. Nested objects are described by their
+    The collection's declared fields are always listed; the other keys are
+    those of up to ``sample`` records. Nested objects are described by their
     dotted paths (``page_span.first_page``). The result fits ``filter_fields``.
     With a ``guard``, only records inside it are read and the keys the guard
     uses are left out, so the description reveals nothing about the guard or
-    about records outside it.
+    about records outside it. Every surface lists keys with this function (the
+    tools, MCP, the framework adapters), so they all list the same keys.
 
     Args:
         store: The store to read.
@@ -219,7 +238,10 @@ async def describe_metadata_fields(
     query = store(collection).select("metadata").limit(sample)
     if guard is not None:
         query = query.where(guard)
-    matches = await query.search()
+    try:
+        matches = await query.search()
+    except FilterKeyNotFoundError:
+        matches = []  # no record holds a key the guard needs: nothing inside it to describe
     hidden = {f[len(_PREFIX) :] for f in _fields(guard) if f.startswith(_PREFIX)} if guard else set()
     kinds: dict[str, set[str]] = {}
     values: dict[str, set[str]] = {}
@@ -236,6 +258,9 @@ async def describe_metadata_fields(
 
     for match in matches:
         walk(match.metadata or {}, "", 1)
+    declared = (await store.collection_info(collection)).fields
+    for key, kind in declared.items():
+        kinds.setdefault(key, {_DECLARED_KINDS.get(kind, "null")})
     out: dict[str, str] = {}
     for path in sorted(kinds):
         if any(path == h or path.startswith(h + ".") or h.startswith(path + ".") for h in hidden):

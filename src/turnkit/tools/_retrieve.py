@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from .._aio import sync_form
 from .._models import ChatModel
 from ..batteries.vector import (
+    FilterKeyNotFoundError,
     FilterNode,
     InvalidRankingConfigError,
     QueryBuilder,
@@ -30,7 +31,7 @@ from ._errors import (
     ToolOptionMissingError,
     UnknownModelError,
 )
-from ._filters import compile_guard
+from ._filters import check_filter_fields, compile_guard, describe_metadata_fields
 from ._results import Citation
 from ._vertex_models import (
     RagChunk,
@@ -255,8 +256,10 @@ async def retrieve_contexts(
     guard = compile_guard(guard_filter, option="guard_filter")
     if guard is not None:
         query = query.where(guard)
+    asked: FilterNode | None = None
     if flt is not None and flt.metadata_filter and flt.metadata_filter.strip():
-        query = query.where(parse_filter_expression(flt.metadata_filter, field_prefix="metadata."))
+        asked = parse_filter_expression(flt.metadata_filter, field_prefix="metadata.")
+        query = query.where(asked)
     if resource is not None and resource.rag_file_ids:
         file_ids = list(resource.rag_file_ids)
         query = query.where(
@@ -281,7 +284,16 @@ async def retrieve_contexts(
         rerank_model=model,
         rerank_scorer=scorer,
     )
-    matches = (await retrieve(query.select("id", "document", "metadata"), steps)).matches
+    try:
+        matches = (await retrieve(query.select("id", "document", "metadata"), steps)).matches
+    except FilterKeyNotFoundError:
+        if guard is None:
+            raise
+        matches = []  # the store looked at every record; its hint may name keys outside the guard
+    if guard is not None and asked is not None and not matches:
+        # Inside a guard an empty answer is explained by the guard's records only, the same way
+        # whether a key is held by no record or by records outside the guard.
+        check_filter_fields(asked, await describe_metadata_fields(store, name, guard=guard))
 
     contexts: list[RagContext] = []
     for match in matches:

@@ -15,6 +15,7 @@ from .._errors import TurnkitError
 from ..batteries.vector import (
     Encoder,
     EncoderMismatchError,
+    FilterKeyNotFoundError,
     FilterNode,
     InvalidRankingConfigError,
     RelevanceScorer,
@@ -163,15 +164,32 @@ class VectorQueryTool:
         context = request_context or {}
         options = self.options.for_request(context, self.id)
         filtering = self._enable_filter or options.request_guard is not None
-        fields: Mapping[str, str] | Literal["any"] | None = None
-        if self._filter_fields != "auto":
-            fields = self._filter_fields
-        elif filtering:
-            store = await self._resolve_store(context)
-            fields = await self._auto_fields(store, options.searched(), options.guard)
-        return self._schema(filtering, fields)
+        return self._schema(filtering, await self.filter_fields_for(context) if filtering else None)
 
     input_schema_for_sync = sync_form(input_schema_for)
+
+    async def filter_fields_for(
+        self, request_context: Mapping[str, Any] | None = None
+    ) -> Mapping[str, str] | Literal["any"]:
+        """The metadata keys a model may filter on in one request, with what is known of their values.
+
+        With ``filter_fields="auto"`` they are the collection's declared fields
+        plus the keys of the records sampled inside the request's guard (one
+        function, `describe_metadata_fields`, lists keys for every surface:
+        this tool, MCP and the framework adapters), cached like the keys a
+        filter is checked against.
+
+        Raises:
+            TurnkitError: The request context is invalid, or the store or collection cannot be read.
+        """
+        if self._filter_fields != "auto":
+            return self._filter_fields
+        context = request_context or {}
+        options = self.options.for_request(context, self.id)
+        store = await self._resolve_store(context)
+        return await self._auto_fields(store, options.searched(), options.guard)
+
+    filter_fields_for_sync = sync_form(filter_fields_for)
 
     def to_openai_tool(
         self, *, name: str | None = None, request_context: Mapping[str, Any] | None = None
@@ -289,9 +307,20 @@ class VectorQueryTool:
             rerank_model=model,
             rerank_scorer=scorer,
         )
-        found = await retrieve(
-            options.apply_database_config(query.select(*fields)), steps, text=request.query_text
-        )
+        try:
+            found = await retrieve(
+                options.apply_database_config(query.select(*fields)), steps, text=request.query_text
+            )
+        except FilterKeyNotFoundError:
+            if options.guard is None:
+                raise
+            found = None  # the store looked at every record; its hint may name keys outside the guard
+        if options.guard is not None and model_filter is not None and (found is None or not found.matches):
+            # Inside a guard an empty answer is explained by the guard's records only, the same way
+            # whether a key is held by no record or by records outside the guard.
+            await self._check_auto_fields(model_filter, store, collection, options.guard)
+        if found is None:
+            return self._result([], top_k, notes, options)
         if found.reranked:
             name = (
                 scorer.name

@@ -8,7 +8,7 @@ from typing import Any, Literal, cast
 from ..batteries.vector import Encoder, FilterNode, HybridOption, VectorStore
 from ._config import DatabaseConfig, ModelResolver, RerankConfig, check_models, resolve_model
 from ._errors import InvalidToolConfigError
-from ._filters import compile_guard, normalize_filter_fields
+from ._filters import FIELDS_SAMPLE, compile_guard, normalize_filter_fields
 from ._vector_query import DEFAULT_DESCRIPTION, FilterFields, Resolver, VectorQueryTool
 from ._vq_options import (
     VectorQueryOptions,
@@ -31,7 +31,7 @@ def create_vector_query_tool(
     encoder: Encoder | None = None,
     enable_filter: bool = False,
     filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
-    filter_fields_sample: int = 10_000,
+    filter_fields_sample: int = FIELDS_SAMPLE,
     filter_fields_ttl: float = 60.0,
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
     include_vectors: bool = False,

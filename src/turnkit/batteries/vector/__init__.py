@@ -24,6 +24,7 @@ from turnkit.batteries.vector._errors import (
     EncoderFailedError,
     EncoderMismatchError,
     EncoderRequiredError,
+    FilterKeyNotFoundError,
     InvalidCollectionNameError,
     InvalidFilterError,
     InvalidQueryError,
@@ -71,6 +72,8 @@ if typing.TYPE_CHECKING:
     from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
     from turnkit.batteries.vector.encoders._registry import (
         ENCODER_SPECS,
+        OFFLINE_ENCODERS,
+        build_recorded_encoder,
         encoder_for_recorded,
         encoder_from_spec,
     )
@@ -91,6 +94,7 @@ if typing.TYPE_CHECKING:
     )
     from turnkit.batteries.vector.filters._declared import FieldType
     from turnkit.batteries.vector.filters._format import format_filter_expression
+    from turnkit.batteries.vector.filters._keys import close_keys
     from turnkit.batteries.vector.filters._text import parse_filter_expression
     from turnkit.batteries.vector.filters._where import FilterGroup
     from turnkit.batteries.vector.query._builder import QueryBuilder
@@ -167,6 +171,7 @@ __all__ = [
     "EncoderScorer",
     "FieldType",
     "FilterGroup",
+    "FilterKeyNotFoundError",
     "FilterNode",
     "FunctionEncoder",
     "GLUE_METADATA_KEYS",
@@ -195,6 +200,7 @@ __all__ = [
     "NearText",
     "NearVector",
     "Not",
+    "OFFLINE_ENCODERS",
     "OpenAIEmbeddingEncoder",
     "Or",
     "ProjectionRequiredError",
@@ -233,6 +239,8 @@ __all__ = [
     "WordLlamaEncoder",
     "abstaining_fetch_stage",
     "and_",
+    "build_recorded_encoder",
+    "close_keys",
     "collapse_duplicates",
     "commit_fragments",
     "commit_fragments_sync",

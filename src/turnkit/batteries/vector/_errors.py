@@ -11,6 +11,7 @@ TurnkitError
 │       ├── InvalidFilterError              E_VECTOR_STORE_INVALID_FILTER
 │       ├── UnsupportedFilterOperatorError  E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR
 │       ├── UnknownFieldError               E_VECTOR_STORE_UNKNOWN_FIELD
+│       │   └── FilterKeyNotFoundError      E_VECTOR_STORE_FILTER_KEY_NOT_FOUND
 │       ├── RawBindingMismatchError         E_VECTOR_STORE_RAW_BINDING_MISMATCH
 │       ├── QueryConflictError              E_VECTOR_STORE_QUERY_CONFLICT
 │       ├── ProjectionRequiredError         E_VECTOR_STORE_PROJECTION_REQUIRED
@@ -53,6 +54,7 @@ __all__ = [
     "EncoderFailedError",
     "EncoderMismatchError",
     "EncoderRequiredError",
+    "FilterKeyNotFoundError",
     "InvalidCollectionNameError",
     "InvalidFilterError",
     "InvalidQueryError",
@@ -142,6 +144,21 @@ class UnknownFieldError(VectorStoreUsageError):
     default_hint = "Fields are id, document, created_at, updated_at, or metadata.<key>[.<key>…]."
 
 
+class FilterKeyNotFoundError(UnknownFieldError):
+    """A search found nothing, and its filter needs a metadata key that no record holds.
+
+    Raised only for an empty answer, so catching it and using ``[]`` is the
+    old silent result. The hint says "did you mean" when a key held by the
+    collection is close to the one written.
+    """
+
+    code = "E_VECTOR_STORE_FILTER_KEY_NOT_FOUND"
+    default_hint = (
+        "Check the key's spelling against the collection's keys (kind and metadata.kind are the same key); "
+        "see docs/filters.md#keys-no-record-holds."
+    )
+
+
 class RawBindingMismatchError(VectorStoreUsageError):
     """The number of ``?`` placeholders differs from the number of bindings."""
 
@@ -157,7 +174,7 @@ class QueryConflictError(VectorStoreUsageError):
 
 
 class ProjectionRequiredError(VectorStoreUsageError):
-    """A search was run without ``select(...)``."""
+    """No longer raised: a search without ``select(...)`` returns id, document, metadata and score."""
 
     code = "E_VECTOR_STORE_PROJECTION_REQUIRED"
     default_hint = 'Add .select("id", "document", "metadata") (or .select("*")) before awaiting the query.'

@@ -14,6 +14,7 @@ from ... import UsageError
 from ...batteries.vector import (
     MAX_IN_VALUES,
     CollectionNotFoundError,
+    FilterKeyNotFoundError,
     QueryBuilder,
     VectorMatch,
     create_vector_store,
@@ -206,6 +207,10 @@ class TurnkitVectorStore(LangChainVectorStore):
             return self._scored(await self._search(near, k, filter).search())
         except CollectionNotFoundError:
             return []
+        except FilterKeyNotFoundError:
+            if self._guard is None:
+                raise
+            return []  # its hint would name keys of records outside the guard
 
     def similarity_search_with_score_by_vector(
         self, embedding: str | list[float], k: int = 4, filter: dict[str, Any] | None = None
@@ -215,6 +220,10 @@ class TurnkitVectorStore(LangChainVectorStore):
             return self._scored(self._search(embedding, k, filter).search_sync())
         except CollectionNotFoundError:
             return []
+        except FilterKeyNotFoundError:
+            if self._guard is None:
+                raise
+            return []  # its hint would name keys of records outside the guard
 
     def similarity_search(
         self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any

@@ -18,7 +18,13 @@ from typing import cast
 from turnkit.batteries.vector._errors import InvalidVectorStoreConfigError
 from turnkit.batteries.vector.encoders._base import Encoder, HashEncoder, WordLlamaEncoder
 
-__all__ = ["ENCODER_SPECS", "encoder_for_recorded", "encoder_from_spec"]
+__all__ = [
+    "ENCODER_SPECS",
+    "OFFLINE_ENCODERS",
+    "build_recorded_encoder",
+    "encoder_for_recorded",
+    "encoder_from_spec",
+]
 
 ENCODER_SPECS = (
     "hash[:DIM]",
@@ -28,6 +34,9 @@ ENCODER_SPECS = (
     "openai:MODEL@DIM",
 )
 """The spec forms `encoder_from_spec` takes, for help texts and hints."""
+
+OFFLINE_ENCODERS = ("hash", "wordllama", "minilm")
+"""The families whose weights ship inside installed packages: building one never touches the network."""
 
 _HINT = "Use one of: " + ", ".join(ENCODER_SPECS) + "."
 
@@ -117,3 +126,27 @@ def encoder_for_recorded(name: str, dimension: int | None = None) -> str | None:
                 spec += f"@{dimension}"
             return spec
     return None
+
+
+def build_recorded_encoder(
+    name: str, dimension: int | None = None, *, remote: bool = False
+) -> Encoder | None:
+    """The encoder a collection recorded, built by the registry; ``None`` when it cannot be built here.
+
+    The one rule every surface opens a collection's encoder with: a store
+    opened without an encoder, the command line and the MCP server.
+
+    Args:
+        name: The encoder name in the collection's metadata.
+        dimension: The collection's dimension.
+        remote: Also build the families that reach the network (a
+            ``sentence-transformers`` model may be downloaded, ``openai``
+            calls an endpoint). Without it only `OFFLINE_ENCODERS` are built.
+
+    Raises:
+        InvalidVectorStoreConfigError: The recorded name maps to a bad spec.
+    """
+    spec = encoder_for_recorded(name, dimension)
+    if spec is None or (not remote and spec.partition(":")[0] not in OFFLINE_ENCODERS):
+        return None
+    return encoder_from_spec(spec, dimension=dimension)

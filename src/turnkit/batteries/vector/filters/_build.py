@@ -51,19 +51,19 @@ def condition(field: str, op: str, value: Any = MISSING) -> Condition:
 
     Args:
         field: ``id``, ``document``, ``created_at``, ``updated_at`` or
-            ``metadata.<key>[.<key>…]``.
+            ``metadata.<key>[.<key>…]`` (``<key>[.<key>…]`` alone means the same).
         op: The operator or one of its aliases (see `OPERATOR_ALIASES`).
         value: The literal to compare with; omit it for ``exists``/``null``.
 
     Returns:
-        The normalized `Condition`.
+        The normalized `Condition` (its field spelled in full: ``metadata.kind``).
 
     Raises:
         UnknownFieldError: The field is not a column or a metadata path.
         UnsupportedFilterOperatorError: The operator is unknown.
         InvalidFilterError: The value does not fit the operator or the field.
     """
-    validate_field(field)
+    field = validate_field(field)
     canonical, is_not_null = _normalize_op(op, field)
     if is_not_null:
         if value is not MISSING and value is not True:

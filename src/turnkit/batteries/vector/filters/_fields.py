@@ -88,18 +88,22 @@ _Number: TypeAlias = int | float
 
 
 def validate_field(field: str) -> str:
-    """Check a filter field name and return it.
+    """Check a filter field name and return its full spelling.
 
     Fields are the columns ``id``, ``document``, ``created_at`` and
     ``updated_at``, or a path into the metadata JSON: ``metadata.<key>`` or
     ``metadata.<key>.<key>…`` (up to 16 keys). A key is ASCII letters, digits,
-    ``_`` and ``-``, not starting with ``-``.
+    ``_`` and ``-``, not starting with ``-``. A metadata path may leave out
+    the ``metadata.`` prefix: ``kind`` is ``metadata.kind``, so both spellings
+    build the same filter. The names that mean something else (``vector``,
+    ``score``, ``distance``, a column name in other letter case) are refused
+    rather than read as metadata keys.
 
     Args:
         field: The name to check.
 
     Returns:
-        The same name.
+        The full name: a column, or ``metadata.<key>[.<key>…]``.
 
     Raises:
         UnknownFieldError: The name is not a column or a valid metadata path;
@@ -122,7 +126,35 @@ def validate_field(field: str) -> str:
             f"at most {MAX_PATH_SEGMENTS} deep: metadata.year, metadata.source.kind.",
             field=field,
         )
+    if _ambiguous(field) is None and _bad_segment(field.split(".")) is None:
+        return _METADATA_PREFIX + field
     raise UnknownFieldError(f"Unknown filter field {field!r}.", hint=_field_hint(field), field=field)
+
+
+def with_prefix(key: str, prefix: str) -> str:
+    """The field a key names when written under ``prefix`` (``""`` or ``"metadata."``).
+
+    A key that already starts with the prefix keeps it: ``metadata.kind`` and
+    ``kind`` name the same field under ``"metadata."``, so a model or a person
+    may write either. (A metadata key itself named ``metadata`` is then
+    written in full: ``metadata.metadata.kind``.)
+    """
+    return key if not prefix or key.startswith(prefix) else prefix + key
+
+
+_RESERVED_NAMES: Final = frozenset({"vector", "_distance", "_rowid", "score", "distance"})
+
+
+def _ambiguous(field: str) -> str | None:
+    """Why a bare name is not read as a metadata key, or None when it is one."""
+    head = field.split(".", 1)[0]
+    if field in _RESERVED_NAMES:
+        return "reserved"
+    if field.lower() in COLUMN_FIELDS or head.lower() == "metadata":
+        return "case"
+    if field.startswith("$"):
+        return "operator"
+    return None
 
 
 def _bad_segment(segments: Sequence[str]) -> str | None:
@@ -145,13 +177,17 @@ def _field_hint(field: str) -> str:
         return f"Field names are case-sensitive: did you mean {lowered!r}?"
     if field in ("metadata", "metadata."):
         return "Name a key inside the metadata: metadata.<key>, e.g. metadata.year."
-    if field in ("vector", "_distance", "_rowid", "score", "distance"):
-        return f"{field!r} cannot be filtered on; use near_vector()/min_score() for similarity."
+    head, _, rest = field.partition(".")
+    if head.lower() == "metadata" and rest:
+        return f"Field names are case-sensitive: did you mean 'metadata.{rest}'?"
+    if field in _RESERVED_NAMES:
+        return (
+            f"{field!r} cannot be filtered on; use near_vector()/min_score() for similarity "
+            f"(a metadata key of that name is 'metadata.{field}')."
+        )
     if field.startswith("$"):
         return "Operators ($eq, $gt, ...) go inside a field's value: {'year': {'$gt': 2020}}."
-    if _bad_segment(field.split(".")) is None:
-        return f"Metadata keys need the prefix: did you mean 'metadata.{field}'?"
-    return "Fields are id, document, created_at, updated_at, or metadata.<key>[.<key>...]."
+    return "Fields are id, document, created_at, updated_at, or a metadata key: kind, metadata.source.kind."
 
 
 def _path(field: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from turnkit.batteries.vector._errors import (
     InvalidFilterError,
 )
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._fields import with_prefix
 from turnkit.batteries.vector.filters._text import _KEYWORDS, _NAME_RE, _SEGMENT_RE
 
 __all__ = ["format_filter_expression"]
@@ -60,7 +61,9 @@ def _render_field(field: str, field_prefix: str) -> str:
                 f"Field {field!r} cannot be written with field_prefix={field_prefix!r}.",
                 hint="Render with field_prefix='' to include columns.",
             )
-        field = field[len(field_prefix) :]
+        short = field[len(field_prefix) :]
+        # `metadata.metadata.kind` stays whole: shortened, it would read back as `metadata.kind`.
+        field = short if with_prefix(short, field_prefix) == field else field
     parts = []
     for index, seg in enumerate(field.split(".")):
         plain = (_NAME_RE if index == 0 else _SEGMENT_RE).fullmatch(seg) is not None

@@ -28,6 +28,7 @@ from turnkit.batteries.vector.filters._fields import (
     _path,
     _too_deep,
     validate_field,
+    with_prefix,
 )
 
 
@@ -105,7 +106,7 @@ class _MongoParser:
                     hint="Field names cannot contain '$'; operators go inside the field's value.",
                     field=key[:60],
                 )
-            name = self.field_prefix + key
+            name = with_prefix(key, self.field_prefix)
             if name.startswith(_METADATA_PREFIX) and _bad_segment(_path(name)) is not None:
                 raise UnknownFieldError(
                     f"Invalid metadata key {key[:60]!r} at {where}: {_bad_segment(_path(name))}.",
@@ -209,9 +210,12 @@ def parse_mongo(
 
     Args:
         obj: The filter object.
-        field_prefix: Prepended to every field key. Agent tools pass
-            ``"metadata."`` so a model can reach metadata keys only (``"id"``
-            then means ``metadata.id``).
+        field_prefix: Prepended to every field key that does not already
+            start with it. Agent tools pass ``"metadata."`` so a model can
+            reach metadata keys only (``"id"`` then means ``metadata.id``;
+            ``"kind"`` and ``"metadata.kind"`` both mean ``metadata.kind``).
+            Without a prefix, a key that is not a column is a metadata key
+            too (``"kind"`` is ``metadata.kind``).
         max_depth: Deepest nesting of objects and logical operators allowed.
         max_nodes: Most conditions and groups allowed.
 

@@ -240,12 +240,11 @@ def _wrap(node: FilterNode, fields: Mapping[str, FieldType]) -> str:
 
 def _recheck(node: Condition) -> Condition:
     """Re-validate a Condition that may have been built by hand (not via `condition`)."""
-    if node.op in ("exists", "null") and isinstance(node.value, bool):
-        validate_field(node.field)
-        return node
-    if node.op == "ne" and node.value is None:
-        validate_field(node.field)
-        return node
+    if (node.op in ("exists", "null") and isinstance(node.value, bool)) or (
+        node.op == "ne" and node.value is None
+    ):
+        field = validate_field(node.field)
+        return node if field == node.field else Condition(field, node.op, node.value)
     return condition(node.field, node.op, node.value)
 
 

@@ -37,6 +37,7 @@ from turnkit.batteries.vector._errors import (
 )
 from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
 from turnkit.batteries.vector.filters._core import and_, condition, not_, or_
+from turnkit.batteries.vector.filters._fields import with_prefix
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "parse_filter_expression"]
 
@@ -285,7 +286,7 @@ class _Parser:
             if self.tok.kind not in ("name", "qname"):
                 raise _error(self.tok.col, f"expected a key after '.', found {_show(self.tok)}.")
             segments.append(self.advance().text)
-        return self.field_prefix + ".".join(segments), token.col
+        return with_prefix(".".join(segments), self.field_prefix), token.col
 
     def parse_predicate(self) -> FilterNode:
         field, col = self.parse_field()
@@ -401,10 +402,12 @@ def parse_filter_expression(
 
     Args:
         text: The expression.
-        field_prefix: Prepended to every field name. The default lets names
-            reach metadata keys only (``id`` means ``metadata.id``); pass
-            ``""`` to address the columns (``id``, ``document``,
-            ``created_at``, ``updated_at``, ``metadata.<key>``).
+        field_prefix: Prepended to every field name that does not already
+            start with it. The default lets names reach metadata keys only
+            (``id`` means ``metadata.id``; ``kind`` and ``metadata.kind`` both
+            mean ``metadata.kind``); pass ``""`` to address the columns too
+            (``id``, ``document``, ``created_at``, ``updated_at``; any other
+            name is a metadata key).
         max_depth: Deepest nesting of parentheses and NOT allowed.
         max_nodes: Most conditions and groups allowed.
 

@@ -12,7 +12,6 @@ import numpy as np
 from turnkit._aio import on_loop, run_sync, sync_form
 from turnkit.batteries.vector._errors import (
     InvalidQueryError,
-    ProjectionRequiredError,
     QueryConflictError,
     UnknownFieldError,
 )
@@ -33,11 +32,13 @@ if TYPE_CHECKING:
     from turnkit.batteries.vector.query._executor import QueryExecutor
     from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
-__all__ = ["MAX_LIMIT", "QueryBuilder"]
+__all__ = ["DEFAULT_SELECT", "MAX_LIMIT", "QueryBuilder"]
 
 MAX_LIMIT = 10_000
 _DEFAULT_LIMIT = QuerySpec(collection="_").limit
 _SELECTABLE = ("id", "vector", "document", "metadata", "created_at", "updated_at", "score", "distance")
+DEFAULT_SELECT: tuple[str, ...] = ("id", "document", "metadata")
+"""What a search returns without ``select(...)`` (a near clause adds the score and distance)."""
 
 
 def _positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
@@ -50,6 +51,7 @@ def _positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | Non
 
 _SPEC_FIELD_ORDER = tuple(f.name for f in fields(QuerySpec))
 _SPEC_FIELDS = frozenset(_SPEC_FIELD_ORDER)
+
 
 class QueryBuilder(Filterable):
     """A query against one collection. Every method returns a new builder.
@@ -159,7 +161,8 @@ class QueryBuilder(Filterable):
 
         ``"*"``, ``id``, ``vector``, ``document``, ``metadata``, ``metadata.<key>``,
         ``created_at``, ``updated_at`` (``score``/``distance`` always come with a
-        near clause). Calling it again replaces the selection.
+        near clause). Calling it again replaces the selection; without it a
+        search returns ``id``, ``document`` and ``metadata`` (`DEFAULT_SELECT`).
         """
         if len(fields) == 1 and isinstance(fields[0], list | tuple):
             fields = tuple(fields[0])
@@ -317,22 +320,33 @@ class QueryBuilder(Filterable):
         return self.search().__await__()
 
     async def search(self) -> list[VectorMatch]:
-        """Run the search (or the filter scan, without a near clause)."""
+        """Run the search (or the filter scan, without a near clause).
+
+        Without ``select(...)`` a match carries id, document, metadata and
+        (with a near clause) its score and distance.
+
+        Raises:
+            FilterKeyNotFoundError: Nothing matched, and the filter needs a
+                metadata key that no record of the collection holds (see
+                docs/filters.md, "Keys no record holds").
+        """
         spec = self._check_search()
         # A small collection already in memory: answered here, no hop to turnkit's loop.
         found = await self._store._search_now_async(spec)
-        if found is not None:
-            return found
-        vector = None
-        lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
-        if isinstance(spec.near, NearText) and not lexical_only:
-            vector = await self._store._encode_query(spec.collection, spec.near.text)
-        return await on_loop(self._store._search(spec, vector))
+        if found is None:
+            vector = None
+            lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
+            if isinstance(spec.near, NearText) and not lexical_only:
+                vector = await self._store._encode_query(spec.collection, spec.near.text)
+            found = await on_loop(self._store._search(spec, vector))
+        if not found and spec.filter is not None:
+            await on_loop(self._store._check_filter_keys(spec))
+        return found
 
     def _check_search(self) -> QuerySpec:
         spec = self._spec
         if spec.select is None:
-            raise ProjectionRequiredError("A search needs select(...).", collection=spec.collection)
+            spec = self._with(select=DEFAULT_SELECT)._spec
         if (spec.hybrid is not None or spec.mmr is not None) and spec.near is None:
             raise InvalidQueryError(
                 "hybrid() and diversify() rank a search; add near_text(), near_vector() or near_id().",
@@ -363,8 +377,13 @@ class QueryBuilder(Filterable):
 
     def search_sync(self) -> list[VectorMatch]:
         """Sync form of `search`."""
-        found = self._store._search_now(self._check_search())
-        return found if found is not None else run_sync(self.search())
+        spec = self._check_search()
+        found = self._store._search_now(spec)
+        if found is None:
+            return run_sync(self.search())
+        if not found and spec.filter is not None:
+            run_sync(on_loop(self._store._check_filter_keys(spec)))
+        return found
 
     async def upsert(
         self, records: Iterable[Mapping[str, Any]], *, guard: FilterNode | None = None

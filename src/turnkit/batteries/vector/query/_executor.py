@@ -33,6 +33,8 @@ class QueryExecutor(Protocol):
 
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[VectorMatch]: ...
 
+    async def _check_filter_keys(self, spec: QuerySpec) -> None: ...
+
     async def _upsert(
         self,
         name: str,

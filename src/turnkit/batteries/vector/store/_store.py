@@ -27,6 +27,7 @@ from turnkit.batteries.vector._errors import (
     SearchFailedError,
 )
 from turnkit.batteries.vector.encoders._base import Encoder
+from turnkit.batteries.vector.encoders._registry import build_recorded_encoder, encoder_for_recorded
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.query._builder import QueryBuilder
@@ -39,6 +40,7 @@ from turnkit.batteries.vector.store._common import (
     UpsertResult,
 )
 from turnkit.batteries.vector.store._fields import declared_fields, ensure_field_indexes, normalize_fields
+from turnkit.batteries.vector.store._filter_keys import KeySet, check_filter_keys
 from turnkit.batteries.vector.store._guarded import KEY
 from turnkit.batteries.vector.store._handles import (
     _TRACKERS,
@@ -107,6 +109,8 @@ class VectorStore:
         self._connect_options = dict(connect_options)
         self._conn: Any = None
         self._collections: dict[str, _Collection] = {}
+        self._recorded_encoders: dict[tuple[str, int], Encoder] = {}  # built from what collections recorded
+        self._key_sets: dict[str, KeySet] = {}  # the metadata keys each collection holds (_filter_keys.py)
         self._open_lock: asyncio.Lock | None = None
         # Trackers are keyed by database; each memory:// store is its own database.
         self._db_key = f"memory://{id(self)}" if uri.startswith("memory://") else uri
@@ -378,13 +382,36 @@ class VectorStore:
         return self._memory.stats()
 
     # -- encoding ------------------------------------------------------------------------
-    def _require_encoder(self, collection: str) -> Encoder:
-        if self.encoder is None:
+    def _encoder_for(self, collection: str, coll: _Collection | None) -> Encoder:
+        """The store's encoder, else the one ``coll`` recorded when the registry builds it offline."""
+        if self.encoder is not None:
+            return self.encoder
+        recorded = coll.encoder if coll is not None else None
+        if recorded is None:
             raise EncoderRequiredError(
                 f"Collection {collection!r}: text must be encoded but this store has no encoder.",
                 collection=collection,
             )
-        return self.encoder
+        key = (recorded, coll.dimension if coll is not None else 0)
+        found = self._recorded_encoders.get(key)
+        if found is None:
+            found = build_recorded_encoder(recorded, key[1])
+            if found is None:
+                raise EncoderRequiredError(
+                    f"Collection {collection!r} was built with encoder {recorded!r}, which turnkit does "
+                    "not build without being asked (it may download a model or call a service).",
+                    hint=f"Pass the same encoder to create_vector_store(encoder=...): {recorded!r}"
+                    + (
+                        f", e.g. encoder_from_spec({spec!r})"
+                        if (spec := encoder_for_recorded(recorded, key[1]))
+                        else ""
+                    )
+                    + ".",
+                    collection=collection,
+                    recorded=recorded,
+                )
+            self._recorded_encoders[key] = found
+        return found
 
     def _check_encoder(self, coll: _Collection | None, encoder: Encoder) -> None:
         if coll is not None and coll.encoder and coll.encoder != encoder.name:
@@ -397,8 +424,13 @@ class VectorStore:
             )
 
     async def _encode_query(self, collection: str, text: str) -> np.ndarray[Any, Any]:
-        encoder = self._require_encoder(collection)
-        coll = await on_loop(self._collection(collection))
+        try:
+            coll = await on_loop(self._collection(collection))
+        except CollectionNotFoundError:
+            if self.encoder is None:  # the error a store without an encoder always gave first
+                self._encoder_for(collection, None)
+            raise
+        encoder = self._encoder_for(collection, coll)
         self._check_encoder(coll, encoder)
         vectors = await _encode_for(collection, encoder, [text], "query")
         row: np.ndarray[Any, Any] = vectors[0]
@@ -502,6 +534,10 @@ class VectorStore:
         commits due (a look is async).
         """
         return _reads.search_now(self, spec)
+
+    async def _check_filter_keys(self, spec: QuerySpec) -> None:
+        """After an empty answer: raise when the filter needs a metadata key no record holds."""
+        await check_filter_keys(self, spec)
 
     def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
         # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).

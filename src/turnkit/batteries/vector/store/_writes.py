@@ -50,10 +50,10 @@ if TYPE_CHECKING:
 
 
 async def encode_documents(store: VectorStore, name: str, coll: _Collection | None, batch: Any) -> None:
-    """Fill in the vectors of the records that came with a document only (the store's encoder)."""
+    """Fill in the vectors of records that came with a document only (the store's or the recorded encoder)."""
     if not batch.to_encode:
         return
-    encoder = store._require_encoder(name)
+    encoder = store._encoder_for(name, coll)
     store._check_encoder(coll, encoder)
     texts = [batch.documents[i] or "" for i in batch.to_encode]
     vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
