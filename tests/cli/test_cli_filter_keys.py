@@ -1,4 +1,4 @@
-"""`turnkit query --filter`: ``kind`` and ``metadata.kind`` alike, and "did you mean" for a key no record holds."""
+"""`turnkit query --filter`: `kind` and `metadata.kind` alike; "did you mean" for a key no record holds."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnkit.batteries.vector import FilterKeyNotFoundError, UnknownFieldError
+from turnkit.batteries.vector import FilterKeyNotFoundError
 from turnkit.tools import create_vector_query_tool, retrieve_contexts_sync
 
 SECRET = {
@@ -61,9 +61,11 @@ def test_inside_a_guard_a_missing_key_tells_nothing_about_other_tenants(kb) -> N
     )
     held_elsewhere = run(tool, {"query_text": "refunds", "filter": {"globex_board": "yes"}})
     held_nowhere = run(tool, {"query_text": "refunds", "filter": {"zzz_board": "yes"}})
-    assert held_elsewhere.error.code == held_nowhere.error.code == "E_VECTOR_STORE_UNKNOWN_FIELD"
+    assert held_elsewhere.error.code == held_nowhere.error.code == "E_VECTOR_STORE_FILTER_KEY_NOT_FOUND"
     assert held_elsewhere.error.hint == held_nowhere.error.hint  # the same answer: nothing leaks
     assert "globex" not in held_elsewhere.error.hint and "tenant" not in held_elsewhere.error.hint
+    # The guard's own key is held inside it: an empty answer, never its name in a hint.
+    assert run(tool, {"query_text": "refunds", "filter": {"tenant": "globex"}}).status == "no_results"
     near = run(tool, {"query_text": "refunds", "filter": {"knd": "faq"}})
     assert "Did you mean 'kind'?" in near.error.hint
     # A guard key no record holds answers nothing, and says nothing about the guard.
@@ -89,7 +91,8 @@ def test_retrieve_contexts_takes_both_spellings_and_says_did_you_mean(kb) -> Non
     assert "Did you mean 'kind'?" in info.value.hint
     store(coll).upsert_sync([SECRET])
     guard = {"tenant": "acme"}
-    with pytest.raises(UnknownFieldError) as scoped:
+    with pytest.raises(FilterKeyNotFoundError) as scoped:
         ask('globex_board = "yes"', guard_filter=guard)
     assert "globex" not in scoped.value.hint and "globex_board" in scoped.value.message
-    assert ask('kind = "blog"', guard_filter=guard) == []
+    assert "tenant" not in scoped.value.hint
+    assert ask('kind = "blog"', guard_filter=guard) == ask('tenant = "globex"', guard_filter=guard) == []

@@ -26,6 +26,7 @@ from ..batteries.vector import (
     VectorStore,
     close_keys,
     parse_mongo,
+    required_keys,
     validate_field,
 )
 from ._errors import InvalidToolConfigError, InvalidToolInputError
@@ -34,6 +35,7 @@ __all__ = [
     "FIELDS_SAMPLE",
     "FILTER_OPERATORS",
     "check_filter_fields",
+    "check_keys_held",
     "compile_guard",
     "compile_model_filter",
     "describe_metadata_fields",
@@ -114,6 +116,40 @@ def check_filter_fields(node: FilterNode, allowed_fields: Mapping[str, str]) -> 
                 field=key,
                 suggestions=close,
             )
+
+
+def _related(key: str, path: str) -> bool:
+    return key == path or key.startswith(path + ".") or path.startswith(key + ".")
+
+
+def check_keys_held(node: FilterNode, held: Mapping[str, str], guard: FilterNode) -> None:
+    """After an empty answer inside a guard: refuse a key that no record inside the guard holds.
+
+    The store's own check looks at every record, so its answer could tell a
+    model about records outside the guard; this one is worked out from
+    ``held`` (`describe_metadata_fields` inside the guard) only, so a key held
+    by other tenants' records gets the same answer as a key no record holds.
+    The guard's own keys count as held and are never named.
+
+    Raises:
+        FilterKeyNotFoundError: The first key ``node`` needs that no record inside the guard holds.
+    """
+    hidden = [f[len(_PREFIX) :] for f in _fields(guard) if f.startswith(_PREFIX)]
+    for key in sorted(required_keys(node)):
+        if any(_related(key, path) for path in [*held, *hidden]):
+            continue
+        close = close_keys(key, held)
+        listed = ", ".join(sorted(held)[:12]) + (", …" if len(held) > 12 else "")
+        hint = (
+            f"Did you mean {' or '.join(map(repr, close))}?" if close else f"Keys its records hold: {listed}."
+        )
+        raise FilterKeyNotFoundError(
+            f"No record this search can reach has the metadata key {key!r}, so the filter can match nothing.",
+            hint=hint + " A key is written with or without 'metadata.' (kind, metadata.kind).",
+            field=_PREFIX + key,
+            key=key,
+            suggestions=close,
+        )
 
 
 def _is_empty(node: FilterNode) -> bool:

@@ -31,7 +31,7 @@ from ._errors import (
     ToolOptionMissingError,
     UnknownModelError,
 )
-from ._filters import check_filter_fields, compile_guard, describe_metadata_fields
+from ._filters import check_keys_held, compile_guard, describe_metadata_fields
 from ._results import Citation
 from ._vertex_models import (
     RagChunk,
@@ -293,7 +293,7 @@ async def retrieve_contexts(
     if guard is not None and asked is not None and not matches:
         # Inside a guard an empty answer is explained by the guard's records only, the same way
         # whether a key is held by no record or by records outside the guard.
-        check_filter_fields(asked, await describe_metadata_fields(store, name, guard=guard))
+        check_keys_held(asked, await describe_metadata_fields(store, name, guard=guard), guard)
 
     contexts: list[RagContext] = []
     for match in matches:

@@ -31,6 +31,7 @@ from ._config import ModelResolver, RerankConfig, resolve_model
 from ._errors import InvalidToolConfigError, InvalidToolInputError, StoreResolverError, ToolFailedError
 from ._filters import (
     check_filter_fields,
+    check_keys_held,
     compile_model_filter,
     describe_metadata_fields,
 )
@@ -318,7 +319,7 @@ class VectorQueryTool:
         if options.guard is not None and model_filter is not None and (found is None or not found.matches):
             # Inside a guard an empty answer is explained by the guard's records only, the same way
             # whether a key is held by no record or by records outside the guard.
-            await self._check_auto_fields(model_filter, store, collection, options.guard)
+            await self._check_held(model_filter, store, collection, options.guard)
         if found is None:
             return self._result([], top_k, notes, options)
         if found.reranked:
@@ -401,6 +402,16 @@ class VectorQueryTool:
             # Maybe written since the keys were read: look again (at most every few seconds).
             fresh = await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS)
             check_filter_fields(node, fresh)
+
+    async def _check_held(
+        self, node: FilterNode, store: VectorStore, collection: str, guard: FilterNode
+    ) -> None:
+        """After an empty answer inside ``guard``: refuse a key no record inside it holds (re-read once)."""
+        try:
+            check_keys_held(node, await self._auto_fields(store, collection, guard), guard)
+        except FilterKeyNotFoundError:  # maybe written since the keys were read: look again
+            fresh = await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS)
+            check_keys_held(node, fresh, guard)
 
     def _judge(self, reranker: RerankConfig, store: VectorStore) -> tuple[Any, RelevanceScorer | None]:
         """The reranker's ``(model, scorer)``: exactly one is set when the semantic weight counts."""

@@ -94,10 +94,10 @@ if typing.TYPE_CHECKING:
     )
     from turnkit.batteries.vector.filters._declared import FieldType
     from turnkit.batteries.vector.filters._format import format_filter_expression
-    from turnkit.batteries.vector.filters._keys import close_keys
+    from turnkit.batteries.vector.filters._keys import close_keys, required_keys
     from turnkit.batteries.vector.filters._text import parse_filter_expression
     from turnkit.batteries.vector.filters._where import FilterGroup
-    from turnkit.batteries.vector.query._builder import QueryBuilder
+    from turnkit.batteries.vector.query._builder import DEFAULT_SELECT, QueryBuilder
     from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
     from turnkit.batteries.vector.ranking._abstain import (
         GROUNDING_STASH_KEY,
@@ -159,6 +159,7 @@ __all__ = [
     "Condition",
     "ConnectionFailedError",
     "DEFAULT_RERANK_WEIGHTS",
+    "DEFAULT_SELECT",
     "DeleteFailedError",
     "DimensionMismatchError",
     "DriverUnavailableError",
@@ -262,6 +263,7 @@ __all__ = [
     "parse_filter_expression",
     "parse_judge_scores",
     "parse_mongo",
+    "required_keys",
     "rerank",
     "rerank_search",
     "rerank_sync",

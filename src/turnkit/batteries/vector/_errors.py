@@ -177,7 +177,7 @@ class ProjectionRequiredError(VectorStoreUsageError):
     """No longer raised: a search without ``select(...)`` returns id, document, metadata and score."""
 
     code = "E_VECTOR_STORE_PROJECTION_REQUIRED"
-    default_hint = 'Add .select("id", "document", "metadata") (or .select("*")) before awaiting the query.'
+    default_hint = "Not raised any more; select(...) still chooses the fields a search returns."
 
 
 class InvalidQueryError(VectorStoreUsageError):

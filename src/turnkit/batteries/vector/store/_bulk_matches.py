@@ -12,7 +12,7 @@ import pyarrow as pa
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.store._scores import Metric
 
-__all__ = ["matches_from_arrow", "matches_from_columns", "scores_from_distances"]
+__all__ = ["json_texts", "matches_from_arrow", "matches_from_columns", "scores_from_distances"]
 
 
 def scores_from_distances(metric: Metric, distances: np.ndarray[Any, Any]) -> list[float]:
@@ -69,6 +69,14 @@ def matches_from_columns(
     ]
 
 
+def json_texts(array: pa.ChunkedArray) -> list[Any]:
+    """A column's values; the JSON metadata column's as their text (its extension type decodes slowly)."""
+    if isinstance(array.type, pa.ExtensionType):
+        array = pa.chunked_array([chunk.storage for chunk in array.chunks], array.type.storage_type)
+    values: list[Any] = array.to_pylist()
+    return values
+
+
 def matches_from_arrow(table: pa.Table, metric: Metric) -> list[VectorMatch]:
     """Matches from a LanceDB result table (``_distance`` included for searches)."""
     names = set(table.column_names)
@@ -76,11 +84,7 @@ def matches_from_arrow(table: pa.Table, metric: Metric) -> list[VectorMatch]:
     def column(name: str) -> list[Any] | None:
         if name not in names:
             return None
-        array = table.column(name)
-        if isinstance(array.type, pa.ExtensionType):  # the JSON metadata column: its text
-            array = pa.chunked_array([chunk.storage for chunk in array.chunks], array.type.storage_type)
-        values: list[Any] = array.to_pylist()
-        return values
+        return json_texts(table.column(name))
 
     distances = None
     if "_distance" in names:

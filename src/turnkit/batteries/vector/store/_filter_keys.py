@@ -13,13 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+import orjson
+
 from turnkit.batteries.vector._errors import FilterKeyNotFoundError
-from turnkit.batteries.vector.filters._core import condition
+from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.filters._keys import close_keys, key_paths, required_keys
-from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store._bulk_matches import json_texts
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 if TYPE_CHECKING:
+    from turnkit.batteries.vector.query._spec import QuerySpec
     from turnkit.batteries.vector.store._handles import _Collection
     from turnkit.batteries.vector.store._store import VectorStore
 
@@ -50,26 +53,29 @@ async def held_keys(store: VectorStore, coll: _Collection) -> KeySet:
     cached = store._key_sets.get(coll.name)
     if cached is not None and cached.version == version:
         return cached
-    spec = QuerySpec(collection=coll.name, select=("metadata",), limit=SAMPLE)
-    matches = await store._search(spec, None)
+    with translate_errors("search", coll.name):
+        rows = await coll.table.query().select(["metadata"]).limit(SAMPLE).to_arrow()
     paths: set[str] = set()
-    for match in matches:
-        paths.update(key_paths(match.metadata or {}))
-    found = KeySet(version, frozenset(paths), len(matches), complete=len(matches) < SAMPLE)
+    for text in json_texts(rows.column("metadata")):
+        if text is not None:
+            metadata = orjson.loads(text)
+            if isinstance(metadata, dict):
+                paths.update(key_paths(metadata))
+    found = KeySet(version, frozenset(paths), rows.num_rows, complete=rows.num_rows < SAMPLE)
     store._key_sets[coll.name] = found
     return found
 
 
-async def _held(store: VectorStore, keys: KeySet, collection: str, key: str) -> bool:
+async def _held(keys: KeySet, coll: _Collection, key: str) -> bool:
     if key in keys.paths:
         return True
     if keys.complete:
         return False
     if key not in keys.looked_up:
-        spec = QuerySpec(
-            collection=collection, filter=condition("metadata." + key, "exists"), select=("id",), limit=1
-        )
-        keys.looked_up[key] = bool(await store._search(spec, None))
+        where = to_sql(condition("metadata." + key, "exists"), coll.fields)
+        with translate_errors("search", coll.name):
+            rows = await coll.table.query().where(where).select(["id"]).limit(1).to_arrow()
+        keys.looked_up[key] = rows.num_rows > 0
     return keys.looked_up[key]
 
 
@@ -95,7 +101,7 @@ async def check_filter_keys(store: VectorStore, spec: QuerySpec) -> None:
     if not keys.records:
         return  # an empty collection: nothing is wrong with the filter
     for key in unknown:
-        if not await _held(store, keys, coll.name, key):
+        if not await _held(keys, coll, key):
             raise _missing(coll, key, keys)
 
 
