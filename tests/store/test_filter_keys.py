@@ -171,3 +171,12 @@ def test_build_recorded_encoder_is_offline_unless_asked() -> None:
     assert build_recorded_encoder("my-own-model", 3) is None
     remote = build_recorded_encoder("openai:text-embedding-3-small", 1536, remote=True)
     assert remote is not None and remote.dimension == 1536  # built, not called
+
+
+def test_a_recreated_collection_is_read_again(vs) -> None:
+    vs("again").upsert_sync([{"id": "a", "document": "a red car", "metadata": {"color": "blue"}}])
+    assert vs("again").where("color", "red").search_sync() == []  # held
+    vs.drop_collection_sync("again")
+    vs("again").upsert_sync([{"id": "a", "document": "a red car", "metadata": {"shade": "blue"}}])
+    with pytest.raises(FilterKeyNotFoundError, match="'color'"):
+        vs("again").where("color", "red").search_sync()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLE", "KeySet", "check_filter_keys", "held_keys"]
 
 SAMPLE: Final = 10_000
-"""Records read to learn a collection's keys (the tools' ``filter_fields_sample`` default too)."""
+"""Records read to learn a collection's keys."""
 _LISTED: Final = 12
 
 
@@ -37,6 +37,8 @@ _LISTED: Final = 12
 class KeySet:
     """The metadata key paths a collection's records hold, at one table version."""
 
+    handle: object
+    """The collection handle it was read through (a dropped and recreated collection has a new one)."""
     version: int
     paths: frozenset[str]
     records: int
@@ -51,7 +53,7 @@ async def held_keys(store: VectorStore, coll: _Collection) -> KeySet:
     with translate_errors("search", coll.name):
         version = await coll.table.version()
     cached = store._key_sets.get(coll.name)
-    if cached is not None and cached.version == version:
+    if cached is not None and cached.handle is coll and cached.version == version:
         return cached
     with translate_errors("search", coll.name):
         rows = await coll.table.query().select(["metadata"]).limit(SAMPLE).to_arrow()
@@ -61,7 +63,7 @@ async def held_keys(store: VectorStore, coll: _Collection) -> KeySet:
             metadata = orjson.loads(text)
             if isinstance(metadata, dict):
                 paths.update(key_paths(metadata))
-    found = KeySet(version, frozenset(paths), rows.num_rows, complete=rows.num_rows < SAMPLE)
+    found = KeySet(coll, version, frozenset(paths), rows.num_rows, complete=rows.num_rows < SAMPLE)
     store._key_sets[coll.name] = found
     return found
 
