@@ -141,7 +141,8 @@ def test_unknown_key_is_an_error_by_default_and_new_keys_are_learned(kb):
     anything = create_vector_query_tool(store=store, collection=coll, enable_filter=True, filter_fields="any")
     # Any key may be named; one that no record holds is said to be missing, not answered with nothing.
     missing = run(anything, {"query_text": "x", "filter": {"nope": 1}})
-    assert missing.error.code == "E_VECTOR_STORE_FILTER_KEY_NOT_FOUND" and missing.error.kind == "invalid_input"
+    assert missing.error.code == "E_VECTOR_STORE_FILTER_KEY_NOT_FOUND"
+    assert missing.error.kind == "invalid_input"
     assert run(anything, {"query_text": "x", "filter": {"colour": "blue"}}).status == "no_results"
 
 
