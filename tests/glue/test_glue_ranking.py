@@ -204,3 +204,14 @@ def test_rerank_default_scorer_and_hybrid(kb):
     assert result.retrievables[0].id == "oslo" and len(result.retrievables) == 2
     scores = [r.score for r in result.retrievables]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_filter_on_a_key_no_record_holds_yet_retrieves_nothing(vs, collection):
+    # A new tenant's first turn: the deployer's filter names a key no record holds yet.
+    vs(collection).upsert_sync([{"id": "a", "document": "the cat sat on the mat"}])
+    callbacks = create_vector_retrievable_callbacks(
+        store=vs, collection=collection, trust_tier="first-party", filter={"tenant": "acme"}
+    )
+    runner, model = runner_for(callbacks)
+    result = runner.run_sync("the cat sat on the mat")
+    assert list(result.retrievables) == [] and result.reply is not None and len(model.calls) == 1

@@ -35,6 +35,7 @@ from turnkit._retrievable import (
 from turnkit._runner import GROUNDING_STASH_KEY
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
+    FilterKeyNotFoundError,
     InvalidQueryError,
     InvalidRankingConfigError,
 )
@@ -55,7 +56,7 @@ from turnkit.batteries.vector._glue_parts import (
     source_of,
 )
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
-from turnkit.batteries.vector._retrieve import retrieve
+from turnkit.batteries.vector._retrieve import Retrieval, retrieve
 from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.ranking._abstain import grounding_verdict
@@ -322,7 +323,8 @@ class VectorRetrievableGlue:
         ``near_text`` (or ``near_vector``) → the settings' steps (hybrid
         search, ``filter``, duplicate collapse, rerank…) → ``select("id",
         "document", "metadata")`` → ``top_k``: the one pipeline, `retrieve`.
-        A missing collection gives ``[]``; so does a turn with nothing to
+        A missing collection gives ``[]``, and so does a ``filter`` on a
+        key no record holds yet (logged at INFO); so does a turn with nothing to
         search for. A vector query has no full-text leg; its reranker reads
         the last user message. With ``min_score``, the turn's grounding
         verdict goes to ``ctx.stash[GROUNDING_STASH_KEY]``.
@@ -340,7 +342,13 @@ class VectorRetrievableGlue:
             # A vector query has no words to match: no full-text leg; the reranker reads the question.
             settings, words = settings.merge(hybrid=None), await self._question(ctx)
         q = self._near(self.store(self.collection), query).select(*_SELECT)
-        found = await retrieve(q, settings, text=words, missing_ok=True)
+        try:
+            found = await retrieve(q, settings, text=words, missing_ok=True)
+        except FilterKeyNotFoundError as exc:
+            # The deployer's filter names a key no record holds yet (a new tenant's first turn): the
+            # turn has nothing to retrieve, as with a missing collection. Logged, never a failed turn.
+            log.info("collection %r: %s", self.collection, exc.message)
+            found = Retrieval([], settings=settings)
         matches, gauged = found.matches, found.candidates
         out: list[Retrievable] = []
         for match in matches:
