@@ -34,7 +34,7 @@ def test_ingest_query_stats_through_the_console_script(run: Run, corpus: Path, t
     hits = run("query", "pip install on Linux", "--uri", db, "--collection", "kb", "--top-k", "2")
     assert hits.code == EXIT_OK, hits.err
     lines = hits.out.splitlines()
-    assert lines[0].startswith(" 1. ") and "install.md › Install > Linux" in lines[0]
+    assert lines[0].startswith(" 1. ") and "install.md § Install › Linux" in lines[0]
     assert "Run pip install turnkit on Linux." in lines[1]
     assert sum(1 for line in lines if line[:4].strip().endswith(".") and line[1].isdigit()) == 2
 

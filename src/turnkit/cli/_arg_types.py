@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Sequence
 
 from ._config import AUTO_ALPHA
 
-__all__ = ["alpha", "file_size", "positive_int", "read_consistency", "unit_float"]
+__all__ = [
+    "alpha",
+    "file_size",
+    "positive_int",
+    "read_consistency",
+    "text_out_of_optional_values",
+    "unit_float",
+]
 
 
 def alpha(text: str) -> float | str:
@@ -73,3 +82,56 @@ def read_consistency(text: str) -> float | None:
     if not 0.0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected seconds (0 or more) or off, got {text!r}")
     return value
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _is_value(word: str, action: argparse.Action) -> bool:
+    """Whether argparse should give ``word`` to ``action`` (a flag whose value is optional)."""
+    if word == "--" or _NUMBER.fullmatch(word):
+        return True  # a number is the flag's own, even a bad one: its type then says what is wrong
+    if word.startswith("-"):
+        return True  # another flag: argparse already leaves the value out
+    if action.choices is not None and word not in action.choices:
+        return False
+    if callable(action.type):
+        try:
+            action.type(word)
+        except (argparse.ArgumentTypeError, TypeError, ValueError):
+            return False
+    return True
+
+
+def text_out_of_optional_values(
+    args: Sequence[str], actions: Sequence[argparse.Action], *, allow_abbrev: bool = True
+) -> list[str]:
+    """``args`` with any word that is not a value moved in front of the flag of optional value before it.
+
+    argparse gives a ``nargs="?"`` flag the next word whatever it is, so
+    ``query --hybrid "read a file"`` made the question the flag's value. Here
+    a word stays the flag's value only when it is a number or a word the
+    flag's type accepts (``auto``); anything else is moved before the flag,
+    which then stands bare. Only positional words move, never a flag, so
+    which of two flags comes last is unchanged. Nothing after ``--`` moves.
+    """
+    flags = {s: a for a in actions for s in a.option_strings}
+
+    def optional_value_flag(word: str) -> argparse.Action | None:
+        action = flags.get(word)
+        if action is None and allow_abbrev and word.startswith("--") and "=" not in word:
+            # argparse takes an unambiguous prefix (--hyb) for the flag; so does this.
+            found = {a for s, a in flags.items() if s.startswith(word)}
+            action = found.pop() if len(found) == 1 else None
+        return action if action is not None and action.nargs == "?" else None
+
+    out = list(args)
+    i = 0
+    while i < len(out) - 1 and out[i] != "--":
+        action = optional_value_flag(out[i])
+        if action is not None and not _is_value(out[i + 1], action):
+            out[i], out[i + 1] = out[i + 1], out[i]
+            i = max(i - 1, 0)  # the word may now follow another such flag (--diversify --hybrid TEXT)
+        else:
+            i += 1
+    return out

@@ -59,8 +59,7 @@ def emit_json(value: Any) -> None:
 
 
 def source_label(metadata: Mapping[str, Any] | None, record_id: str) -> str:
-    """Where a record came from, for people: its file (and heading section) or its id."""
-    meta = metadata or {}
-    source = meta.get("source_display_name") or meta.get("source") or meta.get("source_uri") or record_id
-    section = meta.get("section")
-    return f"{source} › {section}" if isinstance(section, str) and section else str(source)
+    """Where a record came from, as the retrieval glue names it (file, section, PDF pages), or its id."""
+    from ..batteries.vector import source_of  # imported here: `turnkit --help` loads no battery
+
+    return source_of(metadata or {}) or record_id

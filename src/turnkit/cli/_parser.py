@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ._arg_types import alpha, file_size, positive_int, read_consistency, unit_float
+from ._arg_types import (
+    alpha,
+    file_size,
+    positive_int,
+    read_consistency,
+    text_out_of_optional_values,
+    unit_float,
+)
 from ._config import (
     AUTO_ALPHA,
     DEFAULT_COLLECTION,
@@ -64,6 +72,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         where = "" if self.prog == "turnkit" else f"{self.prog}: "
         raise CliUsageError(f"{where}{message}.", hint=f"Run `{self.prog} --help` for the options.")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # Subcommands parse through here too, so `query --hybrid "question"` keeps its question.
+        if args is not None:
+            args = text_out_of_optional_values(args, self._actions, allow_abbrev=self.allow_abbrev)
+        return super().parse_known_args(args, namespace)
 
 
 def _common(

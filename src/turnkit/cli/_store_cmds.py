@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
 
 _EXCERPT = 200
+_OWN_FIELDS = ("section", "page_span")  # metadata a JSON result also gives as a field of its own
 
 
 def _location(args: argparse.Namespace) -> tuple[Connection, str]:
@@ -147,8 +148,10 @@ def _match_json(match: VectorMatch) -> dict[str, Any]:
         "id": match.id,
         "score": match.score,
         "distance": match.distance,
-        "source": source_label({k: v for k, v in meta.items() if k != "section"}, match.id),
+        # The file alone: the section and the pages are fields of their own.
+        "source": source_label({k: v for k, v in meta.items() if k not in _OWN_FIELDS}, match.id),
         "section": meta.get("section"),
+        "page_span": meta.get("page_span"),
         "document": match.document,
         "metadata": meta,
     }

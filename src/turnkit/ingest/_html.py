@@ -2,7 +2,11 @@
 
 What a reader sees is kept; what the browser does not render as text is
 dropped (``head``, ``script``, ``style``, ``noscript``, ``template``, ``svg``…),
-and so are elements hidden by their own attributes: ``hidden``,
+and so are the labels of controls (``button``: "Copy item path") and
+in-page links that only mark a place: an ``<a href="#…">`` whose text is a
+mark (``#``, ``¶``, ``§``, ``🔗``) and Sphinx's ``class="headerlink"``, the
+permalinks documentation sites put in headings. Elements hidden by their own
+attributes go too: ``hidden``,
 ``aria-hidden="true"``, or an inline ``display: none`` / ``visibility: hidden``.
 Site chrome is dropped too: ``nav`` (and ``role="navigation"``/``"search"``)
 everywhere, and the page's own ``header``, ``footer`` and ``aside`` (and roles
@@ -26,7 +30,7 @@ from ._model import Section
 __all__ = ["HTML_EXTRACTORS", "HtmlExtractor", "check_html_extractor", "split_html", "split_html_main"]
 
 _SKIP = frozenset(
-    "head title script style noscript template svg math iframe object canvas select datalist".split()
+    "head title script style noscript template svg math iframe object canvas select datalist button".split()
 )
 _PARAGRAPH = frozenset(
     "address article aside blockquote body details dialog div dl fieldset figcaption figure footer form "
@@ -47,6 +51,9 @@ _PAGE_CHROME = frozenset({"header", "footer", "aside"})
 _CHROME_ROLES = frozenset({"banner", "contentinfo", "complementary"})
 _NAV_ROLES = frozenset({"navigation", "search"})
 _SKIP_LINK = re.compile(r"^\s*skip\s+(?:to|navigation)\b", re.I)
+# Text of a permalink: marks only, once whitespace and invisible characters are left out.
+_PLACE_MARKS = frozenset("#¶§🔗")
+_INVISIBLE = re.compile(r"[\s\u200b-\u200d\u2060\ufe0e\ufe0f]+")
 _HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\b", re.I)
 
 
@@ -60,6 +67,22 @@ def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
         if (name == "aria-hidden" and value == "true") or (name == "style" and _HIDING_STYLE.search(value)):
             return True
     return False
+
+
+class _Anchor:
+    """An open in-page link whose text is held back until its end says whether it is content."""
+
+    __slots__ = ("headerlink", "parts")
+
+    def __init__(self, *, headerlink: bool) -> None:
+        self.headerlink = headerlink
+        self.parts: list[tuple[str, bool]] = []  # (text, inside pre)
+
+    def is_content(self) -> bool:
+        text = "".join(t for t, _ in self.parts)
+        if self.headerlink or _SKIP_LINK.match(text):
+            return False
+        return not all(c in _PLACE_MARKS for c in _INVISIBLE.sub("", text))
 
 
 class _Section:
@@ -103,7 +126,7 @@ class _VisibleText(HTMLParser):
         # Open main/article/section (or role="main") elements, as (tag, how many such tags were open).
         self.content: list[tuple[str, int]] = []
         self.depth: dict[str, int] = {}
-        self.in_anchor = 0  # open <a href="#…"> (skip links live there)
+        self.anchor: _Anchor | None = None  # an open <a href="#…">: a permalink or skip link, or content
 
     def _chrome(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
         """Whether the element is site chrome: navigation, or the page's header, footer or sidebar."""
@@ -134,8 +157,13 @@ class _VisibleText(HTMLParser):
             self.depth[tag] = self.depth.get(tag, 0) + 1
         if tag in _CONTENT or any(k == "role" and (v or "").strip().lower() == "main" for k, v in attrs):
             self.content.append((tag, self.depth[tag]))
-        if tag == "a" and any(k == "href" and (v or "").startswith("#") for k, v in attrs):
-            self.in_anchor += 1
+        if tag == "a" or tag in _HEADINGS or tag in _PARAGRAPH or tag in _LINE or tag in _CELL:
+            self._end_anchor()  # a new link or a block ends an open link's held text
+        if tag == "a":
+            href = next((v or "" for k, v in attrs if k == "href"), "")
+            classes = next((v or "" for k, v in attrs if k == "class"), "").split()
+            if href.startswith("#") or "headerlink" in classes:
+                self.anchor = _Anchor(headerlink="headerlink" in classes)
         current = self.sections[-1]
         if tag in _HEADINGS:
             current.brk(2)
@@ -175,8 +203,8 @@ class _VisibleText(HTMLParser):
             if self.content and self.content[-1] == (tag, self.depth[tag]):
                 self.content.pop()
             self.depth[tag] -= 1
-        if tag == "a" and self.in_anchor:
-            self.in_anchor -= 1
+        if tag == "a" or tag in _HEADINGS or tag in _PARAGRAPH or tag in _LINE or tag in _CELL:
+            self._end_anchor()
         current = self.sections[-1]
         if tag in _HEADINGS and self.heading is not None:
             level, parts = self.heading
@@ -196,11 +224,28 @@ class _VisibleText(HTMLParser):
             self.pre -= 1
 
     def handle_data(self, data: str) -> None:
-        if self.skip or self.hidden or (self.in_anchor and _SKIP_LINK.match(data)):
+        if self.skip or self.hidden:
             return
-        self.sections[-1].add(data, pre=self.pre > 0)
+        if self.anchor is not None:
+            self.anchor.parts.append((data, self.pre > 0))
+        else:
+            self._emit(data, pre=self.pre > 0)
+
+    def _emit(self, data: str, *, pre: bool) -> None:
+        self.sections[-1].add(data, pre=pre)
         if self.heading is not None:
             self.heading[1].append(data)
+
+    def _end_anchor(self) -> None:
+        """Write an open link's held text, unless it is a permalink mark or a skip link."""
+        anchor, self.anchor = self.anchor, None
+        if anchor is not None and anchor.is_content():
+            for data, pre in anchor.parts:
+                self._emit(data, pre=pre)
+
+    def close(self) -> None:
+        super().close()
+        self._end_anchor()  # a link left open at the end of the page
 
 
 def split_html(markup: str) -> tuple[Section, ...]:

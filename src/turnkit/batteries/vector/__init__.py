@@ -57,6 +57,7 @@ if typing.TYPE_CHECKING:
         VectorRetrievableGlue,
         create_vector_retrievable_callbacks,
     )
+    from turnkit.batteries.vector._glue_parts import source_of
     from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
     from turnkit.batteries.vector._retrieve import Retrieval, retrieve, retrieve_sync
     from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
@@ -271,6 +272,7 @@ __all__ = [
     "retrieve_sync",
     "rrf_fuse",
     "score_from_distance",
+    "source_of",
     "to_sql",
     "validate_field",
     "with_min_score",
