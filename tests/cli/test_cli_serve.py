@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
+import re
+import signal
+import socket
 import subprocess
 import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import mcp
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp.client.stdio import StdioServerParameters
@@ -129,3 +139,110 @@ def test_serve_refuses_a_network_bind_without_a_token(run: Run, corpus: Path, tm
 def test_serve_http_flags_are_validated(run: Run) -> None:
     result = run("serve", "--transport", "http", "--max-sessions", "0")
     assert result.code == 2 and "expected a positive integer" in result.err
+
+
+def _kb(tmp_path: Path) -> str:
+    from turnkit.batteries.vector import HashEncoder, create_vector_store
+
+    db = str(tmp_path / "db")
+    vs = create_vector_store(uri=db, encoder=HashEncoder(64), auto_optimize=None)
+    vs("kb").upsert_sync([{"id": "r1", "document": "Refunds are paid within five business days."}])
+    return db
+
+
+@contextlib.contextmanager
+def _http_server(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[list[str]]:
+    """`turnkit serve --transport http --port 0 ARGS` running; yields the lines it printed at start."""
+    proc = subprocess.Popen(
+        [str(TURNKIT), "serve", "--transport", "http", "--port", "0", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(env),
+        cwd=str(tmp_path),
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+    reader.start()
+    try:
+        start = [lines.get(timeout=120).rstrip("\n") for _ in range(3)]
+        yield start
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        reader.join(10)
+        stderr.close()
+
+
+def _port(line: str) -> int:
+    found = re.search(r"at http://[^ ]+:(\d+)/mcp$", line)
+    assert found, line
+    return int(found.group(1))
+
+
+def test_http_serve_says_where_it_listens_who_may_connect_and_which_hosts(tmp_path: Path) -> None:
+    db = _kb(tmp_path)
+    with _http_server(tmp_path, "--uri", db, "-c", "kb", "--allow-host", "kb.example.com") as start:
+        port = _port(start[0])
+        assert start == [
+            f"turnkit: serving MCP over HTTP at http://127.0.0.1:{port}/mcp",
+            "turnkit: auth: none (loopback only; give a token to serve other machines)",
+            "turnkit: allowed hosts: 127.0.0.1, localhost, [::1], kb.example.com (any port)",
+        ]
+
+        async def call() -> object:
+            async with mcp.Client(f"http://127.0.0.1:{port}/mcp") as client:  # the printed address works
+                result = await client.call_tool("vector_query", {"query_text": "refunds"})
+                return result.structured_content
+
+        assert "Refunds are paid" in str(asyncio.run(asyncio.wait_for(call(), timeout=60)))
+
+
+def test_http_serve_names_where_its_tokens_came_from(tmp_path: Path) -> None:
+    db = _kb(tmp_path)
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[principals.acme]\ntoken = "acme-token-0123456789"\nguard = \'tenant = "acme"\'\n')
+    env = {"TURNKIT_MCP_TOKEN": "env-token-0123456789"}
+    args = ("--uri", db, "--host", "0.0.0.0", "--tokens-file", str(tokens))
+    with _http_server(tmp_path, *args, env=env) as start:
+        port = _port(start[0])
+        assert start == [
+            f"turnkit: serving MCP over HTTP at http://0.0.0.0:{port}/mcp",
+            f"turnkit: auth: bearer token from TURNKIT_MCP_TOKEN; bearer tokens from {tokens} "
+            "(principals: acme)",
+            "turnkit: allowed hosts: 127.0.0.1, localhost, [::1] (any port); "
+            "clients that use another name need --allow-host NAME",
+        ]
+        assert "env-token" not in "".join(start) and "acme-token" not in "".join(start)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        refused.value.close()
+        assert refused.value.code == 401
+
+
+def test_token_errors_name_the_flag_or_the_variable(run: Run, tmp_path: Path) -> None:
+    db = _kb(tmp_path)
+    from_env = run("serve", "--uri", db, "--transport", "http", env={"TURNKIT_MCP_TOKEN": "short"})
+    assert from_env.code == 2 and "] TURNKIT_MCP_TOKEN: a token must be" in from_env.err
+    assert "--token" not in from_env.err
+    from_flag = run("serve", "--uri", db, "--transport", "http", "--token", "short")
+    assert from_flag.code == 2 and "] --token: a token must be" in from_flag.err
+
+
+def test_a_taken_port_is_a_clear_error(run: Run, tmp_path: Path) -> None:
+    db = _kb(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("serve", "--uri", db, "--transport", "http", "--port", str(port))
+    assert result.code == 2
+    assert f"[E_INVALID_MCP_SERVER_CONFIG] Cannot listen on 127.0.0.1:{port}: " in result.err
+    assert "--port 0 picks a free one" in result.err

@@ -55,7 +55,9 @@ def _digest(token: str, where: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def load_principals(token: str | None = None, tokens_file: str | Path | None = None) -> list[Principal]:
+def load_principals(
+    token: str | None = None, tokens_file: str | Path | None = None, *, token_source: str = "--token"
+) -> list[Principal]:
     """The principals of ``token`` (named ``default``) and of a tokens file.
 
     A tokens file (JSON, or TOML when it ends in ``.toml``) maps principal names
@@ -65,13 +67,16 @@ def load_principals(token: str | None = None, tokens_file: str | Path | None = N
 
         {"principals": {"acme": {"token_sha256": "…", "guard": {"tenant": "acme"}}}}
 
+    ``token_source`` says where ``token`` came from (``--token``, or the
+    ``TURNKIT_MCP_TOKEN`` variable) in the error a bad token raises.
+
     Raises:
         InvalidMCPServerConfigError: A token is too short, the file cannot be
             read or parsed, or an entry is malformed or repeats a token.
     """
     out: list[Principal] = []
     if token is not None:
-        out.append(Principal("default", _digest(token, "--token")))
+        out.append(Principal("default", _digest(token, token_source)))
     if tokens_file is not None:
         out += _read_file(Path(tokens_file))
     digests = [p.digest for p in out]

@@ -10,6 +10,7 @@ SDK's own app (body cap with 413, Host/Origin checks with 421/403).
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ._auth import TokenVerifier, is_loopback
 from ._errors import InvalidMCPServerConfigError
 
-__all__ = ["HttpLimits", "SessionLimits", "allowed_hosts", "build_http_app"]
+__all__ = ["HttpLimits", "SessionLimits", "allowed_hosts", "build_http_app", "describe_hosts", "listen"]
 
 log = logging.getLogger("turnkit.mcp")
 
@@ -112,6 +113,40 @@ def allowed_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> Transpo
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
+
+
+def describe_hosts(settings: TransportSecuritySettings) -> str:
+    """The allow-list as people read it: ``127.0.0.1, localhost, [::1] (any port); kb.example.com:443``."""
+    hosts = settings.allowed_hosts
+    any_port = [h[: -len(":*")] for h in hosts if h.endswith(":*")]
+    pinned = [h for h in hosts if not h.endswith(":*") and h not in any_port]
+    return ", ".join(any_port) + " (any port)" + ("; " + ", ".join(pinned) if pinned else "")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (port 0: a free one), for the server to accept on.
+
+    Bound here rather than by uvicorn so that the address printed at start is
+    the real one, and a taken port is a clear error rather than uvicorn's exit.
+
+    Raises:
+        InvalidMCPServerConfigError: The address cannot be bound (in use, not this machine's).
+    """
+    bare = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bare, port))
+        sock.listen(2048)  # uvicorn's backlog; a client that connects as soon as the address is printed waits
+    except OSError as exc:
+        sock.close()
+        raise InvalidMCPServerConfigError(
+            f"Cannot listen on {_bracket(bare)}:{port}: {exc.strerror or exc}.",
+            hint="Pick another --port (--port 0 picks a free one), or stop the program using it; "
+            "--host must be an address of this machine.",
+            option="port",
+        ) from None
+    return sock
 
 
 @dataclass(slots=True)

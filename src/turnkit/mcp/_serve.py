@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -12,9 +13,9 @@ import anyio
 
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, parse_filter_expression
-from ._auth import TokenVerifier, load_principals
+from ._auth import Principal, TokenVerifier, is_loopback, load_principals
 from ._errors import InvalidMCPServerConfigError
-from ._http import HttpLimits, build_http_app, check_bind
+from ._http import HttpLimits, allowed_hosts, build_http_app, check_bind, describe_hosts, listen
 from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
 
@@ -98,7 +99,10 @@ def serve(
             (streamable HTTP at ``http://{host}:{port}{path}``).
         host: HTTP interface; loopback by default. Anything else (``0.0.0.0``,
             a LAN address) needs a token, or ``insecure_no_auth``.
-        port: HTTP port.
+        port: HTTP port; 0 picks a free one. Over HTTP, three lines on
+            stderr say at start where the server listens, how it
+            authenticates (and where the token came from) and which
+            ``Host`` names it accepts.
         path: HTTP endpoint path.
         enable_writes: Add the destructive ``store_documents`` and
             ``delete_documents`` tools.
@@ -116,8 +120,9 @@ def serve(
         enable_filter: Let ``vector_query`` take a model ``filter``.
         log_level: Server log level; logs go to stderr, never stdout.
         token: HTTP bearer token of the principal ``default``; default the
-            ``TURNKIT_MCP_TOKEN`` variable. Compared in constant time; a
-            request without it gets 401 with ``WWW-Authenticate: Bearer``.
+            ``TURNKIT_MCP_TOKEN`` variable (a bad one is reported under that
+            name). Compared in constant time; a request without it gets 401
+            with ``WWW-Authenticate: Bearer``.
         tokens_file: A JSON or TOML file of principals, each with a token (or
             its SHA-256) and an optional guard its calls run with (see `load_principals`).
         allow_hosts: Host names clients use, beyond the loopback names and
@@ -135,7 +140,8 @@ def serve(
             ``None`` never looks (a restart shows other processes' writes).
 
     Raises:
-        InvalidMCPServerConfigError: Bad options (checked before serving).
+        InvalidMCPServerConfigError: Bad options (checked before serving), or
+            an address that cannot be bound (a port in use).
         MCPInsecureBindError: A non-loopback ``host`` without a token or ``insecure_no_auth``.
     """
     if collection is not None and collections is not None:
@@ -152,9 +158,10 @@ def serve(
         raise InvalidMCPServerConfigError(
             "max_message_bytes must be a positive integer.", option="max_message_bytes"
         )
+    token_source = "--token"
     if token is None:
-        token = os.environ.get(ENV_TOKEN) or None
-    principals = load_principals(token, tokens_file) if transport == "http" else []
+        token, token_source = os.environ.get(ENV_TOKEN) or None, ENV_TOKEN
+    principals = load_principals(token, tokens_file, token_source=token_source) if transport == "http" else []
     if transport == "http":
         check_bind(host, authenticated=bool(principals), insecure_no_auth=insecure_no_auth)
     guards = {p.name: parse_guard(p.guard) for p in principals} if tokens_file is not None else None
@@ -187,5 +194,37 @@ def serve(
         extra_hosts=tuple(allow_hosts),
         limits=limits,
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower())
-    anyio.run(uvicorn.Server(config).serve)
+    sock = listen(host, port)
+    bound = sock.getsockname()[1]
+    where = f"http://{_url_host(host)}:{bound}{path}"
+    hosts = describe_hosts(allowed_hosts(host, tuple(allow_hosts)))
+    if host in ("0.0.0.0", "::", "") and not allow_hosts:
+        hosts += "; clients that use another name need --allow-host NAME"
+    auth = _auth_mode(principals, token_source if token is not None else None, tokens_file, host)
+    for line in (f"serving MCP over HTTP at {where}", f"auth: {auth}", f"allowed hosts: {hosts}"):
+        print(f"turnkit: {line}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, host=host, port=bound, log_level=log_level.lower())
+    try:
+        anyio.run(uvicorn.Server(config).serve, [sock])
+    finally:
+        sock.close()
+
+
+def _url_host(host: str) -> str:
+    bare = host.strip("[]")
+    return f"[{bare}]" if ":" in bare else bare
+
+
+def _auth_mode(
+    principals: list[Principal], token_source: str | None, tokens_file: str | Path | None, host: str
+) -> str:
+    """How the server tells clients apart, for the line printed at start (never a token)."""
+    if not principals:
+        if is_loopback(host):
+            return "none (loopback only; give a token to serve other machines)"
+        return "none (--insecure-no-auth): anyone who can reach this address can use every tool"
+    parts = [f"bearer token from {token_source}"] if token_source is not None else []
+    if tokens_file is not None:
+        from_file = principals[1:] if token_source is not None else principals  # the token's comes first
+        parts.append(f"bearer tokens from {tokens_file} (principals: {', '.join(p.name for p in from_file)})")
+    return "; ".join(parts)

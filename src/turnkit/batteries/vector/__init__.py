@@ -57,10 +57,10 @@ if typing.TYPE_CHECKING:
         VectorRetrievableGlue,
         create_vector_retrievable_callbacks,
     )
-    from turnkit.batteries.vector._glue_parts import source_of
     from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
     from turnkit.batteries.vector._retrieve import Retrieval, retrieve, retrieve_sync
     from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
+    from turnkit.batteries.vector._sources import source_of
     from turnkit.batteries.vector.encoders._base import (
         EncodeKind,
         Encoder,

@@ -23,6 +23,7 @@ from turnkit.batteries.vector._errors import (
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector._sources import source_of
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 
 if TYPE_CHECKING:
@@ -62,25 +63,6 @@ FilterSpec: TypeAlias = (
 
 GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
 """Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
-
-
-def source_of(meta: Mapping[str, Any]) -> str | None:
-    """Where a record came from: the glue's ``source``, else an ingested file's name and section."""
-    if isinstance(meta.get("source"), str):
-        return str(meta["source"])
-    name = meta.get("source_display_name") or meta.get("source_uri")
-    if not isinstance(name, str) or not name:
-        return None
-    section = meta.get("section")
-    if isinstance(section, str) and section:
-        # "Guide > Install" would reach the prompt as "Guide &gt; Install" (attributes are escaped).
-        name = f"{name} § {section.replace(' > ', ' › ')}"
-    span = meta.get("page_span")
-    if isinstance(span, Mapping):
-        first, last = span.get("first_page"), span.get("last_page")
-        if isinstance(first, int) and isinstance(last, int):
-            name += f" (p. {first})" if first == last else f" (pp. {first}–{last})"
-    return name
 
 
 _NODE_TYPES = (Condition, And, Or, Not, Raw)
