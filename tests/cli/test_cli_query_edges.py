@@ -104,6 +104,7 @@ def test_a_number_after_the_flag_is_its_value(run: Run, db: Path) -> None:
     result = run("query", "--hybrid", "42", "--uri", str(db))
     assert result.code == EXIT_USAGE
     assert "argument --hybrid: expected a number from 0 to 1, got '42'" in result.err
+    assert "Hint: A number after --hybrid is its value; a TEXT that is a number goes before it" in result.err
     # A question that is a number goes first, or after `--`.
     for args in (["42", "--hybrid"], ["--hybrid", "--", "42"]):
         result = run("query", "--uri", str(db), "--json", *args)

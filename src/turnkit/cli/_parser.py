@@ -71,7 +71,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         where = "" if self.prog == "turnkit" else f"{self.prog}: "
-        raise CliUsageError(f"{where}{message}.", hint=f"Run `{self.prog} --help` for the options.")
+        hint = f"Run `{self.prog} --help` for the options."
+        flag = message.removeprefix("argument ").partition(":")[0]
+        action = self._option_string_actions.get(flag) if message.startswith("argument ") else None
+        positional = next((a for a in self._actions if not a.option_strings), None)
+        if action is not None and action.nargs == "?" and positional is not None:
+            text = positional.metavar or positional.dest
+            hint = f"A number after {flag} is its value; a {text} that is a number goes before it "
+            hint += "or after --."
+        raise CliUsageError(f"{where}{message}.", hint=hint)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
