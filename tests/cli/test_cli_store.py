@@ -109,7 +109,9 @@ def test_unreadable_files_give_exit_status_3_and_the_rest_is_ingested(
     result = run("ingest", str(corpus), "--uri", str(tmp_path / "db"), "--encoder", "hash")
     assert result.code == EXIT_PARTIAL, result.err
     assert "1 errors" in result.out and "broken.pdf" in result.out and "E_INGEST_PARSE_FAILED" in result.out
-    assert "skipped: " in result.out and "picture.png" in result.out
+    assert (
+        "1  No loader for '.png' [E_INGEST_UNSUPPORTED_FILE]: " in result.out and "picture.png" in result.out
+    )
     assert "1 file(s) could not be read" in result.err
     assert create_vector_store(str(tmp_path / "db"))("docs").count_sync() == 4
 
@@ -276,8 +278,14 @@ def test_ingest_skips_special_big_and_outside_files_with_codes(run: Run, tmp_pat
     db = str(tmp_path / "db")
     result = run("ingest", str(root), "--uri", db, "--encoder", "hash", "--max-file-size", "2KB")
     assert result.code == EXIT_OK, result.err
-    assert "big.txt: larger than the 2,000-byte limit" in result.out
-    assert "pipe.md: a named pipe (FIFO), not a regular file [E_INGEST_SPECIAL_FILE]" in result.out
+    assert "larger than the 2,000-byte limit [E_INGEST_FILE_TOO_LARGE]: " in result.out
+    assert "a named pipe (FIFO), not a regular file [E_INGEST_SPECIAL_FILE]: " in result.out
     assert "zero.txt" in result.out and "[E_INGEST_EXTERNAL_SYMLINK]" in result.out
+    assert "big.txt" in result.out and "pipe.md" in result.out
+    verbose = run("ingest", str(root), "--uri", db, "--max-file-size", "2KB", "--verbose")
+    assert (
+        "  skipped: " + str(root / "big.txt") + ": larger than the 2,000-byte limit (5,000 bytes)"
+        in verbose.out
+    )
     bad = run("ingest", str(root), "--uri", db, "--max-file-size", "lots")
     assert bad.code != EXIT_OK and "expected a size" in bad.err

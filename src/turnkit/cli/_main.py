@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from ._config import ENV_DEBUG, env_flag
-from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, exit_status
+from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, exit_status, missing_extra
 from ._output import emit_json, error_payload, print_error
 from ._parser import build_parser
 
@@ -84,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        print_error(exc)
+        # A missing extra is what to fix, even when it surfaced as an encoder failure: say it once.
+        shown = missing_extra(exc) or exc
+        print_error(shown)
         if as_json:
-            emit_json({"error": error_payload(exc)})
+            emit_json({"error": error_payload(shown)})
         return exit_status(exc)

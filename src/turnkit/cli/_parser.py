@@ -339,7 +339,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="try this encoding on text that is not UTF-8 (e.g. cp1252); repeatable, tried in order",
+        help="on text that is not UTF-8, try this encoding (e.g. cp1252), kept only if the result reads "
+        "as text, or auto to detect it; repeatable, tried in order",
+    )
+    p.add_argument(
+        "--extension",
+        "--ext",
+        action="append",
+        default=[],
+        metavar=".EXT[=KIND]",
+        help="read files ending in .EXT as KIND: text (the default), markdown, html or pdf; none skips "
+        "them (e.g. --ext .adoc, --ext .rst=markdown); repeatable",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="list every skipped file (by default: a count per reason)"
     )
 
     p = _add(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +21,19 @@ from ._config import (
     resolve,
 )
 from ._connect import Connection, connection_of
-from ._errors import EXIT_OK, EXIT_PARTIAL, CliUsageError
+from ._errors import (
+    DEPENDENCY_SUFFIXES,
+    EXIT_DEPENDENCY,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    CliUsageError,
+)
 from ._output import emit_json, one_line, source_label
 
 if TYPE_CHECKING:
     from ..batteries.vector import CollectionInfo, VectorMatch, VectorStore
+    from ..ingest import IngestProgress, IngestReport
 
 __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
 
@@ -73,6 +83,65 @@ def _existing_store(
 
 # -- ingest ----------------------------------------------------------------------------------------
 
+_KINDS = ("text", "markdown", "html", "pdf")
+
+
+def _extensions(items: list[str]) -> dict[str, str | None]:
+    """``--ext`` values (``.adoc``, ``.rst=markdown``, ``log=none``) as ingest's ``extensions`` map."""
+    mapping: dict[str, str | None] = {}
+    for item in items:
+        ext, sep, kind = item.partition("=")
+        ext, kind = ext.strip().lower(), (kind.strip().lower() if sep else "text")
+        ext = ext if ext.startswith(".") else "." + ext
+        if len(ext) < 2 or kind not in (*_KINDS, "none"):
+            raise CliUsageError(
+                f"--ext {item!r} is not .EXT or .EXT=KIND.",
+                hint="Examples: --ext .adoc (read as text), --ext .rst=markdown, --ext .log=none (skip). "
+                "KIND is text, markdown, html, pdf or none.",
+                field="extension",
+            )
+        mapping[ext] = None if kind == "none" else kind
+    return mapping
+
+
+def _printer(progress: bool) -> Callable[[str], None]:
+    """Print a line on stdout, clearing and redrawing the progress bar on a terminal around it."""
+    if not (progress and sys.stderr.isatty()):
+        return lambda line: print(line, flush=True)
+    # tqdm ships no type information; it is used through an untyped handle.
+    tqdm: Any = importlib.import_module("tqdm")
+
+    def write(line: str) -> None:
+        with tqdm.tqdm.external_write_mode(file=sys.stdout):
+            print(line, flush=True)
+
+    return write
+
+
+def _interrupted(collection: str, last: IngestProgress | None) -> int:
+    if last is None or not (last.files_written or last.chunks_written or last.chunks_deleted):
+        print(
+            "turnkit: interrupted before anything was written. Run the same command again to ingest.",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"turnkit: interrupted. Written to {collection!r} so far: {last.files_written:,} file(s), "
+            f"{last.chunks_written:,} chunk(s) ({last.files_done:,} of {last.files_total:,} files read). "
+            "Run the same command again to finish: what was written is found unchanged, the rest is written.",
+            file=sys.stderr,
+        )
+    return EXIT_INTERRUPTED
+
+
+def _tips(report: IngestReport, verbose: bool) -> list[str]:
+    tips = []
+    if not verbose and report.files_skipped > len(report.skipped):
+        tips.append("List every skipped file with --verbose.")
+    if any(g.code == "E_INGEST_UNSUPPORTED_FILE" for g in report.skip_groups):
+        tips.append("Read an extension with --ext, e.g. --ext .adoc=text (or markdown, html, pdf).")
+    return tips
+
 
 def run_ingest(args: argparse.Namespace) -> int:
     """Load files into a collection and print what was written."""
@@ -89,10 +158,13 @@ def run_ingest(args: argparse.Namespace) -> int:
                 hint="Check the path; to remove the chunks of deleted files, add --prune.",
                 path=missing[0],
             )
+    extensions = _extensions(args.extension)
     store = open_store(conn, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER)
     if args.ray_address and args.engine != "ray":
         raise CliUsageError("--ray-address needs --engine ray.", hint="Add --engine ray.")
     progress = not (args.no_progress or args.json)
+    progress_shown = progress and sys.stderr.isatty()
+    latest: dict[str, IngestProgress] = {}
     options: dict[str, Any] = {
         "store": store,
         "collection": collection,
@@ -108,13 +180,21 @@ def run_ingest(args: argparse.Namespace) -> int:
         "gitignore": not args.no_gitignore,
         "fallback_encodings": args.fallback_encoding,
         "html_extractor": args.html_extractor,
+        "extensions": extensions or None,
+        "on_progress": lambda now: latest.__setitem__("now", now),
     }
+    if args.verbose and not args.json:
+        write = _printer(progress)
+        options["on_skip"] = lambda issue: write(f"  skipped: {issue}")
     if args.engine == "ray":
         from ..ingest.ray import RayEngine
 
         options["engine"] = RayEngine(address=args.ray_address)
-    report = ingest_sync(args.paths, **options)
-    if args.engine == "ray" and progress and sys.stderr.isatty():
+    try:
+        report = ingest_sync(args.paths, **options)
+    except KeyboardInterrupt:
+        return _interrupted(collection, latest.get("now"))
+    if args.engine == "ray" and progress_shown:
         print(report, file=sys.stderr)  # the ray engine draws no progress bar
     # Let a compaction the writes triggered finish rather than die with the process.
     store.wait_for_maintenance_sync()
@@ -124,12 +204,20 @@ def run_ingest(args: argparse.Namespace) -> int:
         data.update(ok=report.ok, chunks_per_second=report.chunks_per_second, uri=uri, encoder=encoder)
         emit_json(data)
     else:
-        # ingest prints its own summary under the progress bar, which it shows only on a terminal.
-        if not (progress and sys.stderr.isatty()):
+        # ingest prints the same report under the progress bar, which it shows only on a terminal.
+        if not progress_shown:
             print(report)
-        for issue in report.skipped:
-            print(f"  skipped: {issue}")
+        for tip in _tips(report, args.verbose):
+            print(tip)
         print(f"Database: {uri} (collection {collection!r}, encoder {encoder})")
+    needs_extra = sum(issue.code.endswith(DEPENDENCY_SUFFIXES) for issue in report.errors)
+    if needs_extra:
+        print(
+            f"turnkit: {needs_extra} file(s) need an optional extra (the hint above names it); "
+            "the others were ingested.",
+            file=sys.stderr,
+        )
+        return EXIT_DEPENDENCY
     if report.errors:
         print(
             f"turnkit: {len(report.errors)} file(s) could not be read; the others were ingested.",

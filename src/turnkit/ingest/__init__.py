@@ -28,6 +28,7 @@ from ._chunking import (
     chunk_document,
     split_text,
 )
+from ._decode import AUTO_ENCODING
 from ._errors import (
     DocumentDecodeError,
     DocumentLoadError,
@@ -46,9 +47,10 @@ from ._errors import (
 from ._loaders import DEFAULT_EXTENSIONS, DEFAULT_MAX_FILE_SIZE, ExtensionMap, load_document, source_uri_for
 from ._model import DocumentKind, LoadedDocument, Section
 from ._pipeline import DEFAULT_BATCH_SIZE, PathInput, ingest, ingest_sync
-from ._report import FileIssue, IngestReport
+from ._report import SKIP_EXAMPLES, FileIssue, IngestProgress, IngestReport, SkipGroup
 
 __all__ = [
+    "AUTO_ENCODING",
     "Chunk",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_CHUNK_ENCODING",
@@ -67,6 +69,7 @@ __all__ = [
     "FileSkippedError",
     "FileTooLargeError",
     "IngestDependencyMissingError",
+    "IngestProgress",
     "IngestReport",
     "IngestUsageError",
     "InvalidChunkingError",
@@ -74,7 +77,9 @@ __all__ = [
     "LoadedDocument",
     "PageSpan",
     "PathInput",
+    "SKIP_EXAMPLES",
     "Section",
+    "SkipGroup",
     "SpecialFileError",
     "UnsupportedDocumentError",
     "chunk_document",

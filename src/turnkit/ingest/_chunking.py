@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._tokens import get_encoding
+from ._decode import detector_version
 from ._errors import InvalidChunkingError
 from ._model import DocumentKind, LoadedDocument
 
@@ -214,9 +215,11 @@ def document_fingerprint(
     file reached from another root (``ingest docs/`` then ``ingest .``) is unchanged.
     """
     parts: list[object] = [CHUNKER_VERSION, file_hash, kind, source_uri, chunk_size, chunk_overlap, encoding]
-    # Added only when set: fingerprints written without these options stay valid.
+    # Added only when set: fingerprints written without these options stay valid. Ingest passes the
+    # fallbacks only for a file that needed one, so a UTF-8 file's fingerprint ignores them; the
+    # detector's version is in too, since it decides which codec such a file is read with.
     if fallback_encodings:
-        parts.append(list(fallback_encodings))
+        parts.append([*fallback_encodings, detector_version()])
     if html_extractor != "turnkit" and kind == "html":
         parts.append(html_extractor)
     key = json.dumps(parts)
@@ -423,7 +426,8 @@ def chunk_document(
         chunk_overlap: Maximum tokens shared by consecutive chunks of a section
             (default 200); overlaps start at a sentence or word boundary.
         encoding: The tiktoken encoding (``"cl100k_base"`` or ``"o200k_base"``).
-        fallback_encodings: The text encodings the document was read with, and
+        fallback_encodings: The fallback encodings the document needed (empty
+            for a file that decodes without them), and
         html_extractor: the HTML extractor (both are part of the chunks'
             fingerprint, as `turnkit.ingest.ingest` records it).
 

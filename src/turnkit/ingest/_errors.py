@@ -141,8 +141,8 @@ class DocumentDecodeError(DocumentLoadError):
 
     code = "E_INGEST_DECODE_FAILED"
     default_hint = (
-        "Save the file as UTF-8, or name its encoding as a fallback (--fallback-encoding cp1252, "
-        "fallback_encodings=['cp1252']); HTML may also declare its charset in a <meta> tag."
+        "Read it with a fallback: --fallback-encoding auto detects the encoding, or name it "
+        "(--fallback-encoding cp1252; fallback_encodings=['auto'] in Python). Or save the file as UTF-8."
     )
 
 

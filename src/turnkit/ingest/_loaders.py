@@ -7,7 +7,7 @@ if the file changes while it is being ingested.
 
 from __future__ import annotations
 
-import codecs
+import gzip
 import hashlib
 import io
 import logging
@@ -15,6 +15,7 @@ import os
 import re
 import stat
 import threading
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,8 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, get_args
 
+from ._decode import check_fallback_encodings, decode_text
 from ._errors import (
-    DocumentDecodeError,
     DocumentLoadError,
     DocumentParseError,
     DocumentReadError,
@@ -45,6 +46,7 @@ __all__ = [
     "ExtensionMap",
     "check_regular",
     "detect_kind",
+    "is_gzip",
     "load_document",
     "parse_document",
     "read_file",
@@ -74,8 +76,7 @@ ExtensionMap = Mapping[str, DocumentKind | None]
 """Extra extension mappings for :func:`load_document` / ``ingest``; ``None`` disables an extension."""
 
 _KINDS: frozenset[str] = frozenset(get_args(DocumentKind))
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+_GZIP = ".gz"
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
@@ -108,10 +109,26 @@ def resolve_extensions(extensions: ExtensionMap | None) -> dict[str, DocumentKin
     return merged
 
 
+def is_gzip(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is read gzip-decompressed (its name ends in ``.gz``)."""
+    return os.fspath(path).lower().endswith(_GZIP)
+
+
 def detect_kind(path: str | os.PathLike[str], extensions: Mapping[str, DocumentKind]) -> DocumentKind:
-    """The loader for ``path``, chosen by its extension (case-insensitive)."""
+    """The loader for ``path``, chosen by its extension (case-insensitive).
+
+    A gzip file is read by the loader of the extension inside (``guide.md.gz``
+    is Markdown), else by the one mapped to ``.gz`` itself, if any.
+    """
     suffix = Path(path).suffix.lower()
-    kind = extensions.get(suffix)
+    if suffix == _GZIP:
+        inner = Path(Path(path).stem).suffix.lower()
+        kind = extensions.get(inner) if inner else None
+        if kind is None:
+            kind = extensions.get(_GZIP)
+        suffix = inner + _GZIP
+    else:
+        kind = extensions.get(suffix)
     if kind is None:
         raise UnsupportedDocumentError(
             f"No loader for {suffix or 'files without an extension'!r}.", path=os.fspath(path)
@@ -155,9 +172,10 @@ def _read_error(path: str, exc: OSError) -> DocumentReadError:
     return DocumentReadError(f"Cannot read {path!r}: {reason}.", path=path, reason=reason)
 
 
-def _too_large(path: str, size: int | None, limit: int) -> FileTooLargeError:
-    what = f"{size:,} bytes" if size is not None else "it grew while being read"
-    reason = f"larger than the {limit:,}-byte limit ({what})"
+def _too_large(
+    path: str, size: int | None, limit: int, what: str = "it grew while being read"
+) -> FileTooLargeError:
+    reason = f"larger than the {limit:,}-byte limit ({f'{size:,} bytes' if size is not None else what})"
     return FileTooLargeError(f"Skipped {path!r}: {reason}.", path=path, reason=reason)
 
 
@@ -186,6 +204,79 @@ def _check_stat(path: str, st: os.stat_result, max_size: int | None) -> None:
         raise _too_large(path, st.st_size, max_size)
 
 
+class _RawReader(io.RawIOBase):
+    """A file descriptor read at most ``budget`` bytes, hashed as it is read (gzip's input)."""
+
+    def __init__(self, fd: int, path: str, budget: int | None) -> None:
+        super().__init__()
+        self.fd, self.path, self.budget = fd, path, budget
+        self.hash = hashlib.sha256()
+        self.total = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        want = len(buffer) if self.budget is None else min(len(buffer), self.budget - self.total)
+        if want <= 0:
+            if self.budget is not None and self.total >= self.budget:
+                raise _too_large(self.path, None, self.budget - 1)
+            return 0
+        try:
+            block = os.read(self.fd, want)
+        except OSError as exc:
+            raise _read_error(self.path, exc) from exc
+        buffer[: len(block)] = block
+        self.hash.update(block)
+        self.total += len(block)
+        return len(block)
+
+
+def _read_plain(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
+    budget = max_size + 1 if max_size is not None else None  # one byte over tells "too large"
+    parts: list[bytes] = []
+    total = 0
+    try:
+        while budget is None or total < budget:
+            block = os.read(fd, _READ_BLOCK if budget is None else min(_READ_BLOCK, budget - total))
+            if not block:
+                break
+            parts.append(block)
+            total += len(block)
+    except OSError as exc:
+        raise _read_error(where, exc) from exc
+    if max_size is not None and total > max_size:
+        raise _too_large(where, None, max_size)
+    data = b"".join(parts)
+    return data, total, hashlib.sha256(data).hexdigest()
+
+
+def _read_gzip(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
+    """Decompress a gzip file as a stream, refusing it once its output passes ``max_size``.
+
+    A gzip bomb (gigabytes of zeros in a few megabytes) is refused after
+    ``max_size`` bytes of output, never held whole.
+    """
+    raw = _RawReader(fd, where, max_size + 1 if max_size is not None else None)
+    parts: list[bytes] = []
+    total = 0
+    try:
+        with gzip.GzipFile(fileobj=io.BufferedReader(raw, _READ_BLOCK), mode="rb") as stream:
+            while block := stream.read(
+                _READ_BLOCK if max_size is None else min(_READ_BLOCK, max_size + 1 - total)
+            ):
+                parts.append(block)
+                total += len(block)
+                if max_size is not None and total > max_size:
+                    raise _too_large(where, None, max_size, "once decompressed")
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        reason = f"not a readable gzip file ({type(exc).__name__}: {exc})"
+        raise DocumentParseError(
+            f"Cannot decompress {where!r}: {reason}.", path=where, reason=reason
+        ) from exc
+    return b"".join(parts), raw.total, raw.hash.hexdigest()
+
+
 def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> RawFile:
     """Read ``path`` once: its bytes, size, modification time and sha256.
 
@@ -195,10 +286,15 @@ def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MA
     (the path may have been swapped in between). The read itself is bounded,
     so a file that grows while it is read cannot exhaust memory either.
 
+    A file named ``*.gz`` is decompressed as it is read: ``data`` is the
+    decompressed bytes, and ``max_size`` bounds both the file and its
+    decompressed content. ``size`` and ``content_hash`` describe the file on disk.
+
     Raises:
         SpecialFileError: a FIFO, socket, device or directory.
-        FileTooLargeError: more than ``max_size`` bytes.
+        FileTooLargeError: more than ``max_size`` bytes (on disk or decompressed).
         DocumentReadError: the file cannot be opened or read.
+        DocumentParseError: a ``.gz`` file that is not valid gzip.
     """
     where = os.fspath(path)
     check_regular(where, max_size=max_size)
@@ -207,97 +303,17 @@ def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MA
     except OSError as exc:
         raise _read_error(where, exc) from exc
     try:
-        st = os.fstat(fd)
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            raise _read_error(where, exc) from exc
         _check_stat(where, st, max_size)
-        budget = max_size + 1 if max_size is not None else None  # one byte over tells "too large"
-        parts: list[bytes] = []
-        total = 0
-        while budget is None or total < budget:
-            block = os.read(fd, _READ_BLOCK if budget is None else min(_READ_BLOCK, budget - total))
-            if not block:
-                break
-            parts.append(block)
-            total += len(block)
-    except OSError as exc:
-        raise _read_error(where, exc) from exc
+        data, size, digest = (_read_gzip if is_gzip(where) else _read_plain)(fd, where, max_size)
     finally:
         os.close(fd)
-    if max_size is not None and total > max_size:
-        raise _too_large(where, None, max_size)
-    data = b"".join(parts)
     return RawFile(
-        data=data,
-        mtime=datetime.fromtimestamp(st.st_mtime, tz=UTC),
-        size=len(data),
-        content_hash=hashlib.sha256(data).hexdigest(),
+        data=data, mtime=datetime.fromtimestamp(st.st_mtime, tz=UTC), size=size, content_hash=digest
     )
-
-
-def _decode_error(path: str, reason: str) -> DocumentDecodeError:
-    return DocumentDecodeError(f"Cannot decode {path!r}: {reason}.", path=path, reason=reason)
-
-
-def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ...]:
-    """Codec names to try, in order, on text that is not UTF-8 (each checked with `codecs.lookup`).
-
-    Raises:
-        InvalidIngestOptionError: a name Python does not know, or UTF-16/32 without a BOM.
-    """
-    if names is None:
-        return ()
-    if isinstance(names, str):
-        names = (names,)
-    checked: list[str] = []
-    for name in names:
-        try:
-            codec = codecs.lookup(name).name if isinstance(name, str) else None
-        except LookupError:
-            codec = None
-        if codec is None:
-            raise InvalidIngestOptionError(
-                f"Unknown text encoding {name!r}.",
-                hint="Use a Python codec name such as cp1252, latin-1, shift_jis or gb18030.",
-            )
-        if codec.startswith(("utf-16", "utf-32")):
-            # They decode almost any even-length bytes into nonsense; a BOM already selects them.
-            raise InvalidIngestOptionError(
-                f"{name!r} cannot be a fallback encoding.",
-                hint="UTF-16 and UTF-32 files are read when they start with a byte-order mark.",
-            )
-        checked.append(codec)
-    return tuple(dict.fromkeys(checked))
-
-
-def _decode(data: bytes, *, path: str, html: bool = False, fallbacks: Sequence[str] = ()) -> str:
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data.decode(codec)
-            except UnicodeDecodeError as exc:
-                raise _decode_error(path, f"invalid {codec} at byte {exc.start}") from exc
-    if b"\x00" in data[:8192]:
-        raise _decode_error(path, "it looks binary (contains NUL bytes)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        utf8_error = exc
-    if html:  # a page may declare a legacy charset; honour it before giving up
-        declared = _META_CHARSET.search(data[:4096])
-        if declared:
-            charset = declared.group(1).decode("ascii")
-            try:
-                return data.decode(charset)
-            except LookupError as exc:
-                raise _decode_error(path, f"unknown declared charset {charset!r}") from exc
-            except UnicodeDecodeError as exc:
-                raise _decode_error(path, f"not valid {charset} at byte {exc.start}") from exc
-    for codec in fallbacks:
-        try:
-            return data.decode(codec)
-        except UnicodeDecodeError:
-            continue
-    nor = f", nor {', '.join(fallbacks)}" if fallbacks else ""
-    raise _decode_error(path, f"not valid UTF-8 at byte {utf8_error.start}{nor}") from utf8_error
 
 
 def _newlines(text: str) -> str:
@@ -368,7 +384,9 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
         import pypdf
     except ImportError as exc:
         raise IngestDependencyMissingError(
-            f"Reading {path!r} needs `pypdf`, which is not installed.", path=path, reason="pypdf missing"
+            f"Reading {path!r} needs `pypdf`, which is not installed.",
+            path=path,
+            reason="a PDF, and pypdf is not installed",
         ) from exc
     with _captured_pypdf_log() as logged:
         try:
@@ -422,7 +440,7 @@ def parse_with_front_matter(
     if kind == "pdf":
         return _pdf_pages(data, path=path), {}
     fallbacks = check_fallback_encodings(fallback_encodings)
-    text = _clean(_newlines(_decode(data, path=path, html=kind == "html", fallbacks=fallbacks)))
+    text = _clean(_newlines(decode_text(data, path=path, html=kind == "html", fallbacks=fallbacks)))
     if kind == "markdown":
         front_matter, body = split_front_matter(text, path=path)
         return split_markdown(body), front_matter

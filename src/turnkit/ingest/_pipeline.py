@@ -34,7 +34,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -50,6 +50,7 @@ from ._chunking import (
     document_fingerprint,
     validate_chunking,
 )
+from ._decode import check_fallback_encodings, needs_fallback
 from ._errors import (
     DocumentLoadError,
     FileSkippedError,
@@ -61,13 +62,12 @@ from ._ignore import FileFilter, check_patterns
 from ._loaders import (
     DEFAULT_MAX_FILE_SIZE,
     ExtensionMap,
-    check_fallback_encodings,
     parse_with_front_matter,
     read_file,
     resolve_extensions,
 )
 from ._model import LoadedDocument
-from ._report import FileIssue, IngestReport
+from ._report import FileIssue, IngestProgress, IngestReport, SkipTally
 from ._store_io import LOOKUP_FILES, Row, Writer, declare_ingest_fields, lookup
 from ._store_io import prune as prune_missing
 from ._walk import Candidate, Found, PathInput, issue_of, walk
@@ -148,14 +148,16 @@ def find_files(
     extensions: ExtensionMap | None,
     follow_external_symlinks: bool,
     files: FileFilter,
+    skips: SkipTally | None = None,
 ) -> Found:
-    """The files of a run (`walk` over one path or many)."""
+    """The files of a run (`walk` over one path or many); ``skips`` counts the files skipped."""
     path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     return walk(
         path_list,
         resolve_extensions(extensions),
         follow_external_symlinks=follow_external_symlinks,
         files=files,
+        skips=skips,
     )
 
 
@@ -182,7 +184,7 @@ def make_report(
     collection: str,
     found: Found,
     counts: dict[str, int],
-    skipped: list[FileIssue],
+    skips: SkipTally,
     errors: list[FileIssue],
     chunks: tuple[int, int],
     pruned: tuple[int, int],
@@ -190,16 +192,19 @@ def make_report(
     settings: dict[str, Any],
 ) -> IngestReport:
     """The report of a run: ``chunks`` is (written, deleted), ``pruned`` (files, chunks)."""
+    groups = skips.groups()
     return IngestReport(
         collection=collection,
-        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + len(skipped) + len(errors),
+        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + skips.total + len(errors),
         files_written=counts["write"] + counts["repair"],
         files_unchanged=counts["unchanged"],
         files_pruned=pruned[0],
         files_ignored=found.ignored,
+        files_skipped=skips.total,
         chunks_written=chunks[0],
         chunks_deleted=chunks[1] + pruned[1],
-        skipped=tuple(skipped),
+        skip_groups=groups,
+        skipped=tuple(issue for group in groups for issue in group.examples),
         errors=tuple(errors),
         elapsed_s=time.perf_counter() - started,
         settings=settings,
@@ -214,6 +219,11 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
         return Outcome(candidate, "skipped", issue=issue_of(candidate.path, exc))
     except DocumentLoadError as exc:
         return Outcome(candidate, "error", issue=issue_of(candidate.path, exc))
+    # The fallbacks belong to the fingerprint of a file that needs one, and to no other: a UTF-8
+    # file's chunks do not change when --fallback-encoding is added or removed.
+    fallbacks = settings.fallback_encodings
+    if fallbacks and (candidate.kind == "pdf" or not needs_fallback(raw.data, html=candidate.kind == "html")):
+        fallbacks = ()
     fingerprint = document_fingerprint(
         file_hash=raw.content_hash,
         kind=candidate.kind,
@@ -221,7 +231,7 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
         encoding=settings.encoding,
-        fallback_encodings=settings.fallback_encodings,
+        fallback_encodings=fallbacks,
         html_extractor=settings.html_extractor,
     )
     current = [r for r in stored if r.fingerprint == fingerprint]
@@ -253,7 +263,7 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
             chunk_size=settings.chunk_size,
             chunk_overlap=settings.chunk_overlap,
             encoding=settings.encoding,
-            fallback_encodings=settings.fallback_encodings,
+            fallback_encodings=fallbacks,
             html_extractor=settings.html_extractor,
         )
     except (DocumentLoadError, IngestDependencyMissingError) as exc:
@@ -331,6 +341,8 @@ async def ingest(
     gitignore: bool = True,
     html_extractor: HtmlExtractor = "turnkit",
     engine: Literal["local"] | RayEngine = "local",
+    on_skip: Callable[[FileIssue], None] | None = None,
+    on_progress: Callable[[IngestProgress], None] | None = None,
 ) -> IngestReport:
     """Load, chunk and upsert files into a collection; rerunning it only writes what changed.
 
@@ -358,9 +370,11 @@ async def ingest(
             ``None``: no limit). Only regular files are ever read.
         follow_external_symlinks: Also read symlinks whose targets lie outside
             the given paths (by default they are skipped).
-        fallback_encodings: Codecs tried in order on a text file that is not
-            UTF-8, e.g. ``["cp1252"]`` (by default such a file is skipped as an
-            error with its reason). ``latin-1`` decodes any bytes: put it last.
+        fallback_encodings: What to try on a text file that is not UTF-8, in
+            order: codec names (``["cp1252"]``), each used only if the text it
+            gives reads as text to charset-normalizer, and ``"auto"``, the
+            encoding the detector finds. When none fits, the file is an error
+            (by default, every such file is).
         include: Wildmatch patterns (git's syntax, relative to each given
             directory, e.g. ``["*.md", "docs/**"]``): when given, a walked file
             is read only if one matches. A file given by name is always read.
@@ -377,6 +391,10 @@ async def ingest(
             Ray workers load, chunk, encode and write, and one commit adds
             their work (``pip install 'turnkit[ray]'``; ``batch_size``,
             ``workers`` and ``progress`` are then the engine's own).
+        on_skip: Called with every skipped file as it is found (the report
+            keeps only a few per reason), from one thread at a time.
+        on_progress: Called with an `IngestProgress` after each file is
+            decided and after each commit (the local engine only).
 
     Returns:
         An `IngestReport`: counts, skipped files, errors and elapsed time.
@@ -398,7 +416,8 @@ async def ingest(
         raise InvalidIngestOptionError(f"workers must be a positive int; got {workers!r}.")
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
-    found = await asyncio.to_thread(find_files, paths, extensions, follow_external_symlinks, files)
+    skips = SkipTally(on_skip)
+    found = await asyncio.to_thread(find_files, paths, extensions, follow_external_symlinks, files, skips)
     if engine != "local":
         from ._ray_engine import RayEngine, run_on_ray  # the ray extra is imported only when asked for
 
@@ -415,7 +434,23 @@ async def ingest(
         await declare_ingest_fields(store, collection, exists=True)
 
     bar = _progress_bar(progress, len(found.candidates))
-    writer = Writer(q, batch_size, bar)
+    counts = {"write": 0, "repair": 0, "unchanged": 0}
+    errors = list(found.errors)
+    done = 0
+
+    def report_progress() -> None:
+        if on_progress is not None:
+            on_progress(
+                IngestProgress(
+                    files_total=len(found.candidates),
+                    files_done=done,
+                    files_written=writer.files_written,
+                    chunks_written=writer.chunks_written,
+                    chunks_deleted=writer.chunks_deleted,
+                )
+            )
+
+    writer = Writer(q, batch_size, bar, report_progress)
     queue: asyncio.Queue[Outcome | Exception | None] = asyncio.Queue(maxsize=_QUEUE_FILES)
     # The run's own `workers` threads, which also bound how many files are read at once: asyncio's
     # default pool has min(32, cores + 4) threads, fewer on a small machine, and the encoder's calls
@@ -448,8 +483,6 @@ async def ingest(
         except Exception as exc:  # hand it to the consumer, which would otherwise wait forever
             await queue.put(exc)
 
-    counts = {"write": 0, "repair": 0, "unchanged": 0}
-    skipped, errors = list(found.skipped), list(found.errors)
     producer = asyncio.ensure_future(produce())
     try:
         while (outcome := await queue.get()) is not None:
@@ -458,8 +491,13 @@ async def ingest(
             if outcome.status in counts:
                 counts[outcome.status] += 1
             elif outcome.issue is not None:
-                (errors if outcome.status == "error" else skipped).append(outcome.issue)
+                if outcome.status == "error":
+                    errors.append(outcome.issue)
+                else:
+                    skips.add(outcome.issue)
             await writer.add(outcome)
+            done += 1
+            report_progress()
             if bar is not None:
                 bar.update(1)
         await writer.finish()
@@ -478,7 +516,7 @@ async def ingest(
         collection,
         found,
         counts,
-        skipped,
+        skips,
         errors,
         (writer.chunks_written, writer.chunks_deleted),
         (pruned_files, pruned_chunks),

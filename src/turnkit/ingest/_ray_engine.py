@@ -180,16 +180,24 @@ def run_on_ray(
         raise IngestDependencyMissingError(
             "The ray engine needs pylance to write fragments.", hint="Install it: pip install 'turnkit[ray]'."
         )
-    run_sync(declare_ingest_fields(store, collection, store.has_collection_sync(collection)))
+    existed = store.has_collection_sync(collection)
+    run_sync(declare_ingest_fields(store, collection, existed))
     info = store.create_collection_sync(collection, exist_ok=True, fields=INGEST_FIELDS)
-    factory = engine.encoder_factory or _default_factory(store, info.dimension)
-    stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
-    with warnings.catch_warnings():
-        # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
-        # the workers open stores of their own, so nothing of the driver's runtime is used there.
-        warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
-        warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
-        results, fragments = _run_workers(ray, store, collection, found, stored, settings, factory, engine)
+    try:
+        factory = engine.encoder_factory or _default_factory(store, info.dimension)
+        stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
+        with warnings.catch_warnings():
+            # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
+            # the workers open stores of their own, so nothing of the driver's runtime is used there.
+            warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
+            warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
+            results, fragments = _run_workers(
+                ray, store, collection, found, stored, settings, factory, engine
+            )
+    except BaseException:
+        if not existed and store(collection).count_sync() == 0:  # a failed first run leaves nothing behind
+            store.drop_collection_sync(collection, missing_ok=True)
+        raise
     return _finish(store, collection, found, results, fragments, prune, started, settings, files)
 
 
@@ -277,16 +285,17 @@ def _finish(
     if prune:
         pruned_files, pruned_chunks = run_sync(prune_missing(q, found, writer))
     counts = {s: sum(r.status == s for r in results) for s in ("write", "repair", "unchanged")}
-    skipped = [*found.skipped, *(r.issue for r in results if r.status in ("skipped", "empty") and r.issue)]
+    for result in results:
+        if result.status in ("skipped", "empty") and result.issue is not None:
+            found.skips.add(result.issue)
     errors = [*found.errors, *(r.issue for r in results if r.status == "error" and r.issue)]
-    skipped_issues = [i for i in skipped if i is not None]
     error_issues = [i for i in errors if i is not None]
     record = settings_record(settings, files, prune, {"engine": "ray"})
     return make_report(
         collection,
         found,
         counts,
-        skipped_issues,
+        found.skips,
         error_issues,
         (written, deleted),
         (pruned_files, pruned_chunks),

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
@@ -164,8 +164,11 @@ class Writer:
     span batches; its stale rows are deleted once the last of them has committed.
     """
 
-    def __init__(self, q: QueryBuilder, batch_size: int, bar: Any) -> None:
+    def __init__(
+        self, q: QueryBuilder, batch_size: int, bar: Any, progress: Callable[[], None] | None = None
+    ) -> None:
         self.q = q
+        self.progress = progress
         self.batch_size = batch_size
         self.bar = bar
         self.buffer: list[dict[str, Any]] = []
@@ -174,6 +177,7 @@ class Writer:
         self.stale_files: list[tuple[str, str]] = []  # (source_uri, the fingerprint to keep)
         self.chunks_written = 0
         self.chunks_deleted = 0
+        self.files_written = 0  # files whose new chunks have all committed
         self.writes = 0
         self.crash_after = _crash_after()
         self.started = time.perf_counter()
@@ -216,11 +220,38 @@ class Writer:
         batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
         if not batch:
             return
+        made = False
         if not self.created:
             self.created = True
             store, name = self.q.store, self.q.spec.collection
             if not await store.has_collection(name):
                 await declare_ingest_fields(store, name, exists=False)
+                made = True
+        try:
+            await self._write(batch)
+        except BaseException:
+            if made:  # a first run that cannot write (a missing encoder extra…) leaves no empty collection
+                await self._drop_if_empty()
+            raise
+        if self.progress is not None:
+            self.progress()
+        await self.delete_stale()
+        if self.bar is not None:
+            elapsed = time.perf_counter() - self.started
+            shown: dict[str, object] = {"chunks": self.chunks_written}
+            if self.chunks_written >= RATE_MIN_CHUNKS and elapsed >= RATE_MIN_SECONDS:
+                shown["chunks_s"] = f"{self.chunks_written / elapsed:.0f}"
+            self.bar.set_postfix(shown, refresh=False)
+
+    async def _drop_if_empty(self) -> None:
+        store, name = self.q.store, self.q.spec.collection
+        try:
+            if await store.has_collection(name) and await self.q.count() == 0:
+                await store.drop_collection(name, missing_ok=True)
+        except Exception:  # the write's own error is the one to report
+            pass
+
+    async def _write(self, batch: list[dict[str, Any]]) -> None:
         # The files this batch completes; a file that fits a batch is always wholly inside one.
         done, complete = len(batch), 0
         uris: list[str] = []
@@ -240,15 +271,9 @@ class Writer:
         self.chunks_written += len(batch)
         for _ in range(complete):
             self.stale.extend(self.files.popleft().stale_ids)  # every chunk of this file is in now
+        self.files_written += complete
         if done:
             self.files[0].remaining -= done  # a big file's first batches
-        await self.delete_stale()
-        if self.bar is not None:
-            elapsed = time.perf_counter() - self.started
-            shown: dict[str, object] = {"chunks": self.chunks_written}
-            if self.chunks_written >= RATE_MIN_CHUNKS and elapsed >= RATE_MIN_SECONDS:
-                shown["chunks_s"] = f"{self.chunks_written / elapsed:.0f}"
-            self.bar.set_postfix(shown, refresh=False)
 
     async def delete_stale(self) -> None:
         while self.stale_files:

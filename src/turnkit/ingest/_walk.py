@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._errors import ExternalSymlinkError, IngestDependencyMissingError, UnsupportedDocumentError
+from ._errors import ExternalSymlinkError, UnsupportedDocumentError
 from ._ignore import FileFilter
 from ._loaders import detect_kind, source_uri_for
 from ._model import DocumentKind
-from ._report import FileIssue
+from ._report import FileIssue, SkipTally
 
 __all__ = ["Candidate", "Found", "PathInput", "issue_of", "walk"]
 
@@ -29,16 +29,15 @@ class Candidate:
 
 def issue_of(path: str, exc: Exception) -> FileIssue:
     reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or str(exc)
-    hint = getattr(exc, "hint", "")
-    if isinstance(exc, IngestDependencyMissingError) and hint:
-        reason = f"{reason} ({hint})"
-    return FileIssue(path=path, reason=str(reason), code=getattr(exc, "code", "E_INGEST_LOAD_FAILED"))
+    hint = getattr(exc, "hint", None) or ""
+    code = getattr(exc, "code", "E_INGEST_LOAD_FAILED")
+    return FileIssue(path=path, reason=str(reason), code=code, hint=str(hint))
 
 
 @dataclass(slots=True)
 class Found:
     candidates: list[Candidate] = field(default_factory=list)
-    skipped: list[FileIssue] = field(default_factory=list)
+    skips: SkipTally = field(default_factory=SkipTally)
     errors: list[FileIssue] = field(default_factory=list)
     prune_prefixes: list[str] = field(default_factory=list)
     missing_uris: list[str] = field(default_factory=list)
@@ -54,6 +53,7 @@ def walk(
     *,
     follow_external_symlinks: bool = False,
     files: FileFilter | None = None,
+    skips: SkipTally | None = None,
 ) -> Found:
     """Every file to consider, in a deterministic order, deduplicated by resolved URI.
 
@@ -61,7 +61,7 @@ def walk(
     found inside a given directory; a file given by name is always considered.
     """
     base = files if files is not None else FileFilter(gitignore=False)
-    found = Found()
+    found = Found(skips=skips if skips is not None else SkipTally())
     seen: set[str] = set()
     roots: list[Path] = []
     for given in paths:
@@ -86,9 +86,7 @@ def walk(
             return
         if external:
             reason = "a symlink to a target outside the ingested paths"
-            found.skipped.append(
-                issue_of(str(path), ExternalSymlinkError(reason, path=str(path), reason=reason))
-            )
+            found.skips.add(issue_of(str(path), ExternalSymlinkError(reason, path=str(path), reason=reason)))
             return
         if uri in seen:
             return
@@ -96,7 +94,7 @@ def walk(
         try:
             kind = detect_kind(path, extensions)
         except UnsupportedDocumentError as exc:
-            found.skipped.append(issue_of(str(path), exc))
+            found.skips.add(issue_of(str(path), exc))
             return
         # A name that is not valid UTF-8 arrives with lone surrogates, which the store refuses.
         readable = os.fsencode(display_name).decode("utf-8", "replace")
