@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -32,9 +32,11 @@ if TYPE_CHECKING:
     from turnkit.batteries.vector.query._executor import QueryExecutor
     from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
-__all__ = ["DEFAULT_SELECT", "MAX_LIMIT", "QueryBuilder"]
+__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_SELECT", "MAX_LIMIT", "QueryBuilder"]
 
 MAX_LIMIT = 10_000
+DEFAULT_PAGE_SIZE = 1_000
+"""Records `iter_rows` reads per page."""
 _DEFAULT_LIMIT = QuerySpec(collection="_").limit
 _SELECTABLE = ("id", "vector", "document", "metadata", "created_at", "updated_at", "score", "distance")
 DEFAULT_SELECT: tuple[str, ...] = ("id", "document", "metadata")
@@ -454,20 +456,105 @@ class QueryBuilder(Filterable):
 
     count_sync = sync_form(count)
 
-    async def get(self, ids: Iterable[str]) -> list[VectorMatch]:
-        """Fetch records by id, in the order given; missing ids are skipped.
+    async def get(self, ids: Iterable[str] | None = None, *, where: Any = None) -> list[VectorMatch]:
+        """Fetch records by id, in the order given, or every record a filter matches, in id order.
 
-        An id asked for twice is returned once, where it was first asked for
-        (``get(["a", "a", "b"])`` gives ``a, b``). Uses the builder's ``select``
-        (default: every field but ``vector``) and ANDs its filter.
+        With ``ids``, missing ids are skipped (an id longer than any record's,
+        1,024 characters, is simply not found), and an id asked for twice is
+        returned once, where it was first asked for (``get(["a", "a", "b"])``
+        gives ``a, b``). Without ``ids``, every record the builder's filter and
+        ``where`` match comes back, read page by page as `iter_rows` does;
+        prefer `iter_rows` for a large collection, which holds one page at a time.
+
+        Args:
+            ids: The ids to fetch; ``None`` for every record the filter matches.
+            where: A filter ANDed with the builder's, in any form `where` takes
+                (``{"metadata.kind": "faq"}``, a filter node, a callable group).
+
+        Uses the builder's ``select`` (default: every field but ``vector``).
         """
+        query = self if where is None else self.where(where)
+        if ids is None:
+            return [match async for match in query.iter_rows()]
         id_list = list(ids) if not isinstance(ids, str) else [ids]
         for rid in id_list:
             if not isinstance(rid, str) or not rid:
                 raise InvalidQueryError(f"get() takes non-empty string ids, got {rid!r}.")
-        return await on_loop(self._store._get(self._spec, id_list))
+        return await on_loop(self._store._get(query._spec, id_list))
 
     get_sync = sync_form(get)
+
+    def _paging(self, page_size: int) -> int:
+        self._filter_only("iter_rows", paging=True)
+        return _positive_int(page_size, "iter_rows(page_size=...)", maximum=MAX_LIMIT)
+
+    def iter_rows(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> AsyncIterator[VectorMatch]:
+        """Every record the filter matches (all of them without one), in id order, a page at a time.
+
+        Not capped like `limit`: pages of ``page_size`` records are read as
+        the iteration goes, so memory holds one page. The records are those of
+        the collection's version when the iteration starts; writes made
+        meanwhile are not seen, and each id comes once. Uses the builder's
+        ``select`` (default: every field but ``vector``).
+
+        ```python
+        from turnkit.batteries.vector import HashEncoder, create_vector_store
+
+        vs = create_vector_store(uri="memory://", encoder=HashEncoder(8))
+        vs("log").upsert_sync([{"id": f"e{i:02d}", "document": f"event {i}"} for i in range(25)])
+        ids = [m.id for m in vs("log").iter_rows_sync(page_size=10)]
+        assert ids == sorted(ids) and len(ids) == 25
+        ```
+        """
+        size = self._paging(page_size)
+
+        async def rows() -> AsyncIterator[VectorMatch]:
+            snapshot = await on_loop(self._store._rows_snapshot(self._spec))
+            while page := await on_loop(self._store._rows_page(snapshot, size)):
+                for match in page:
+                    yield match
+
+        return rows()
+
+    def iter_rows_sync(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> Iterator[VectorMatch]:
+        """Sync form of `iter_rows`: a generator that reads the next page when it needs it."""
+        size = self._paging(page_size)
+
+        def rows() -> Iterator[VectorMatch]:
+            snapshot = run_sync(self._store._rows_snapshot(self._spec))
+            while page := run_sync(self._store._rows_page(snapshot, size)):
+                yield from page
+
+        return rows()
+
+    async def update_metadata(
+        self,
+        updates: Mapping[str, Mapping[str, Any]],
+        *,
+        merge: bool = True,
+        guard: FilterNode | None = None,
+    ) -> int:
+        """Give stored records new metadata, keeping their documents and vectors (nothing is encoded).
+
+        One commit that only updates: an id with no record (or none the
+        filter matches) is left out, never inserted. ``updated_at`` becomes
+        the time of the write, ``created_at`` is kept.
+
+        Args:
+            updates: ``{id: metadata}``, each checked as an upsert checks a record's metadata.
+            merge: ``True`` (default): the given keys replace those keys and the
+                others are kept; ``False``: the given metadata replaces it whole.
+            guard: A tenant's write guard, as for `upsert`: only a record the
+                guard sees is updated (the one an upsert of that id behind the
+                guard would update), and its new metadata must still match the guard.
+
+        Returns:
+            How many records were updated.
+        """
+        self._filter_only("update_metadata", paging=True)
+        return await self._store._update_metadata(self._spec, updates, merge=merge, guard=guard)
+
+    update_metadata_sync = sync_form(update_metadata)
 
     async def optimize(self) -> None:
         """Remove duplicate ids, compact small fragments and fold new rows into the indexes.

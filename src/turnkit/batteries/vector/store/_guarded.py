@@ -45,6 +45,7 @@ __all__ = [
     "guarded_keys",
     "scope_of",
     "unscoped_keys",
+    "visible_keys",
     "with_keys",
 ]
 
@@ -91,16 +92,21 @@ def with_keys(data: pa.Table, keys: pa.Array | None = None) -> pa.Table:
     return data.append_column(pa.field(KEY, pa.string()), unscoped_keys(data["id"]) if keys is None else keys)
 
 
-async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode, guard_sql: str) -> pa.Array:
-    """The key each id of a guarded write lands on.
-
-    Call it holding the collection's write locks, on the latest version of a
-    collection that has the key column. The choice depends only on rows
-    inside the guard; a key outside it is only checked for being taken, and
-    either way the record is inserted.
-    """
+def _own_keys(ids: list[str], guard: FilterNode) -> dict[str, str]:
     scope = scope_of(guard)
-    own = {rid: f"{scope}{_SEP}{rid}" for rid in ids}
+    return {rid: f"{scope}{_SEP}{rid}" for rid in ids}
+
+
+async def visible_keys(
+    table: Any, name: str, ids: list[str], guard: FilterNode, guard_sql: str
+) -> dict[str, str]:
+    """The key of the record a guarded write of each id reaches, for the ids the guard sees a row of.
+
+    Its own scope's row first, else the newest row inside the guard; an id
+    the guard sees no row of is left out. Call it holding the collection's
+    write locks, on a collection that has the key column.
+    """
+    own = _own_keys(ids, guard)
     chosen: dict[str, tuple[tuple[bool, tuple[bool, Any]], str]] = {}  # id -> (rank, key)
     for start in range(0, len(ids), MAX_IN_VALUES):
         chunk = ids[start : start + MAX_IN_VALUES]
@@ -109,11 +115,23 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
             rows = await table.query().where(where).select(["id", KEY, "updated_at"]).to_list()
         for row in rows:
             key = row[KEY] if row[KEY] is not None else _SEP + row["id"]
-            # Its own scope's row first, else the newest row the guard sees.
             rank = (key == own[row["id"]], recency(row["updated_at"]))
             best = chosen.get(row["id"])
             if best is None or rank > best[0]:
                 chosen[row["id"]] = (rank, key)
+    return {rid: best[1] for rid, best in chosen.items()}
+
+
+async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode, guard_sql: str) -> pa.Array:
+    """The key each id of a guarded write lands on.
+
+    Call it holding the collection's write locks, on the latest version of a
+    collection that has the key column. The choice depends only on rows
+    inside the guard; a key outside it is only checked for being taken, and
+    either way the record is inserted.
+    """
+    own = _own_keys(ids, guard)
+    chosen = await visible_keys(table, name, ids, guard, guard_sql)
     new = [own[rid] for rid in ids if rid not in chosen]
     taken: set[str] = set()
     for start in range(0, len(new), MAX_IN_VALUES):
@@ -124,7 +142,7 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
     keys = []
     for rid in ids:
         if rid in chosen:
-            keys.append(chosen[rid][1])
+            keys.append(chosen[rid])
         elif own[rid] in taken:  # held outside the guard: never merge into it
             keys.append(f"{own[rid]}{_SEP}{uuid.uuid4().hex}")
         else:

@@ -29,6 +29,7 @@ from turnkit.batteries.vector.store._integrity import (
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._records import (
+    MAX_ID_LENGTH,
     match_from_row,
 )
 from turnkit.batteries.vector.store._scores import (
@@ -275,7 +276,8 @@ async def get(store: VectorStore, spec: QuerySpec, ids: list[str]) -> list[Any]:
         return []
     coll = await store._collection(spec.collection)
     select = spec.select or ("id", "document", "metadata", "created_at", "updated_at")
-    unique = list(dict.fromkeys(ids))
+    # An id no record can have (see prepare_records) is simply not found; a filter would refuse it.
+    unique = [i for i in dict.fromkeys(ids) if len(i) <= MAX_ID_LENGTH and "\x00" not in i]
     by_id: dict[str, Any] = {}
     # An IN list is capped (MAX_IN_VALUES); long id lists are read in chunks.
     for start in range(0, len(unique), MAX_IN_VALUES):

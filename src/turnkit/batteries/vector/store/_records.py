@@ -28,6 +28,7 @@ __all__ = [
     "VectorMatch",
     "VectorRecord",
     "collection_schema",
+    "metadata_to_json",
     "parse_timestamp",
     "prepare_records",
 ]
@@ -96,7 +97,9 @@ class PreparedBatch:
                 )
         try:
             # One C-level conversion for the common case; the loop below explains failures.
-            stacked = np.asarray(self.vectors, dtype=np.float32)
+            # A value beyond float32 becomes inf, refused below: numpy's warning would only add noise.
+            with np.errstate(over="ignore", invalid="ignore"):
+                stacked = np.asarray(self.vectors, dtype=np.float32)
         except (TypeError, ValueError):
             stacked = None
         if (
@@ -109,7 +112,8 @@ class PreparedBatch:
             return stacked
         for index, vec in enumerate(self.vectors):
             try:
-                row = np.asarray(vec, dtype=np.float32)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    row = np.asarray(vec, dtype=np.float32)
             except (TypeError, ValueError) as exc:
                 raise InvalidVectorRecordError(
                     f"Record {index} (id {self.ids[index]!r}): vector is not a sequence of numbers.",
@@ -142,8 +146,10 @@ class PreparedBatch:
         bad = ~np.isfinite(out).all(axis=1)
         if bad.any():
             index = int(np.argmax(bad))
+            given = np.asarray(self.vectors[index], dtype=np.float64)
+            what = "NaN or infinity" if not np.isfinite(given).all() else "values too large for float32"
             raise InvalidVectorRecordError(
-                f"Record {index} (id {self.ids[index]!r}): vector contains NaN or infinity.",
+                f"Record {index} (id {self.ids[index]!r}): vector contains {what}.",
                 index=index,
                 record_id=self.ids[index],
             )
@@ -197,7 +203,6 @@ def prepare_records(
     ids, documents, metas, vectors = batch.ids, batch.documents, batch.metadata_json, batch.vectors
     dicts = batch.metadata
     created, updated, to_encode = batch.created_at, batch.updated_at, batch.to_encode
-    encode_json = orjson.dumps
     for index, record in enumerate(records):
         if type(record) is not dict and not isinstance(record, Mapping):
             raise _bad(index, None, f"must be a mapping with an 'id', not {type(record).__name__}.")
@@ -235,20 +240,7 @@ def prepare_records(
         if document is not None and not _utf8(document):
             raise _bad(index, rid, "`document` is not valid Unicode (it holds a lone surrogate).")
         metadata = record.get("metadata")
-        if metadata is None:
-            metadata_json = None
-        elif type(metadata) is not dict and not isinstance(metadata, Mapping):
-            raise _bad(
-                index, rid, f"`metadata` must be a JSON object (a dict), not {type(metadata).__name__}."
-            )
-        else:
-            problem = None if _json_clean(metadata, 0) else _json_problem(metadata)
-            if problem is not None:
-                raise _bad(index, rid, problem)
-            try:
-                metadata_json = encode_json(metadata, option=_JSON_OPTIONS).decode()
-            except (TypeError, ValueError) as exc:
-                raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
+        metadata_json = None if metadata is None else metadata_to_json(index, rid, metadata)
         vector = record.get("vector")
         if vector is None:
             if document is None:
@@ -275,6 +267,19 @@ def prepare_records(
         created.append(made)
         updated.append(changed)
     return batch
+
+
+def metadata_to_json(index: int, rid: str, metadata: Any) -> str:
+    """``metadata`` as the JSON text stored, or `InvalidVectorRecordError` naming the record."""
+    if type(metadata) is not dict and not isinstance(metadata, Mapping):
+        raise _bad(index, rid, f"`metadata` must be a JSON object (a dict), not {type(metadata).__name__}.")
+    problem = None if _json_clean(metadata, 0) else _json_problem(metadata)
+    if problem is not None:
+        raise _bad(index, rid, problem)
+    try:
+        return orjson.dumps(metadata, option=_JSON_OPTIONS).decode()
+    except (TypeError, ValueError) as exc:
+        raise _bad(index, rid, f"`metadata` is not JSON-serializable: {exc}.") from exc
 
 
 def match_from_row(row: Mapping[str, Any], score_fn: Any | None) -> VectorMatch:

@@ -32,7 +32,15 @@ from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store import _catalog, _freshness, _maintenance, _reads, _writes
+from turnkit.batteries.vector.store import (
+    _catalog,
+    _freshness,
+    _maintenance,
+    _reads,
+    _rows,
+    _updates,
+    _writes,
+)
 from turnkit.batteries.vector.store._common import (
     _COLUMNS,
     _FORMAT,
@@ -553,3 +561,15 @@ class VectorStore:
 
     async def _get(self, spec: QuerySpec, ids: list[str]) -> list[Any]:
         return await self._read_again(spec.collection, lambda: _reads.get(self, spec, ids))
+
+    async def _rows_snapshot(self, spec: QuerySpec) -> _rows.Snapshot:
+        return await _rows.snapshot(self, spec)
+
+    async def _rows_page(self, snapshot: _rows.Snapshot, page_size: int) -> list[Any]:
+        return await _rows.next_page(snapshot, page_size)
+
+    async def _update_metadata(
+        self, spec: QuerySpec, updates: Mapping[str, Any], *, merge: bool, guard: FilterNode | None
+    ) -> int:
+        checked = _updates.check_updates(updates)
+        return await on_loop(_updates.update_metadata(self, spec, checked, merge=merge, guard=guard))
