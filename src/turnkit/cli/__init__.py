@@ -1,4 +1,4 @@
-"""The ``turnkit`` command: ``ingest``, ``query``, ``stats``, ``optimize``, ``serve`` and ``demo``.
+"""The ``turnkit`` command: ingest, query, look at, export, maintain and serve a collection.
 
 Run ``turnkit --help`` or see the "Command line" docs page. `main` is the
 entry point (``turnkit = "turnkit.cli:main"``); call it with a list of

@@ -1,14 +1,14 @@
-"""``turnkit collections list | path | drop``."""
+"""``turnkit collections list | path | files | drop``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ._config import store_uri
 from ._connect import Connection, connection_of
 from ._errors import EXIT_OK, CliUsageError
+from ._lookup import collection_not_found, database_missing, no_database_line
 from ._output import emit_json
 
 __all__ = ["collection_path", "run_collections"]
@@ -21,17 +21,6 @@ def collection_path(conn: Connection, name: str) -> str | None:
     return f"{store_uri(conn.uri).rstrip('/')}/{name}.lance"
 
 
-def _not_found(conn: Connection, name: str) -> Exception:
-    from ..batteries.vector import CollectionNotFoundError
-
-    return CollectionNotFoundError(
-        f"No collection {name!r} in the database at {conn.uri!r}.",
-        hint="Run `turnkit collections list` to see the collections.",
-        collection=name,
-        uri=conn.uri,
-    )
-
-
 def _confirm(name: str, rows: int) -> bool:
     if not sys.stdin.isatty():
         return False
@@ -40,20 +29,22 @@ def _confirm(name: str, rows: int) -> bool:
 
 
 def run_collections(args: argparse.Namespace) -> int:
-    """List the collections, print where one lives, or drop one."""
+    """List the collections, print where one lives or the files ingested into it, or drop one."""
     conn = connection_of(args)
     if args.action != "list" and not args.name:
         raise CliUsageError(
             f"`turnkit collections {args.action}` needs a collection name.",
             hint=f"turnkit collections {args.action} NAME",
         )
-    local_missing = conn.is_local and not Path(conn.uri).expanduser().exists()
+    local_missing = database_missing(conn)
     store = None if local_missing else conn.store()
     names: list[str] = [] if store is None else store.list_collections_sync()
     if args.action == "list":
         rows = {n: store.collection_info_sync(n).rows for n in names} if store is not None else {}
         if args.json:
             emit_json({"uri": conn.uri, "collections": [{"name": n, "rows": rows[n]} for n in names]})
+        elif local_missing:
+            print(no_database_line(conn))
         elif not names:
             print(f"No collections in {conn.uri!r} yet. Add some with: turnkit ingest PATH --uri {conn.uri}")
         else:
@@ -63,7 +54,12 @@ def run_collections(args: argparse.Namespace) -> int:
         return EXIT_OK
     name = args.name
     if name not in names:
-        raise _not_found(conn, name)
+        raise collection_not_found(conn, name, None if local_missing else names)
+    if args.action == "files":
+        from ._rows_cmd import print_files
+
+        assert store is not None  # `name in names` needs a database
+        return print_files(args, conn, store, name)
     if args.action == "path":
         path = collection_path(conn, name)
         if args.json:

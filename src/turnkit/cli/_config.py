@@ -96,19 +96,32 @@ def recorded_encoder(connection: Connection, collection: str) -> tuple[str, int]
 
 
 def open_store(
-    connection: Connection, collection: str, *, encoder: str | None, fallback: str | None
+    connection: Connection,
+    collection: str,
+    *,
+    encoder: str | None,
+    fallback: str | None,
+    source: str | None = None,
 ) -> VectorStore:
     """A store whose encoder matches ``collection``.
 
     The encoder is the one named by ``encoder`` (flag or environment), else the
     one the collection recorded when it was created, else ``fallback``.
 
+    Args:
+        connection: The database.
+        collection: The collection the store is for.
+        encoder: The encoder's name from ``--encoder`` or ``TURNKIT_ENCODER``.
+        fallback: The encoder of a collection that does not exist yet.
+        source: Where ``encoder`` came from (``"--encoder"`` or the variable), named by a mismatch.
+
     Raises:
         UnknownEncoderError: no encoder could be chosen, or a name is unknown.
+        EncoderMismatchError: ``encoder`` is not the one the collection was built with.
     """
     spec = encoder
+    recorded = recorded_encoder(connection, collection)
     if spec is None:
-        recorded = recorded_encoder(connection, collection)
         if recorded is not None:
             from ..batteries.vector import InvalidVectorStoreConfigError, build_recorded_encoder
 
@@ -132,4 +145,37 @@ def open_store(
         raise UnknownEncoderError(
             f"No encoder for collection {collection!r}.", hint="Pass --encoder or set TURNKIT_ENCODER."
         )
-    return connection.store(encoder=encoder_for(spec), maintenance=True)
+    built = encoder_for(spec)
+    if recorded is not None and encoder is not None and built.name != recorded[0]:
+        raise _mismatch(collection, recorded, encoder, built.name, source or "--encoder")
+    return connection.store(encoder=built, maintenance=True)
+
+
+def _mismatch(collection: str, recorded: tuple[str, int], given: str, built: str, source: str) -> Exception:
+    """The encoder-mismatch error in the command line's terms: which setting asked for what."""
+    from ..batteries.vector import EncoderMismatchError, encoder_for_recorded
+
+    own = encoder_for_recorded(*recorded)
+    env_set = os.environ.get(ENV_ENCODER)
+    if source == ENV_ENCODER:
+        in_force = f"{ENV_ENCODER}={given} (no --encoder given)"
+        undo = f"Unset {ENV_ENCODER}, or pass --encoder {own or recorded[0]} to override it"
+    else:
+        also = (
+            f"; {ENV_ENCODER}={env_set} is set too, and the flag wins"
+            if env_set
+            else f"; {ENV_ENCODER} is not set"
+        )
+        in_force = f"--encoder {given}{also}"
+        undo = "Drop --encoder" + (f" and unset {ENV_ENCODER}" if env_set else "")
+    default = f"the collection's own encoder{f' ({own})' if own else ''} is used when neither is set"
+    return EncoderMismatchError(
+        f"Collection {collection!r} was built with encoder {recorded[0]!r}, but the encoder in force is "
+        f"{built!r}, from {in_force}.",
+        hint=f"{undo}: {default}. To search with {given}, ingest into a new collection: "
+        f"turnkit ingest PATH --collection NEW --encoder {given}.",
+        collection=collection,
+        expected=recorded[0],
+        actual=built,
+        source=source,
+    )

@@ -32,6 +32,15 @@ def _handler(command: str) -> Handler:
         from ._collections_cmd import run_collections
 
         return run_collections
+    if command in ("count", "delete", "export", "peek"):
+        from . import _rows_cmd
+
+        return {
+            "count": _rows_cmd.run_count,
+            "delete": _rows_cmd.run_delete,
+            "export": _rows_cmd.run_export,
+            "peek": _rows_cmd.run_peek,
+        }[command]
     if command == "completion":
         from ._completion import run_completion
 

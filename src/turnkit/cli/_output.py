@@ -21,21 +21,37 @@ def one_line(text: str, limit: int | None = None) -> str:
 
 
 # Hints written for Python callers name arguments a command-line user cannot pass; say what they can do.
-_CLI_HINTS = {
-    "E_VECTOR_STORE_CONNECTION_FAILED": (
-        "Check --uri. For object stores pass --storage-option KEY=VALUE (endpoint, region, "
-        "allow_http, credentials) or set the AWS_*/GOOGLE_*/AZURE_* variables (docs/cli.md); "
-        "for db:// pass --api-key or set LANCEDB_API_KEY."
-    ),
-}
+_OBJECT_STORE_HINT = (
+    "Check --uri. Pass --storage-option KEY=VALUE (endpoint, region, allow_http, credentials) "
+    "or set the AWS_*/GOOGLE_*/AZURE_* variables (docs/cli.md)."
+)
+_CLOUD_HINT = "Check --uri, and pass --api-key or set LANCEDB_API_KEY (and --region or LANCEDB_REGION)."
+_LOCAL_HINT = (
+    "Check --uri (or TURNKIT_URI): a local database is a folder that turnkit can create and write, "
+    "so its parent folder must exist and be writable."
+)
+
+
+def _cli_hint(payload: Mapping[str, Any]) -> str | None:
+    """The command line's own hint for an error whose hint speaks Python, or None to keep it."""
+    if payload["code"] != "E_VECTOR_STORE_CONNECTION_FAILED":
+        return None
+    # Storage options and AWS_* mean something only for object stores; a local path gets its own advice.
+    uri = str(payload.get("uri") or "")
+    if uri.startswith("db://"):
+        return _CLOUD_HINT
+    if "://" in uri and not uri.startswith(("file://", "memory://")):
+        return _OBJECT_STORE_HINT
+    return _LOCAL_HINT
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """The JSON form of an error: ``code``, ``message``, ``hint`` (and context for turnkit errors)."""
     if isinstance(exc, TurnkitError):
         payload = exc.to_dict()
-        if payload["code"] in _CLI_HINTS:
-            payload["hint"] = _CLI_HINTS[payload["code"]]
+        hint = _cli_hint(payload)
+        if hint is not None:
+            payload["hint"] = hint
         return payload
     return {
         "code": "E_UNEXPECTED",

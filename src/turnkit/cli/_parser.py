@@ -502,16 +502,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(
         subs,
         "collections",
-        "list, locate or drop collections",
+        "list, locate, inspect or drop collections",
         "  turnkit collections list         every collection, with its row count\n"
         "  turnkit collections path NAME    where a collection's data lives\n"
+        "  turnkit collections files NAME   the files ingested into it, with their chunk counts\n"
         "  turnkit collections drop NAME    delete a collection and all its rows (asks for --yes)",
         [_common(collection=False)],
         _STORE_ENV,
     )
-    p.add_argument("action", choices=["list", "path", "drop"], help="what to do")
-    p.add_argument("name", nargs="?", metavar="NAME", help="the collection (for path and drop)")
+    p.add_argument("action", choices=["list", "path", "files", "drop"], help="what to do")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the collection (for path, files and drop)")
     p.add_argument("--yes", action="store_true", help="drop without asking (required when not on a terminal)")
+
+    _add_row_commands(subs)
 
     p = _add(
         subs,
@@ -527,3 +530,53 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell")
     return parser
+
+
+def _add_row_commands(subs: Any) -> None:
+    """``count``, ``delete``, ``export`` and ``peek``: a collection's rows, all or those a filter matches."""
+    commands = {
+        "count": (
+            "count a collection's rows (all, or those --filter matches)",
+            "Print how many rows a collection holds, or how many a filter matches.",
+            _common(),
+        ),
+        "delete": (
+            "delete the rows --filter matches (asks first unless --yes)",
+            "Delete a collection's rows that a filter matches (or --all of them). On a terminal it asks\n"
+            "first; elsewhere (scripts, CI) it refuses unless --yes is given.",
+            _common(),
+        ),
+        "export": (
+            "write every row as JSON Lines (stdout) or Parquet",
+            "Write every row of a collection (or those a filter matches) in id order: JSON Lines on\n"
+            "stdout by default, one object per row (id, document, metadata, created_at, updated_at,\n"
+            "vector). It reads page by page, so memory stays small whatever the collection's size.",
+            _common(json=False),
+        ),
+        "peek": (
+            "show a collection's first few rows",
+            "Show the first rows of a collection (in id order) with their source and an excerpt.",
+            _common(),
+        ),
+    }
+    env = (*_STORE_ENV, ENV_COLLECTION)
+    p = {
+        name: _add(subs, name, summary, text, [parent], env)
+        for name, (summary, text, parent) in commands.items()
+    }
+    for parser in p.values():
+        parser.add_argument(
+            "-f",
+            "--filter",
+            metavar="EXPR",
+            help="only rows this metadata filter matches, e.g. 'kind = \"faq\"'",
+        )
+    p["delete"].add_argument("--all", action="store_true", help="delete every row (instead of --filter)")
+    p["delete"].add_argument("--yes", action="store_true", help="do not ask (needed when not on a terminal)")
+    p["export"].add_argument("--format", choices=["jsonl", "parquet"], default="jsonl", help="default jsonl")
+    p["export"].add_argument(
+        "-o", "--output", metavar="FILE", help="write here, not stdout (Parquet needs it)"
+    )
+    p["export"].add_argument("--no-vectors", action="store_true", help="leave the vectors out")
+    p["export"].add_argument("--json", action="store_true", help="with -o: print a JSON summary on stdout")
+    p["peek"].add_argument("-n", "--rows", type=positive_int, default=5, metavar="N", help="default 5")

@@ -8,7 +8,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._config import (
@@ -29,6 +28,7 @@ from ._errors import (
     EXIT_PARTIAL,
     CliUsageError,
 )
+from ._lookup import collection_not_found, database_missing, no_database_line, open_collection
 from ._output import emit_json, one_line, source_label
 
 if TYPE_CHECKING:
@@ -50,35 +50,20 @@ def _encoder_flag(args: argparse.Namespace) -> str | None:
     return args.encoder or os.environ.get(ENV_ENCODER) or None
 
 
-def _missing_local(conn: Connection) -> bool:
-    """A local database directory that does not exist (connecting would create it)."""
-    return conn.is_local and not Path(conn.uri).expanduser().exists()
-
-
-def _not_found(uri: str, collection: str) -> Exception:
-    from ..batteries.vector import CollectionNotFoundError
-
-    return CollectionNotFoundError(
-        f"No collection {collection!r} in the database at {uri!r}.",
-        hint=f"Ingest into it first (turnkit ingest PATH --collection {collection}), "
-        "or run `turnkit stats` to list the collections.",
-        collection=collection,
-        uri=uri,
-    )
+def _encoder_source(args: argparse.Namespace) -> str:
+    return "--encoder" if args.encoder else ENV_ENCODER
 
 
 def _existing_store(
     args: argparse.Namespace, conn: Connection, collection: str, *, encoder: bool
 ) -> VectorStore:
     """A store opened on an existing collection; raises the not-found error without creating anything."""
-    if _missing_local(conn):
-        raise _not_found(conn.uri, collection)
-    probe = conn.store()
-    if not probe.has_collection_sync(collection):
-        raise _not_found(conn.uri, collection)
+    probe = open_collection(conn, collection)
     if not encoder:
         return probe
-    return open_store(conn, collection, encoder=_encoder_flag(args), fallback=None)
+    return open_store(
+        conn, collection, encoder=_encoder_flag(args), fallback=None, source=_encoder_source(args)
+    )
 
 
 # -- ingest ----------------------------------------------------------------------------------------
@@ -159,7 +144,9 @@ def run_ingest(args: argparse.Namespace) -> int:
                 path=missing[0],
             )
     extensions = _extensions(args.extension)
-    store = open_store(conn, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER)
+    store = open_store(
+        conn, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER, source=_encoder_source(args)
+    )
     if args.ray_address and args.engine != "ray":
         raise CliUsageError("--ray-address needs --engine ray.", hint="Add --engine ray.")
     progress = not (args.no_progress or args.json)
@@ -316,15 +303,21 @@ def run_stats(args: argparse.Namespace) -> int:
     conn = connection_of(args)
     uri = conn.uri
     infos: list[CollectionInfo] = []
-    if not _missing_local(conn):
+    missing = database_missing(conn)
+    if missing and args.collection:
+        raise collection_not_found(conn, args.collection[0], None)
+    if not missing:
         store = conn.store()
         names = store.list_collections_sync()
         for wanted in args.collection or []:
             if wanted not in names:
-                raise _not_found(uri, wanted)
+                raise collection_not_found(conn, wanted, names)
         infos = [store.collection_info_sync(n) for n in (args.collection or names)]
     if args.json:
         emit_json({"uri": uri, "collections": [_info_json(i) for i in infos]})
+        return EXIT_OK
+    if missing:
+        print(no_database_line(conn))
         return EXIT_OK
     if not infos:
         print(f"No collections in {uri!r} yet. Add some with: turnkit ingest PATH --uri {uri}")
@@ -373,12 +366,8 @@ def run_optimize(args: argparse.Namespace) -> int:
     """Compact collections and build or update their vector index."""
     conn, collection = _location(args)
     uri = conn.uri
-    if _missing_local(conn):
-        raise _not_found(uri, collection)
-    store = conn.store()
+    store = open_collection(conn, None if args.all else collection)
     names = store.list_collections_sync() if args.all else [collection]
-    if not args.all and collection not in store.list_collections_sync():
-        raise _not_found(uri, collection)
     results: list[dict[str, Any]] = []
     for name in names:
         q = store(name)

@@ -1,0 +1,85 @@
+"""Finding a database and a collection, and saying what is there when the one asked for is not."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._config import store_uri
+
+if TYPE_CHECKING:
+    from ..batteries.vector import VectorStore
+    from ._connect import Connection
+
+__all__ = ["collection_not_found", "database_missing", "no_database_line", "open_collection"]
+
+_LISTED = 20  # collections named in a not-found message; `turnkit collections list` has them all
+
+
+def database_missing(conn: Connection) -> bool:
+    """A local database directory that does not exist (connecting would create it)."""
+    return conn.is_local and not Path(conn.uri).expanduser().exists()
+
+
+def no_database_line(conn: Connection) -> str:
+    """What `stats` and `collections list` print for a local database that does not exist."""
+    return (
+        f"No collections: there is no database at {store_uri(conn.uri)!r} (the folder does not exist). "
+        f"Create it with: turnkit ingest PATH --uri {conn.uri}"
+    )
+
+
+def collection_not_found(conn: Connection, name: str | None, names: list[str] | None) -> Exception:
+    """The not-found error for ``name``: ``names`` are the database's collections, None if it does not exist.
+
+    It says which collection comes closest ("did you mean") and lists the
+    collections there are; a database that does not exist is named with its
+    absolute path.
+    """
+    from ..batteries.vector import CollectionNotFoundError
+
+    create = f"turnkit ingest PATH --uri {conn.uri}" + ("" if name is None else f" --collection {name}")
+    if names is None or name is None:
+        what = "" if name is None else f", so no collection {name!r}"
+        return CollectionNotFoundError(
+            f"There is no database at {store_uri(conn.uri)!r} (the folder does not exist){what}.",
+            hint=f"Check --uri (or TURNKIT_URI); to create it, ingest into it: {create}",
+            collection=name,
+            uri=conn.uri,
+        )
+    if not names:
+        return CollectionNotFoundError(
+            f"No collection {name!r}: the database at {conn.uri!r} has no collections yet.",
+            hint=f"Ingest into it first: {create}",
+            collection=name,
+            uri=conn.uri,
+        )
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    guess = f" Did you mean {close[0]!r}?" if close else ""
+    listed = ", ".join(names[:_LISTED])
+    if len(names) > _LISTED:
+        listed += f", … ({len(names) - _LISTED} more: turnkit collections list)"
+    return CollectionNotFoundError(
+        f"No collection {name!r} in the database at {conn.uri!r}.{guess} Collections: {listed}.",
+        hint=f"Pass one of them with --collection NAME, or create {name!r}: {create}",
+        collection=name,
+        uri=conn.uri,
+        did_you_mean=close[0] if close else None,
+    )
+
+
+def open_collection(conn: Connection, name: str | None) -> VectorStore:
+    """A store (no encoder) over a database that holds ``name`` (None: that exists at all).
+
+    Raises the not-found error otherwise. Looking creates nothing: a local
+    database that does not exist is reported, not made.
+    """
+    if database_missing(conn):
+        raise collection_not_found(conn, name, None)
+    store = conn.store()
+    if name is not None:
+        names = store.list_collections_sync()
+        if name not in names:
+            raise collection_not_found(conn, name, names)
+    return store
