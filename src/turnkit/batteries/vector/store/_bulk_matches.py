@@ -77,6 +77,16 @@ def json_texts(array: pa.ChunkedArray) -> list[Any]:
     return values
 
 
+def _vector_lists(column: pa.ChunkedArray) -> list[Any]:
+    """Each row's vector as a list of floats: one numpy ``tolist`` rather than a float() per value."""
+    array = column.combine_chunks()
+    if array.null_count or not pa.types.is_fixed_size_list(array.type) or len(array) == 0:
+        return [None if v is None else [float(x) for x in v] for v in array.to_pylist()]
+    flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+    result: list[Any] = flat.reshape(len(array), array.type.list_size).tolist()
+    return result
+
+
 def matches_from_arrow(table: pa.Table, metric: Metric) -> list[VectorMatch]:
     """Matches from a LanceDB result table (``_distance`` included for searches)."""
     names = set(table.column_names)
@@ -91,7 +101,7 @@ def matches_from_arrow(table: pa.Table, metric: Metric) -> list[VectorMatch]:
         distances = table.column("_distance").to_numpy(zero_copy_only=False)
     vectors = None
     if "vector" in names:
-        vectors = [None if v is None else [float(x) for x in v] for v in table.column("vector").to_pylist()]
+        vectors = _vector_lists(table.column("vector"))
     return matches_from_columns(
         table.column("id").to_pylist(),
         distances,

@@ -7,18 +7,20 @@ meanwhile neither repeat nor hide rows, and memory holds one page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store._common import _contains_raw
-from turnkit.batteries.vector.store._integrity import dedupe_matches
+from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
+from turnkit.batteries.vector.store._common import _contains_raw, recency
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._reads import _columns as columns_of
 from turnkit.batteries.vector.store._reads import _trim_metadata
-from turnkit.batteries.vector.store._records import match_from_row
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import VectorStore
@@ -67,19 +69,36 @@ async def next_page(snap: Snapshot, page_size: int) -> list[Any]:
     columns = _columns(select)
     by_id = [ColumnOrdering(column_name="id")]
     rows = await _read(snap, columns, _after(snap.cursor, spec.filter), page_size, by_id)
-    if len(rows) < page_size:
+    ids = rows.column("id")
+    if rows.num_rows < page_size:
         snap.done = True
-    elif rows[0]["id"] == rows[-1]["id"]:
+    elif ids[0] == ids[-1]:
         # One id fills the page: read all of its copies.
-        rows = await _read(snap, columns, _only(rows[0]["id"], spec.filter), None, None)
+        rows = await _read(snap, columns, _only(ids[0].as_py(), spec.filter), None, None)
     else:
-        last = rows[-1]["id"]
-        rows = [row for row in rows if row["id"] != last]
-    if not rows:
+        rows = rows.filter(pc.not_equal(ids, ids[-1]))
+    if not rows.num_rows:
         return []
-    snap.cursor = rows[-1]["id"]
-    matches = dedupe_matches([match_from_row(row, None) for row in rows])
-    return _trim(matches, select)
+    snap.cursor = rows.column("id")[-1].as_py()
+    rows = _newest_per_id(rows)
+    if "*" not in select and "updated_at" not in select:
+        rows = rows.drop_columns(["updated_at"])
+    # No distances here, so the metric goes unused.
+    return _trim_metadata(matches_from_arrow(rows, "cosine"), select)
+
+
+def _newest_per_id(rows: pa.Table) -> pa.Table:
+    """One row per id, its newest ``updated_at`` (as every read keeps); the rows come sorted by id."""
+    ids = rows.column("id")
+    if pc.count_distinct(ids).as_py() == rows.num_rows:
+        return rows
+    keep: dict[str, int] = {}
+    stamps = rows.column("updated_at").to_pylist()
+    for index, rid in enumerate(ids.to_pylist()):
+        seen = keep.get(rid)
+        if seen is None or recency(stamps[index]) > recency(stamps[seen]):
+            keep[rid] = index
+    return rows.take(sorted(keep.values()))
 
 
 def _after(cursor: str | None, where: FilterNode | None) -> FilterNode | None:
@@ -96,7 +115,7 @@ def _only(record_id: str, where: FilterNode | None) -> FilterNode:
 
 async def _read(
     snap: Snapshot, columns: list[str], where: FilterNode | None, limit: int | None, order: Any
-) -> list[dict[str, Any]]:
+) -> pa.Table:
     query = snap.table.query()
     if where is not None:
         query = query.where(to_sql(where, snap.fields))
@@ -105,7 +124,7 @@ async def _read(
     if limit is not None:
         query = query.limit(limit)
     with translate_errors("search", snap.name, raw_filter=_contains_raw(snap.spec.filter)):
-        rows: list[dict[str, Any]] = await query.select(columns).to_list()
+        rows: pa.Table = await query.select(columns).to_arrow()
     return rows
 
 
@@ -113,9 +132,3 @@ def _columns(select: tuple[str, ...]) -> list[str]:
     # updated_at decides which copy of a repeated id is kept, asked for or not.
     wanted = columns_of(select)
     return wanted if "updated_at" in wanted else [*wanted, "updated_at"]
-
-
-def _trim(matches: list[Any], select: tuple[str, ...]) -> list[Any]:
-    if "*" not in select and "updated_at" not in select:
-        matches = [replace(m, updated_at=None) for m in matches]
-    return _trim_metadata(matches, select)
