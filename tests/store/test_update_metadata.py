@@ -93,7 +93,10 @@ def test_round_trip_changes_only_the_metadata(
 def test_the_filter_narrows_and_searches_see_the_new_metadata() -> None:
     vs = create_vector_store(uri="memory://", fields={"tenant": str})
     vs("kb").upsert_sync(
-        [{"id": f"r{i}", "vector": [1.0, float(i)], "metadata": {"tenant": "acme", "n": i}} for i in range(4)]
+        [
+            {"id": f"r{i}", "vector": [1.0, float(i)], "metadata": {"tenant": "acme", "n": i, "stage": "new"}}
+            for i in range(4)
+        ]
     )
     hits = vs("kb").near_vector([1.0, 0.0]).where("metadata.stage", "done").select("id").limit(10)
     assert hits.search_sync() == []  # the in-memory copy is loaded now
@@ -105,7 +108,11 @@ def test_the_filter_narrows_and_searches_see_the_new_metadata() -> None:
     assert [m.id for m in vs("kb").where("metadata.tenant", "globex").get_sync()] == ["r3"]
     with pytest.raises(InvalidVectorRecordError, match="tenant"):
         vs("kb").update_metadata_sync({"r0": {"tenant": 7}})
-    assert vs("kb").get_sync(["r0"])[0].metadata == {"tenant": "acme", "n": 0}  # outside the filter above
+    assert vs("kb").get_sync(["r0"])[0].metadata == {
+        "tenant": "acme",
+        "n": 0,
+        "stage": "new",
+    }  # outside the filter
 
 
 def test_a_guard_touches_only_the_rows_it_matches(tmp_path: Path) -> None:
