@@ -83,9 +83,17 @@ def test_the_first_hour(
         assert listed["manual.pdf"] == 1
     assert out[-1] == f"{len(listed)} files, {chunks_wanted} chunks in 'docs'."
 
-    # A search.
+    # A search; a flag of optional value before the question never takes the question as its value.
     code, out, _ = turnkit(capsys, "query", "refunds original card", *db, "--top-k", "1")
     assert code == EXIT_OK and out[0].startswith(" 1. ") and "faq.txt" in out[0]
+    code, out, err = turnkit(capsys, "query", "--hybrid", "refunds original card", *db, "--top-k", "1")
+    assert code == EXIT_OK and "faq.txt" in out[0], err
+    code, out, err = turnkit(capsys, "query", *db, "--diversify", "refunds original card", "--top-k", "1")
+    assert code == EXIT_OK and "faq.txt" in out[0], err
+    if HAS_PDF:
+        # A PDF hit says which pages it came from.
+        code, out, _ = turnkit(capsys, "query", "warranty terms manual", *db, "--top-k", "1")
+        assert code == EXIT_OK and "manual.pdf (pp. 1–2)" in out[0]
 
     # Export: every row once, JSON Lines on stdout; a Parquet file beside it.
     code, out, err = turnkit(capsys, "export", *db, "--no-vectors")
