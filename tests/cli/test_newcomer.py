@@ -59,13 +59,21 @@ def test_the_first_hour(
 ) -> None:
     tree = messy_tree(clean_environ / "tree")
     db = ["--uri", "db"]
-    chunks_wanted = 4 + (1 if HAS_PDF else 0)  # the two short PDF pages make one chunk
+    chunks_wanted = 5 + (1 if HAS_PDF else 0)  # the gzip file is read; the two short PDF pages make one chunk
 
     # Ingest: the files no loader reads are skipped, the undecodable one is an error (exit 3).
     code, out, err = turnkit(capsys, "ingest", str(tree), *db, "--encoder", "hash", "--no-progress")
     assert code == EXIT_PARTIAL, err
-    assert "E_INGEST_DECODE_FAILED" in "\n".join(out) + err
     assert any(line.startswith("Database: db (collection 'docs', encoder turnkit-hash-64)") for line in out)
+    # Skips come one line per reason with a count and examples; the error comes in full with its hint.
+    assert "Skipped 4 file(s):" in out
+    assert any(
+        line.startswith("  2  No loader for 'files without an extension' [E_INGEST_UNSUPPORTED_FILE]: ")
+        for line in out
+    )
+    assert not any(line.strip().startswith("skipped:") for line in out)
+    error = next(i for i, line in enumerate(out) if "[E_INGEST_DECODE_FAILED]" in line)
+    assert "latin1.txt: not valid UTF-8" in out[error] and "--fallback-encoding" in out[error + 1]
 
     # What went in: counts, a peek, and the files with their chunk counts.
     code, out, _ = turnkit(capsys, "count", *db)
@@ -78,6 +86,7 @@ def test_the_first_hour(
     assert code == EXIT_OK
     listed = {line.split(maxsplit=1)[1]: int(line.split()[0]) for line in out[:-1]}
     assert listed["guides/install.md"] == 2 and listed["faq.txt"] == 1 and listed["about.html"] == 1
+    assert listed["changelog.txt.gz"] == 1
     assert "latin1.txt" not in listed and "logo.png" not in listed and "pipe.md" not in listed
     if HAS_PDF:
         assert listed["manual.pdf"] == 1
@@ -132,8 +141,15 @@ def test_the_first_hour(
     assert code == EXIT_FAILURE and "[E_VECTOR_STORE_CONNECTION_FAILED]" in err
     assert "AWS_" not in err and "--storage-option" not in err
 
+    # The undecodable file is read once the fallback is asked for.
+    code, out, err = turnkit(capsys, "ingest", str(tree / "latin1.txt"), *db, "--fallback-encoding", "cp1252")
+    assert code == EXIT_OK, err
+    code, out, _ = turnkit(capsys, "count", *db)
+    assert out == [str(chunks_wanted)]  # the html rows were deleted above, latin1.txt's chunk added
+    chunks_wanted += 1
+
     # Re-running the ingest writes nothing new and keeps the same answer.
-    code, _, err = turnkit(capsys, "ingest", str(tree), *db, "--no-progress")
-    assert code == EXIT_PARTIAL, err
+    code, _, err = turnkit(capsys, "ingest", str(tree), *db, "--no-progress", "--fallback-encoding", "cp1252")
+    assert code == EXIT_OK, err
     code, out, _ = turnkit(capsys, "count", *db)
     assert out == [str(chunks_wanted)]
