@@ -246,3 +246,21 @@ def test_a_taken_port_is_a_clear_error(run: Run, tmp_path: Path) -> None:
     assert result.code == 2
     assert f"[E_INVALID_MCP_SERVER_CONFIG] Cannot listen on 127.0.0.1:{port}: " in result.err
     assert "--port 0 picks a free one" in result.err
+
+
+def test_serve_retrieval_flags_set_only_the_settings_they_name() -> None:
+    from turnkit.batteries.vector import RetrievalSettings
+    from turnkit.cli._parser import build_parser, retrieval_settings
+
+    def settings(*flags: str) -> dict[str, object]:
+        return retrieval_settings(build_parser().parse_args(["serve", *flags]))
+
+    assert settings() == {}  # turnkit's default: hybrid search, duplicates collapsed, 5 results
+    assert settings("--no-hybrid") == {"hybrid": False}
+    assert settings("--hybrid") == {"hybrid": True}
+    assert settings("--hybrid", "0.3", "--top-k", "7", "--rerank") == {
+        "hybrid": 0.3,
+        "top_k": 7,
+        "rerank": True,
+    }
+    assert RetrievalSettings.of(settings("--no-hybrid")).hybrid is None

@@ -21,6 +21,7 @@ from turnkit.batteries.vector import (
     create_vector_retrievable_callbacks,
     create_vector_store,
     retrieve,
+    retrieve_sync,
 )
 from turnkit.mcp import create_mcp_server
 from turnkit.tools import create_vector_query_tool, retrieve_contexts
@@ -102,10 +103,10 @@ async def test_retrieval_callbacks(corpus, expected) -> None:
 
 async def test_vector_query_tool(corpus, expected) -> None:
     _, vs = corpus
-    tool = create_vector_query_tool(
-        store=vs, collection="kb", hybrid=ALPHA, database_config={"min_score": MIN_SCORE}
-    )
-    result = await tool.execute({"query_text": QUERY, "top_k": TOP_K})
+    tool = create_vector_query_tool(store=vs, collection="kb", settings={"hybrid": ALPHA})
+    # Mastra's database_config, per request, merges its min_score into the tool's settings.
+    context = {"database_config": {"min_score": MIN_SCORE}}
+    result = await tool.execute({"query_text": QUERY, "top_k": TOP_K}, request_context=context)
     assert result.status == "ok"
     assert [s.id for s in result.sources] == expected
 
@@ -141,10 +142,11 @@ async def test_retrieve_contexts_over_mcp(corpus, expected) -> None:
 async def test_vector_query_over_mcp(corpus) -> None:
     """MCP's vector_query takes no threshold; its hybrid ranking is the tool's, through the same pipeline."""
     _, vs = corpus
-    direct = await create_vector_query_tool(store=vs, collection="kb", hybrid=ALPHA).execute(
+    settings = {"hybrid": ALPHA}
+    direct = await create_vector_query_tool(store=vs, collection="kb", settings=settings).execute(
         {"query_text": QUERY, "top_k": TOP_K}
     )
-    async with mcp.Client(create_mcp_server(vs, collections="kb", hybrid=ALPHA)) as client:
+    async with mcp.Client(create_mcp_server(vs, collections="kb", settings=settings)) as client:
         hit = await client.call_tool("vector_query", {"query_text": QUERY, "top_k": TOP_K})
     assert not hit.is_error
     ranked = [m.id for m in vs("kb").near_text(QUERY).hybrid(ALPHA).select("id").limit(TOP_K).search_sync()]
@@ -158,3 +160,65 @@ def test_turnkit_query(corpus, expected) -> None:
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=os.environ.copy())
     assert out.returncode == 0, out.stderr
     assert [r["id"] for r in json.loads(out.stdout)["results"]] == expected
+
+
+# -- a request with no ranking options: turnkit's default on every tool surface ---------------
+
+
+@pytest.fixture(scope="module")
+def copies(corpus):
+    """The corpus with two texts stored twice more (another file each): the default collapses them."""
+    _, vs = corpus
+    rows = [{"id": f"d{i}", "document": d, "metadata": {"source_uri": f"d{i}"}} for i, d in enumerate(DOCS)]
+    rows += [
+        {"id": f"d{i}.html", "document": DOCS[i], "metadata": {"source_uri": f"d{i}.html"}} for i in (0, 3)
+    ]
+    vs("copies").upsert_sync(rows)
+    found = retrieve_sync(vs("copies").near_text(QUERY))  # the settings' default
+    vector_only = retrieve_sync(vs("copies").near_text(QUERY), {"hybrid": False})
+    # The case must tell the default apart: copies collapsed, and another order than vector-only search.
+    assert any(m.duplicates for m in found.matches)
+    assert [m.id for m in found.matches] != [m.id for m in vector_only.matches]
+    return vs, found.matches, vector_only.matches
+
+
+def _copies_of(matches):
+    return [sorted(d.id for d in m.duplicates) for m in matches]
+
+
+async def test_no_options_give_the_default_through_the_tool(copies) -> None:
+    vs, default, vector_only = copies
+    tool = create_vector_query_tool(store=vs, collection="copies")
+    result = await tool.execute({"query_text": QUERY})
+    assert [s.id for s in result.sources] == [m.id for m in default]
+    assert [sorted(d.id for d in s.duplicates or ()) for s in result.sources] == _copies_of(default)
+    # Mastra's hybrid option, set explicitly, is the seed's vector-only search.
+    seed = await tool.execute({"query_text": QUERY}, request_context={"hybrid": False})
+    assert [s.id for s in seed.sources] == [m.id for m in vector_only]
+
+
+async def test_no_options_give_the_default_through_retrieve_contexts(copies) -> None:
+    vs, default, _ = copies
+    response = await retrieve_contexts({"query": {"text": QUERY}}, store=vs, collection="copies")
+    assert [c.source_uri for c in response.contexts.contexts] == [m.id for m in default]
+    assert [sorted(d.id for d in c.duplicates or ()) for c in response.contexts.contexts] == _copies_of(
+        default
+    )
+    # Vertex's alpha, set explicitly, is honoured exactly.
+    alpha = {"query": {"text": QUERY, "rag_retrieval_config": {"hybrid_search": {"alpha": 0.9}}}}
+    seed = await retrieve_contexts(alpha, store=vs, collection="copies")
+    honoured = await retrieve(vs("copies").near_text(QUERY), {"hybrid": 0.9})
+    assert [c.source_uri for c in seed.contexts.contexts] == [m.id for m in honoured.matches]
+
+
+async def test_no_options_give_the_default_over_mcp(copies) -> None:
+    vs, default, _ = copies
+    async with mcp.Client(create_mcp_server(vs, collections="copies")) as client:
+        hit = await client.call_tool("vector_query", {"query_text": QUERY})
+        ctx = await client.call_tool("retrieve_contexts", {"query": {"text": QUERY}})
+    assert not hit.is_error and not ctx.is_error
+    assert [s["id"] for s in hit.structured_content["sources"]] == [m.id for m in default]
+    contexts = ctx.structured_content["contexts"]["contexts"]
+    assert [c["sourceUri"] for c in contexts] == [m.id for m in default]
+    listed = [sorted(d["id"] for d in c.get("duplicates", ())) for c in contexts]
+    assert listed == _copies_of(default)

@@ -86,7 +86,9 @@ async def test_retrieve_contexts_answers_in_the_seeds_rest_spelling(mem_store):
         listed = {t.name: t for t in (await client.list_tools()).tools}
         defs = listed["retrieve_contexts"].output_schema["$defs"]
         rag_context = set(defs["RagContext"]["properties"])
-        assert rag_context == {"sourceUri", "sourceDisplayName", "text", "score", "chunk"}
+        # Vertex's fields, and turnkit's duplicates (the copies collapsed into a context).
+        assert rag_context == {"sourceUri", "sourceDisplayName", "text", "score", "chunk", "duplicates"}
+        assert set(defs["CollapsedCopy"]["properties"]) == {"id", "sourceUri", "sourceDisplayName"}
         assert set(defs["PageSpan"]["properties"]) == {"firstPage", "lastPage"}
         ctx = await client.call_tool(
             "retrieve_contexts", {"query": {"text": "refunds paid", "ragRetrievalConfig": {"topK": 3}}}

@@ -7,7 +7,6 @@ import mcp
 import pytest
 
 from turnkit import ScriptedModel
-from turnkit.batteries.vector import RerankOptions
 from turnkit.mcp import create_mcp_server
 
 pytestmark = pytest.mark.anyio
@@ -28,10 +27,9 @@ async def test_server_reranks_and_searches_hybrid(mem_store):
     server = create_mcp_server(
         mem_store,
         collections="kb",
-        reranker={"model": "judge", "top_k": 1, "weights": WEIGHTS},
-        hybrid=0.5,
+        # One settings value for both tools: vector_query reranks every call with it.
+        settings={"top_k": 1, "hybrid": 0.5, "rerank": {"weights": WEIGHTS}, "rerank_model": judge},
         models={"judge": judge},
-        rerank_options=RerankOptions(weights=WEIGHTS),
     )
     async with mcp.Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

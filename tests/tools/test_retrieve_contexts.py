@@ -15,6 +15,8 @@ from turnkit.tools import (
     retrieve_contexts_sync,
 )
 
+VECTOR_ONLY = {"hybrid": False}
+
 
 def ask(store, request, **kwargs):
     return retrieve_contexts_sync(request, store=store, **kwargs)
@@ -53,8 +55,9 @@ def test_response_shape_with_page_span_and_distance_score(kb):
 def test_similarity_score_option(kb):
     store, coll = kb
     request = {"query": {"text": "refunds paid", "rag_retrieval_config": {"top_k": 2}}}
-    sims = ask(store, request, collection=coll, score="similarity").contexts.contexts
-    dists = ask(store, request, collection=coll).contexts.contexts
+    # Vector only: the similarity is then the dense one (under hybrid search it is the fused score).
+    sims = ask(store, request, collection=coll, score="similarity", settings=VECTOR_ONLY).contexts.contexts
+    dists = ask(store, request, collection=coll, settings=VECTOR_ONLY).contexts.contexts
     assert 1 >= sims[0].score >= sims[1].score >= 0
     assert sims[0].score == pytest.approx(1 - dists[0].score / 2, abs=1e-6)
     with pytest.raises(InvalidToolConfigError):
@@ -98,7 +101,7 @@ def test_metadata_filter_grammar(kb):
 def test_thresholds_are_strict_and_exclusive(kb):
     store, coll = kb
     base = {"query": {"text": "refunds paid business days", "rag_retrieval_config": {"top_k": 10}}}
-    scores = [c.score for c in ask(store, base, collection=coll).contexts.contexts]
+    scores = [c.score for c in ask(store, base, collection=coll, settings=VECTOR_ONLY).contexts.contexts]
     cut = scores[1]
 
     def with_filter(**flt):
@@ -108,11 +111,14 @@ def test_thresholds_are_strict_and_exclusive(kb):
                 "rag_retrieval_config": {"top_k": 10, "filter": flt},
             }
         }
-        return ask(store, req, collection=coll)
+        return ask(store, req, collection=coll, settings=VECTOR_ONLY)
 
     kept = with_filter(vector_distance_threshold=cut).contexts.contexts
     assert [c.score for c in kept] == [s for s in scores if s < cut]
-    sims = [c.score for c in ask(store, base, collection=coll, score="similarity").contexts.contexts]
+    sims = [
+        c.score
+        for c in ask(store, base, collection=coll, score="similarity", settings=VECTOR_ONLY).contexts.contexts
+    ]
     above = with_filter(vector_similarity_threshold=sims[1]).contexts.contexts
     assert len(above) == len([s for s in sims if s > sims[1]])
     # 0.0 is a value, not "unset": it keeps nothing (no distance is below 0).
@@ -120,13 +126,13 @@ def test_thresholds_are_strict_and_exclusive(kb):
     with pytest.raises(InvalidToolInputError, match="only one of"):
         with_filter(vector_distance_threshold=1.0, vector_similarity_threshold=0.1)
     legacy = {**base, "vertex_rag_store": {"vector_distance_threshold": cut}}
-    assert len(ask(store, legacy, collection=coll).contexts.contexts) == len(kept)
+    assert len(ask(store, legacy, collection=coll, settings=VECTOR_ONLY).contexts.contexts) == len(kept)
     both = {
         "query": {"text": "x", "rag_retrieval_config": {"filter": {"vector_distance_threshold": 1}}},
         "vertex_rag_store": {"vector_distance_threshold": 1},
     }
     with pytest.raises(InvalidToolInputError, match="deprecated"):
-        ask(store, both, collection=coll)
+        ask(store, both, collection=coll, settings=VECTOR_ONLY)
 
 
 def test_rag_file_ids_restrict_to_source_files(kb):
@@ -169,11 +175,15 @@ def test_invalid_requests(kb, request_):
 def test_top_k_default_and_clamp(kb):
     store, coll = kb
     assert (
-        len(ask(store, {"query": {"text": "refunds"}}, collection=coll, default_top_k=2).contexts.contexts)
+        len(
+            ask(
+                store, {"query": {"text": "refunds"}}, collection=coll, settings={"top_k": 2}
+            ).contexts.contexts
+        )
         == 2
     )
     big = {"query": {"text": "refunds", "rag_retrieval_config": {"top_k": 1000}}}
-    assert len(ask(store, big, collection=coll, max_top_k=3).contexts.contexts) == 3
+    assert len(ask(store, big, collection=coll, limits={"max_top_k": 3}).contexts.contexts) == 3
 
 
 def test_collection_resolution_and_allow_list(kb):
@@ -199,8 +209,12 @@ def test_async_form_and_schema(kb):
 def test_query_text_length_is_capped(kb):
     store, collection = kb
     with pytest.raises(InvalidToolInputError, match="at most 50"):
-        ask(store, {"query": {"text": "refund " * 20}}, collection=collection, max_query_chars=50)
-    assert texts(ask(store, {"query": {"text": "refund policy"}}, collection=collection, max_query_chars=50))
+        ask(store, {"query": {"text": "refund " * 20}}, collection=collection, limits={"max_query_chars": 50})
+    assert texts(
+        ask(
+            store, {"query": {"text": "refund policy"}}, collection=collection, limits={"max_query_chars": 50}
+        )
+    )
 
 
 def test_response_keeps_snake_case_in_python_and_dumps_the_rest_spelling() -> None:

@@ -87,6 +87,13 @@ def _filters():
 
 
 GUARD = {"tenant": "acme"}
+
+
+def returned(result):
+    """Every row a result names: its sources and the copies collapsed into them (same text, another id)."""
+    return {s.id for s in result.sources} | {d.id for s in result.sources for d in s.duplicates or ()}
+
+
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -100,7 +107,7 @@ def test_guard_cannot_be_widened_by_any_model_filter(flt, words):
         enable_filter=True,
         filter_fields="any",
         guard_filter=GUARD,
-        max_top_k=50,
+        limits={"max_top_k": 50},
     )
     for ctx in (None, {"filter": {"year": {"$gte": 2015}}}):
         result = tool.execute_sync(
@@ -109,8 +116,9 @@ def test_guard_cannot_be_widened_by_any_model_filter(flt, words):
         if result.status == "error":
             assert result.error.kind == "invalid_input", result.error
             continue
-        got = {s.id for s in result.sources}
+        got = returned(result)
         assert all(s.metadata["tenant"] == "acme" for s in result.sources)
+        assert all(i.startswith("acme-") for i in got)  # the collapsed copies too
         # Exactly the rows both filters accept, per the reference evaluator (top_k exceeds the rows).
         model = parse_mongo(flt, field_prefix="metadata.")
         expected = {
@@ -122,7 +130,9 @@ def test_guard_cannot_be_widened_by_any_model_filter(flt, words):
 @SETTINGS
 @given(tenant=st.sampled_from(TENANTS), flt=_filters())
 def test_request_context_guard_isolates_each_tenant(tenant, flt):
-    tool = create_vector_query_tool(store=_store(), collection="shared", filter_fields="any", max_top_k=50)
+    tool = create_vector_query_tool(
+        store=_store(), collection="shared", filter_fields="any", limits={"max_top_k": 50}
+    )
     guard = {"tenant": tenant}
     result = tool.execute_sync(
         {"query_text": "refund secret", "top_k": 50, "filter": flt}, request_context={"filter": guard}
@@ -130,20 +140,20 @@ def test_request_context_guard_isolates_each_tenant(tenant, flt):
     if result.status == "error":
         assert result.error.kind == "invalid_input", result.error
         return
-    assert all(s.id.startswith(f"{tenant}-") for s in result.sources)
+    assert all(i.startswith(f"{tenant}-") for i in returned(result))
     # And every one of the tenant's rows the model's filter accepts does come back (top_k exceeds the rows).
     both = and_(parse_mongo(guard, field_prefix="metadata."), parse_mongo(flt, field_prefix="metadata."))
-    assert {s.id for s in result.sources} == {r["id"] for r in ROWS if evaluate(both, r)}
+    assert returned(result) == {r["id"] for r in ROWS if evaluate(both, r)}
     assert (result.status == "no_results") == (not result.sources)
 
 
 def test_each_tenant_gets_its_own_rows_without_a_model_filter():
-    tool = create_vector_query_tool(store=_store(), collection="shared", max_top_k=50)
+    tool = create_vector_query_tool(store=_store(), collection="shared", limits={"max_top_k": 50})
     for tenant in TENANTS:
         result = tool.execute_sync(
             {"query_text": "refund secret", "top_k": 50}, request_context={"filter": {"tenant": tenant}}
         )
-        assert {s.id for s in result.sources} == {r["id"] for r in ROWS if r["metadata"]["tenant"] == tenant}
+        assert returned(result) == {r["id"] for r in ROWS if r["metadata"]["tenant"] == tenant}
 
 
 @settings(max_examples=60, deadline=None)
@@ -176,10 +186,13 @@ def test_retrieve_contexts_guard_holds_for_any_metadata_filter(expr, top_k):
     )
     texts = [c.text for c in response.contexts.contexts]
     assert all(t.endswith(" acme") for t in texts)
+    copies = [d.id for c in response.contexts.contexts for d in c.duplicates or ()]
+    assert all(i.startswith("acme-") for i in copies)  # the collapsed copies too
     # The guard's own rows that the expression accepts do come back: the best top_k of them.
     accepted = and_(
         parse_mongo(GUARD, field_prefix="metadata."), parse_filter_expression(expr, field_prefix="metadata.")
     )
     expected = [r["document"] for r in ROWS if evaluate(accepted, r)]
-    assert len(texts) == min(top_k, len(expected))
+    # Copies of one text collapse into one context (the defaults): one context per distinct text.
+    assert len(texts) == min(top_k, len(set(expected)))
     assert all(t in expected for t in texts)

@@ -128,7 +128,9 @@ def test_creation_guard_bounds_the_static_schema(kb):
 
 def test_unknown_key_is_an_error_by_default_and_new_keys_are_learned(kb):
     store, coll = kb
-    tool = create_vector_query_tool(store=store, collection=coll, enable_filter=True, filter_fields_ttl=0)
+    tool = create_vector_query_tool(
+        store=store, collection=coll, enable_filter=True, limits={"fields_ttl": 0}
+    )
     description = tool.input_schema["properties"]["filter"]["description"]
     assert "Any metadata key" not in description and "- kind" in description
     unknown = run(tool, {"query_text": "refunds", "filter": {"colour": "red"}})
@@ -240,11 +242,11 @@ def test_relevant_context_round_trips_any_chunk_text(texts):
 
 def test_query_text_length_is_capped(kb):
     store, coll = kb
-    tool = create_vector_query_tool(store=store, collection=coll, max_query_chars=100)
+    tool = create_vector_query_tool(store=store, collection=coll, limits={"max_query_chars": 100})
     assert tool.input_schema["properties"]["query_text"]["maxLength"] == 100
     assert run(tool, {"query_text": "r" * 100}).status != "error"
     long = run(tool, {"query_text": "refunds " * 20})
     assert long.error.code == "E_TOOL_INVALID_INPUT" and long.error.kind == "invalid_input"
     assert "100" in long.error.message
     with pytest.raises(InvalidToolConfigError):
-        create_vector_query_tool(store=store, collection=coll, max_query_chars=0)
+        create_vector_query_tool(store=store, collection=coll, limits={"max_query_chars": 0})

@@ -14,7 +14,6 @@ from turnkit.batteries.vector.ranking._scorers import _minilm_installed
 from turnkit.tools import (
     InvalidToolConfigError,
     InvalidToolInputError,
-    RerankConfig,
     RerankWeights,
     UnknownModelError,
     create_vector_query_tool,
@@ -60,56 +59,72 @@ def run(tool, args, **ctx):
 # -- configuration -----------------------------------------------------------------------------
 
 
-def test_rerank_config_reuses_the_battery_weights_and_never_merges_defaults():
+def test_rerank_settings_reuse_the_battery_weights_and_never_merge_defaults(kb):
+    store, coll = kb
     assert RerankWeights is battery.RerankWeights
-    assert RerankConfig().weights == RerankWeights(semantic=0.4, vector=0.4, position=0.2)
-    assert RerankConfig().top_k == 3
-    RerankConfig(weights=RerankWeights(semantic=0.7, vector=0.2, position=0.1))  # float sum 0.999…
+    make = create_vector_query_tool
+    tool = make(store=store, collection=coll, settings={"rerank": True})
+    assert tool.options.settings.rerank.weights == RerankWeights(semantic=0.4, vector=0.4, position=0.2)
+    make(
+        store=store,
+        collection=coll,
+        settings={"rerank": {"weights": {"semantic": 0.7, "vector": 0.2, "position": 0.1}}},
+    )
     with pytest.raises(InvalidToolConfigError, match="never merged") as missing:
-        RerankConfig(weights={"semantic": 0.5, "vector": 0.5})
-    assert missing.value.option == "reranker.weights"
+        make(store=store, collection=coll, settings={"rerank": {"weights": {"semantic": 0.5, "vector": 0.5}}})
+    assert missing.value.option.startswith("settings.")
     with pytest.raises(InvalidToolConfigError, match="sum to 0.9"):
-        RerankConfig(weights={"semantic": 0.5, "vector": 0.3, "position": 0.1})
+        make(
+            store=store,
+            collection=coll,
+            settings={"rerank": {"weights": {"semantic": 0.5, "vector": 0.3, "position": 0.1}}},
+        )
     with pytest.raises(InvalidRankingConfigError):
         RerankWeights(semantic=-0.1, vector=0.9, position=0.2)
     with pytest.raises(TypeError):
         RerankWeights(semantic=0.5, vector=0.5)  # type: ignore[call-arg]
+    # Mastra's reranker, per request: each bad value is a configuration error, never a crash.
+    judge = judge_liking("Oslo")
     for bad in (
         {"top_k": 0},
         {"model": ""},
         {"model": 42},
         {"scorer": "bm25"},
         {"scorer": object()},
-        {"model": "judge", "scorer": "encoder"},
+        {"model": judge, "scorer": "encoder"},
         {"pool_factor": 0},
         {"on_error": "ignore"},
+        {"weights": {"semantic": 1.0, "vektor": 0.0}},
+        {"ranker": "x"},
+        "yes",
     ):
-        with pytest.raises(InvalidToolConfigError):
-            RerankConfig(**bad)
-    mastra = RerankConfig.coerce(
-        {
-            "model": "judge",
-            "options": {"weights": {"semantic": 0.5, "vector": 0.3, "position": 0.2}, "topK": 5},
-        }
-    )
-    assert mastra.top_k == 5 and mastra.weights.semantic == 0.5 and mastra.model == "judge"
-    assert RerankConfig.coerce(True) == RerankConfig() and RerankConfig.coerce(False) is None
-    with pytest.raises(InvalidToolConfigError):
-        RerankConfig.coerce({"weights": {"semantic": 1.0, "vektor": 0.0}})
-    options = RerankConfig(pool_factor=5, max_pool=12).options(top_k=3)
-    assert isinstance(options, RerankOptions) and options.pool() == 12
+        result = run(tool, {"query_text": "refunds"}, reranker=bad)
+        assert result.error is not None and result.error.kind == "configuration", bad
+    mastra = {
+        "model": "judge",
+        "options": {"weights": {"semantic": 0.6, "vector": 0.3, "position": 0.1}, "topK": 1},
+    }
+    ranked = create_vector_query_tool(store=store, collection=coll, models={"judge": judge})
+    assert [s.id for s in run(ranked, {"query_text": "refunds paid"}, reranker=mastra).sources] == [
+        "globex-ship"
+    ]
 
 
-def test_model_names_are_resolved_at_creation(kb):
+def test_model_names_are_resolved_through_models(kb):
     store, coll = kb
-    with pytest.raises(UnknownModelError, match="no model named 'judge'"):
-        create_vector_query_tool(store=store, collection=coll, reranker={"model": "judge"})
-    with pytest.raises(UnknownModelError, match="Known models: other"):
-        create_vector_query_tool(
-            store=store, collection=coll, reranker={"model": "judge"}, models={"other": judge_liking("x")}
-        )
+    tool = create_vector_query_tool(store=store, collection=coll)
+    unknown = run(tool, {"query_text": "refunds"}, reranker={"model": "judge"})
+    assert unknown.error.code == "E_TOOL_UNKNOWN_MODEL" and "no model named 'judge'" in unknown.error.message
+    other = create_vector_query_tool(store=store, collection=coll, models={"other": judge_liking("x")})
+    assert (
+        "Known models: other" in run(other, {"query_text": "refunds"}, reranker={"model": "judge"}).error.hint
+    )
     with pytest.raises(InvalidToolConfigError):
         create_vector_query_tool(store=store, collection=coll, models=["judge"])
+    with pytest.raises(InvalidToolConfigError, match="ChatModel"):
+        create_vector_query_tool(
+            store=store, collection=coll, settings={"rerank": True, "rerank_model": "judge"}
+        )
 
 
 # -- the vector query tool ----------------------------------------------------------------------
@@ -123,7 +138,7 @@ def test_llm_judge_over_fetches_and_promotes(kb):
     tool = create_vector_query_tool(
         store=store,
         collection=coll,
-        reranker=RerankConfig(model=model, top_k=1, pool_factor=4, weights=JUDGE_WEIGHTS),
+        settings={"top_k": 1, "rerank": {"pool_factor": 4, "weights": JUDGE_WEIGHTS}, "rerank_model": model},
     )
     result = run(tool, {"query_text": "refunds paid"})
     assert result.ok and [s.id for s in result.sources] == ["globex-ship"]
@@ -137,7 +152,9 @@ def test_llm_judge_over_fetches_and_promotes(kb):
 def test_model_top_k_and_reranker_top_k_both_bound_the_results(kb):
     store, coll = kb
     tool = create_vector_query_tool(
-        store=store, collection=coll, reranker={"model": judge_liking("Lyon"), "top_k": 3}
+        store=store,
+        collection=coll,
+        settings={"top_k": 3, "rerank": True, "rerank_model": judge_liking("Lyon")},
     )
     assert len(run(tool, {"query_text": "orders ship"}).sources) == 3
     assert len(run(tool, {"query_text": "orders ship", "top_k": 2}).sources) == 2
@@ -159,7 +176,9 @@ def test_reranker_per_request_by_model_name(kb):
     merged = run(tool, {"query_text": "refunds"}, reranker={"weights": {"semantic": 0.5, "vector": 0.5}})
     assert merged.error.kind == "configuration" and "never merged" in merged.error.message
     off = run(
-        create_vector_query_tool(store=store, collection=coll, reranker={"model": model}),
+        create_vector_query_tool(
+            store=store, collection=coll, settings={"rerank": True, "rerank_model": model}
+        ),
         {"query_text": "refunds paid"},
         reranker=False,
     )
@@ -169,7 +188,9 @@ def test_reranker_per_request_by_model_name(kb):
 def test_local_scorers(kb):
     store, coll = kb
     own = run(
-        create_vector_query_tool(store=store, collection=coll, reranker={"scorer": "encoder", "top_k": 2}),
+        create_vector_query_tool(
+            store=store, collection=coll, settings={"top_k": 2, "rerank": True, "rerank_scorer": "encoder"}
+        ),
         {"query_text": "refunds paid"},
     )
     assert len(own.sources) == 2
@@ -178,7 +199,9 @@ def test_local_scorers(kb):
     assert scores == sorted(scores, reverse=True)
     second = EncoderScorer(HashEncoder(32))
     other = run(
-        create_vector_query_tool(store=store, collection=coll, reranker=RerankConfig(scorer=second)),
+        create_vector_query_tool(
+            store=store, collection=coll, settings={"rerank": True, "rerank_scorer": second}
+        ),
         {"query_text": "refunds paid"},
     )
     assert any(f"with {second.name};" in n for n in other.notes) and second.name.endswith("hash-32")
@@ -186,18 +209,26 @@ def test_local_scorers(kb):
         create_vector_query_tool(
             store=store,
             collection=coll,
-            reranker=RerankConfig(scorer=KeywordScorer("Oslo"), top_k=1, weights=JUDGE_WEIGHTS),
+            settings={
+                "top_k": 1,
+                "rerank": {"weights": JUDGE_WEIGHTS},
+                "rerank_scorer": KeywordScorer("Oslo"),
+            },
         ),
         {"query_text": "refunds paid"},
     )
     assert [s.id for s in keyword.sources] == ["globex-ship"]
     # The default picks MiniLM when its extra is installed, else the collection's encoder.
-    default = run(create_vector_query_tool(store=store, collection=coll, reranker=True), {"query_text": "x"})
+    default = run(
+        create_vector_query_tool(store=store, collection=coll, settings={"rerank": True}), {"query_text": "x"}
+    )
     assert default.ok and any("Reranked" in n for n in default.notes)
     if not _minilm_installed():
         assert any(f"encoder:{store.encoder.name}" in n for n in default.notes)
         minilm = run(
-            create_vector_query_tool(store=store, collection=coll, reranker={"scorer": "minilm"}),
+            create_vector_query_tool(
+                store=store, collection=coll, settings={"rerank": True, "rerank_scorer": "minilm"}
+            ),
             {"query_text": "x"},
         )
         assert minilm.error.kind == "configuration" and "turnkit[minilm]" in minilm.error.hint
@@ -207,7 +238,9 @@ def test_semantic_weight_zero_needs_no_scorer(kb):
     store, coll = kb
     weights = {"semantic": 0.0, "vector": 0.5, "position": 0.5}
     result = run(
-        create_vector_query_tool(store=store, collection=coll, reranker={"weights": weights, "top_k": 2}),
+        create_vector_query_tool(
+            store=store, collection=coll, settings={"top_k": 2, "rerank": {"weights": weights}}
+        ),
         {"query_text": "refunds paid"},
     )
     plain = run(create_vector_query_tool(store=store, collection=coll), {"query_text": "refunds paid"})
@@ -217,12 +250,16 @@ def test_semantic_weight_zero_needs_no_scorer(kb):
 
 def test_scorer_failure_is_reported_or_falls_back(kb):
     store, coll = kb
-    failing = create_vector_query_tool(store=store, collection=coll, reranker={"scorer": BrokenScorer()})
+    failing = create_vector_query_tool(
+        store=store, collection=coll, settings={"rerank": True, "rerank_scorer": BrokenScorer()}
+    )
     result = run(failing, {"query_text": "refunds"})
     assert result.status == "error" and result.error.code == "E_VECTOR_RERANK_FAILED"
     assert result.error.kind == "failed"
     fallback = create_vector_query_tool(
-        store=store, collection=coll, reranker={"scorer": BrokenScorer(), "on_error": "fallback"}
+        store=store,
+        collection=coll,
+        settings={"top_k": 3, "rerank": {"on_error": "fallback"}, "rerank_scorer": BrokenScorer()},
     )
     kept = run(fallback, {"query_text": "refunds"})
     assert kept.ok and len(kept.sources) == 3
@@ -231,21 +268,25 @@ def test_scorer_failure_is_reported_or_falls_back(kb):
 
 def test_hybrid_search_in_the_tool(kb):
     store, coll = kb
-    plain = create_vector_query_tool(store=store, collection=coll)
+    plain = create_vector_query_tool(store=store, collection=coll, settings={"hybrid": False})
     assert len(run(plain, {"query_text": "Oslo"}).sources) == 4
-    lexical = create_vector_query_tool(store=store, collection=coll, hybrid={"alpha": 0.0})
+    lexical = create_vector_query_tool(store=store, collection=coll, settings={"hybrid": {"alpha": 0.0}})
     assert [s.id for s in run(lexical, {"query_text": "Oslo"}).sources] == ["globex-ship"]
     assert len(run(lexical, {"query_text": "Oslo"}, hybrid=False).sources) == 4
     assert [s.id for s in run(plain, {"query_text": "Oslo"}, hybrid=0.0).sources] == ["globex-ship"]
-    mixed = run(create_vector_query_tool(store=store, collection=coll, hybrid=True), {"query_text": "Oslo"})
+    mixed = run(create_vector_query_tool(store=store, collection=coll), {"query_text": "Oslo"})  # the default
     assert mixed.sources[0].id == "globex-ship" and len(mixed.sources) == 4
     # The tool's own encoder (near_vector) still gets the words for the full-text leg.
-    own = create_vector_query_tool(store=store, collection=coll, encoder=HashEncoder(128), hybrid=0.0)
+    own = create_vector_query_tool(
+        store=store, collection=coll, encoder=HashEncoder(128), settings={"hybrid": 0.0}
+    )
     assert [s.id for s in run(own, {"query_text": "Lyon"}).sources] == ["acme-ship"]
     with pytest.raises(InvalidToolConfigError, match="alpha"):
-        create_vector_query_tool(store=store, collection=coll, hybrid=1.5)
+        create_vector_query_tool(store=store, collection=coll, settings={"hybrid": 1.5})
     with pytest.raises(InvalidToolConfigError, match="unknown keys"):
-        create_vector_query_tool(store=store, collection=coll, hybrid={"alpha": 0.5, "text": "x"})
+        create_vector_query_tool(
+            store=store, collection=coll, settings={"hybrid": {"alpha": 0.5, "text": "x"}}
+        )
     bad = run(plain, {"query_text": "Oslo"}, hybrid={"fusion": "max"})
     assert bad.error.kind == "configuration"
 
@@ -258,8 +299,7 @@ def test_hybrid_and_reranking_keep_the_guard(kb):
         enable_filter=True,
         guard_filter={"tenant": "acme"},
         filter_fields="any",  # the strongest adversary: any key, the guard's own included
-        hybrid=0.0,
-        reranker={"model": judge_liking("globex"), "top_k": 3},
+        settings={"top_k": 3, "hybrid": 0.0, "rerank": True, "rerank_model": judge_liking("globex")},
     )
     widen = {"$or": [{"tenant": "globex"}, {"kind": {"$ne": "x"}}]}
     result = run(tool, {"query_text": "globex secret Oslo refunds", "filter": widen})
@@ -284,10 +324,14 @@ def test_any_complete_weight_set_reranks_within_bounds(kb, semantic, share, rera
         store=store,
         collection=coll,
         guard_filter={"tenant": "acme"},
-        hybrid=alpha,
+        settings={"hybrid": alpha, "rerank": {"weights": weights}, "rerank_scorer": KeywordScorer("Lyon")},
+    )
+    # A Mastra reranker's topK caps the results, as the model's top_k does.
+    result = run(
+        tool,
+        {"query_text": "orders ship refunds", "top_k": top_k},
         reranker={"scorer": KeywordScorer("Lyon"), "weights": weights, "top_k": rerank_k},
     )
-    result = run(tool, {"query_text": "orders ship refunds", "top_k": top_k})
     assert result.status in ("ok", "no_results")
     assert len(result.sources) <= min(top_k, rerank_k)
     assert all(s.metadata["tenant"] == "acme" for s in result.sources)
@@ -317,7 +361,7 @@ def test_llm_ranker_uses_the_named_host_model(kb):
         coll,
         {"top_k": 1, "ranking": ranking},
         models={"gemini-2.0-flash": model},
-        rerank_options=weights,
+        settings={"rerank": weights},
     )
     assert ids(response) == ["Orders ship from Oslo within 9 days."]
     assert len(model.calls) == 1  # the pool (1 × 4 candidates) in one batch
@@ -330,7 +374,7 @@ def test_llm_ranker_uses_the_named_host_model(kb):
     with pytest.raises(InvalidToolInputError, match="model_name"):
         ask(store, coll, {"ranking": {"llm_ranker": {}}}, models={"x": model})
     resolved = ask(
-        store, coll, {"top_k": 1, "ranking": ranking}, models=lambda name: model, rerank_options=weights
+        store, coll, {"top_k": 1, "ranking": ranking}, models=lambda name: model, settings={"rerank": weights}
     )
     assert ids(resolved) == ["Orders ship from Oslo within 9 days."]
 
@@ -340,7 +384,7 @@ def test_rank_service_uses_host_scorers_or_the_offline_scorer(kb):
     ranking = {"rank_service": {"model_name": "semantic-ranker-512@latest"}}
     scorers = {"semantic-ranker-512@latest": KeywordScorer("Lyon")}
     weights = RerankOptions(weights=JUDGE_WEIGHTS)
-    named = ask(store, coll, {"top_k": 1, "ranking": ranking}, scorers=scorers, rerank_options=weights)
+    named = ask(store, coll, {"top_k": 1, "ranking": ranking}, scorers=scorers, settings={"rerank": weights})
     assert ids(named) == ["Orders ship from Lyon within 2 days."]
     with pytest.raises(UnknownModelError, match="no scorer named"):
         ask(store, coll, {"ranking": {"rank_service": {"model_name": "other"}}}, scorers=scorers)
@@ -350,16 +394,17 @@ def test_rank_service_uses_host_scorers_or_the_offline_scorer(kb):
     with pytest.raises(InvalidToolConfigError):
         ask(store, coll, {"ranking": ranking}, scorers={"x": object()})
     with pytest.raises(InvalidToolConfigError):
-        ask(store, coll, {"ranking": ranking}, rerank_options={"top_k": 3})
+        ask(store, coll, {"ranking": ranking}, settings={"rerank": {"topK": 3}})
 
 
 def test_thresholds_apply_before_ranking(kb):
     store, coll = kb
-    base = ask(store, coll, {"top_k": 4}, score="similarity")
+    # Vector only: the similarity shown is then the dense one the threshold reads.
+    base = ask(store, coll, {"top_k": 4}, score="similarity", settings={"hybrid": False})
     cutoff = sorted(c.score for c in base.contexts.contexts)[-3]  # keeps the best two (strictly larger)
     ranking = {"llm_ranker": {"model_name": "j"}}
     config = {"top_k": 4, "ranking": ranking, "filter": {"vector_similarity_threshold": cutoff}}
-    ranked = ask(store, coll, config, models={"j": judge_liking("Oslo")})
+    ranked = ask(store, coll, config, models={"j": judge_liking("Oslo")}, settings={"hybrid": False})
     assert set(ids(ranked)) <= set(ids(base)[:2]) and len(ids(ranked)) == 2
 
 

@@ -7,7 +7,6 @@ import pytest
 from turnkit.batteries.vector import HashEncoder, condition, create_vector_store
 from turnkit.tools import (
     DEFAULT_DESCRIPTION,
-    DatabaseConfig,
     InvalidToolConfigError,
     VectorQueryResult,
     create_vector_query_tool,
@@ -43,12 +42,12 @@ def test_relevant_context_is_chunk_text_and_sources_cite(kb):
 
 def test_include_vectors_and_sources_at_creation_and_per_request(kb):
     store, coll = kb
-    tool = create_vector_query_tool(store=store, collection=coll, include_vectors=True)
+    tool = create_vector_query_tool(store=store, collection=coll, settings={"include_vectors": True})
     result = run(tool, {"query_text": "refunds", "top_k": 1})
     assert len(result.sources[0].vector) == 128
     hidden = run(tool, {"query_text": "refunds", "top_k": 1}, include_sources=False, include_vectors=False)
     assert hidden.sources == [] and len(hidden.relevant_context) == 1
-    quiet = create_vector_query_tool(store=store, collection=coll, include_sources=False)
+    quiet = create_vector_query_tool(store=store, collection=coll, settings={"include_sources": False})
     assert run(quiet, {"query_text": "refunds"}).sources == []
     assert len(run(quiet, {"query_text": "refunds"}, include_sources=True).sources) == 4
 
@@ -181,7 +180,10 @@ def test_model_filter_compiles_every_operator(kb):
 def test_filter_depth_and_size_limits(kb):
     store, coll = kb
     tool = create_vector_query_tool(
-        store=store, collection=coll, enable_filter=True, max_filter_depth=3, max_filter_conditions=5
+        store=store,
+        collection=coll,
+        enable_filter=True,
+        limits={"max_filter_depth": 3, "max_filter_conditions": 5},
     )
     deep = {"$and": [{"$and": [{"$and": [{"$and": [{"kind": "faq"}]}]}]}]}
     result = run(tool, {"query_text": "x", "filter": deep})
@@ -256,7 +258,9 @@ def test_auto_filter_fields_reveal_nothing_outside_the_guard(kb):
 
 def test_top_k_default_clamp_and_report(kb):
     store, coll = kb
-    tool = create_vector_query_tool(store=store, collection=coll, default_top_k=2, max_top_k=3)
+    tool = create_vector_query_tool(
+        store=store, collection=coll, settings={"top_k": 2}, limits={"max_top_k": 3}
+    )
     assert tool.input_schema["properties"]["top_k"] == {
         "type": "integer",
         "minimum": 1,
@@ -306,7 +310,9 @@ def test_input_schema_and_openai_export(kb):
 def test_schema_validates_real_arguments(kb):
     jsonschema = pytest.importorskip("jsonschema")
     store, coll = kb
-    tool = create_vector_query_tool(store=store, collection=coll, enable_filter=True, max_top_k=20)
+    tool = create_vector_query_tool(
+        store=store, collection=coll, enable_filter=True, limits={"max_top_k": 20}
+    )
     jsonschema.validate({"query_text": "a", "top_k": 5, "filter": {"kind": "faq"}}, tool.input_schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"query_text": "a", "filter": '{"kind": "faq"}'}, tool.input_schema)
@@ -367,6 +373,13 @@ def test_bad_request_context_values_are_configuration_errors(kb):
         {"top_k": "3"},
         {"reranker": {"weights": {"semantic": 0.5, "vector": 0.5}}},
         {"database_config": {"pinecone": {"namespace": "x"}}},
+        {"database_config": {"nprobes": 0}},
+        {"database_config": {"min_score": 1.5}},
+        {"database_config": {"probes": 3}},
+        {"hybrid": 3},
+        {"settings": {"top_k": 0}},
+        {"settings": {"hybird": True}},
+        {"settings": "hybrid"},
         {"filter": "tenant = 'acme'"},
         {"filter": {}},
         {"collection": ""},
@@ -381,24 +394,29 @@ def test_bad_request_context_values_are_configuration_errors(kb):
 
 def test_database_config_knobs_reach_the_query(kb):
     store, coll = kb
-    with pytest.raises(InvalidToolConfigError):
-        DatabaseConfig(nprobes=0)
-    with pytest.raises(InvalidToolConfigError):
-        DatabaseConfig(min_score=1.5)
-    with pytest.raises(InvalidToolConfigError):
-        DatabaseConfig.coerce({"probes": 3})
-    assert DatabaseConfig.coerce({"lancedb": {"ef": 64}}) == DatabaseConfig(ef=64)
-    all_rows = run(create_vector_query_tool(store=store, collection=coll), {"query_text": "refunds paid"})
-    cutoff = sorted(s.score for s in all_rows.sources)[-2]
-    tool = create_vector_query_tool(
-        store=store,
-        collection=coll,
-        database_config={"nprobes": 4, "refine_factor": 2, "ef": 32, "prefilter": False, "min_score": cutoff},
+    vector_only = {"hybrid": False}  # min_score reads the dense similarity, which is the score here
+    all_rows = run(
+        create_vector_query_tool(store=store, collection=coll, settings=vector_only),
+        {"query_text": "refunds paid"},
     )
+    cutoff = sorted(s.score for s in all_rows.sources)[-2]
+    knobs = {"nprobes": 4, "refine_factor": 2, "ef": 32, "prefilter": False, "min_score": cutoff}
+    tool = create_vector_query_tool(store=store, collection=coll, settings={**vector_only, **knobs})
+    assert tool.options.settings.ef == 32 and tool.options.settings.prefilter is False
     strict = run(tool, {"query_text": "refunds paid"})
     assert strict.ok and len(strict.sources) == 2 and all(s.score >= cutoff for s in strict.sources)
+    # Mastra's database_config, per request (also under a "lancedb" key), merges into the settings.
     loose = run(tool, {"query_text": "refunds paid"}, database_config={"min_score": 0.0})
     assert len(loose.sources) == 4
+    assert (
+        len(
+            run(tool, {"query_text": "refunds paid"}, database_config={"lancedb": {"min_score": 0.0}}).sources
+        )
+        == 4
+    )
+    with pytest.raises(InvalidToolConfigError) as bad:
+        create_vector_query_tool(store=store, collection=coll, settings={"nprobes": 0})
+    assert bad.value.option == "settings.nprobes"
 
 
 class RecordingEncoder:
@@ -455,8 +473,14 @@ def test_creation_errors_raise():
     bad = [
         {"store": "memory://"},
         {"store": vs, "collection": ""},
-        {"store": vs, "max_top_k": 0},
-        {"store": vs, "default_top_k": 60, "max_top_k": 50},
+        {"store": vs, "limits": {"max_top_k": 0}},
+        {"store": vs, "limits": {"max_query_chars": True}},
+        {"store": vs, "limits": {"fields_ttl": -1}},
+        {"store": vs, "limits": {"max_top_k": 5, "maximum": 9}},
+        {"store": vs, "limits": 50},
+        {"store": vs, "settings": {"top_k": 60}, "limits": {"max_top_k": 50}},
+        {"store": vs, "settings": {"hybrid": "yes"}},
+        {"store": vs, "settings": 5},
         {"store": vs, "enable_filter": "yes"},
         {"store": vs, "guard_filter": {}},
         {"store": vs, "guard_filter": {"tenant": {"$bogus": 1}}},
@@ -489,3 +513,23 @@ def test_guard_nodes_and_records_without_document(store, collection):
     # The chunk text falls back to metadata.text when a record has no document.
     assert result.relevant_context == ["alpha beta"]
     assert isinstance(result.sources[0].score, float) and not np.isnan(result.sources[0].score)
+
+
+def test_the_factory_takes_one_settings_value_and_few_parameters(kb):
+    import inspect
+
+    from turnkit.batteries.vector import RetrievalSettings
+
+    params = inspect.signature(create_vector_query_tool).parameters
+    assert len(params) <= 12
+    # No retrieval knob has a parameter of its own: they are all RetrievalSettings fields.
+    assert not set(params) & set(RetrievalSettings.model_fields)
+    store, coll = kb
+    assert create_vector_query_tool(store=store, collection=coll).options.settings == RetrievalSettings()
+    given = RetrievalSettings(top_k=2, hybrid=False)
+    tool = create_vector_query_tool(store=store, collection=coll, settings=given)
+    assert tool.options.settings is given
+    # A request merges into the settings: the keys it sets change, the others stay the tool's.
+    merged = tool.options.for_request({"hybrid": 0.3, "database_config": {"ef": 16}}, tool.id)
+    assert merged.settings.hybrid.alpha == 0.3 and merged.settings.ef == 16 and merged.settings.top_k == 2
+    assert merged.settings.collapse_duplicates is True

@@ -26,7 +26,14 @@ from ._config import (
 from ._connect import ENV_API_KEY, ENV_REGION
 from ._errors import CliUsageError
 
-__all__ = ["add_filter_arguments", "add_http_arguments", "build_parser", "serve_options"]
+__all__ = [
+    "add_filter_arguments",
+    "add_http_arguments",
+    "add_retrieval_arguments",
+    "build_parser",
+    "retrieval_settings",
+    "serve_options",
+]
 
 # Every environment variable the command line reads; each subcommand's help lists only its own.
 _ENV_HELP = {
@@ -188,6 +195,44 @@ def add_filter_arguments(p: argparse.ArgumentParser) -> None:
         default=True,
         help="let vector_query take a metadata filter (default on)",
     )
+
+
+def add_retrieval_arguments(p: argparse.ArgumentParser) -> None:
+    """The retrieval flags of ``turnkit serve``, shared with ``python -m turnkit.mcp``.
+
+    Each sets one `RetrievalSettings` field (see `retrieval_settings`); a flag
+    not given keeps turnkit's default (hybrid search, duplicate texts collapsed, 5 results).
+    """
+    p.add_argument(
+        "--hybrid",
+        type=alpha,
+        nargs="?",
+        const=AUTO_ALPHA,
+        metavar="ALPHA",
+        help="hybrid search (the default) with this alpha: 0 full-text only, 1 vector only; bare or "
+        "'auto': 0.2 for queries up to 40 words, 0.5 above",
+    )
+    p.add_argument("--no-hybrid", dest="hybrid", action="store_const", const=False, help="vector search only")
+    p.add_argument(
+        "-k", "--top-k", type=positive_int, metavar="N", help="results when a call gives no top_k (default 5)"
+    )
+    p.add_argument(
+        "--rerank",
+        action="store_true",
+        help="over-fetch and rerank with the offline scorer (weights 0.4/0.4/0.2)",
+    )
+
+
+def retrieval_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The `RetrievalSettings` fields the flags of `add_retrieval_arguments` set (only those given)."""
+    settings: dict[str, Any] = {}
+    if args.hybrid is not None:
+        settings["hybrid"] = True if args.hybrid == AUTO_ALPHA else args.hybrid
+    if args.top_k is not None:
+        settings["top_k"] = args.top_k
+    if args.rerank:
+        settings["rerank"] = True
+    return settings
 
 
 def add_http_arguments(p: argparse.ArgumentParser) -> None:
@@ -460,20 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
     )
-    p.add_argument(
-        "--hybrid",
-        type=alpha,
-        nargs="?",
-        const=AUTO_ALPHA,
-        metavar="ALPHA",
-        help="vector_query uses hybrid search: 0 full-text only, 1 vector only; bare or 'auto': "
-        "0.2 for queries up to 40 words, 0.5 above",
-    )
-    p.add_argument(
-        "--rerank",
-        action="store_true",
-        help="vector_query over-fetches and reranks with the offline scorer (weights 0.4/0.4/0.2)",
-    )
+    add_retrieval_arguments(p)
     add_filter_arguments(p)
     add_http_arguments(p)
 

@@ -6,7 +6,7 @@ import argparse
 import os
 
 from .._errors import TurnkitError
-from ._config import AUTO_ALPHA, ENV_COLLECTION, ENV_ENCODER, store_uri
+from ._config import ENV_COLLECTION, ENV_ENCODER, store_uri
 from ._connect import connection_of
 from ._errors import EXIT_OK, DependencyMissingError
 
@@ -36,7 +36,7 @@ def run_serve(args: argparse.Namespace) -> int:
             hint="pip install 'turnkit[mcp]'",
             package="mcp",
         ) from exc
-    from ._parser import serve_options
+    from ._parser import retrieval_settings, serve_options
 
     serve(
         uri=store_uri(conn.uri),
@@ -48,8 +48,7 @@ def run_serve(args: argparse.Namespace) -> int:
         path=args.path,
         enable_writes=args.enable_writes,
         encoder=encoder,
-        hybrid=True if args.hybrid == AUTO_ALPHA else args.hybrid,
-        rerank=args.rerank,
+        settings=retrieval_settings(args),
         guard=args.guard,
         filter_fields=args.filter_fields,
         enable_filter=args.enable_filter,

@@ -10,7 +10,14 @@ from .._errors import TurnkitError
 
 # The flag set is the CLI's, so `turnkit serve` and this entry point cannot drift apart.
 from ..cli._connect import connection_of
-from ..cli._parser import add_connection_arguments, add_filter_arguments, add_http_arguments, serve_options
+from ..cli._parser import (
+    add_connection_arguments,
+    add_filter_arguments,
+    add_http_arguments,
+    add_retrieval_arguments,
+    retrieval_settings,
+    serve_options,
+)
 from ._serve import serve
 
 
@@ -29,8 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--path", default="/mcp")
     parser.add_argument("--encoder", default=None, help="hash[:dim] or wordllama[:dim]; default: as recorded")
     parser.add_argument("--enable-writes", action="store_true", help="add destructive store/delete tools")
-    parser.add_argument("--hybrid", type=float, metavar="ALPHA", help="vector_query uses hybrid search")
-    parser.add_argument("--rerank", action="store_true", help="vector_query reranks (offline scorer)")
+    add_retrieval_arguments(parser)
     add_connection_arguments(parser)
     add_filter_arguments(parser)
     add_http_arguments(parser)
@@ -48,8 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path=args.path,
             enable_writes=args.enable_writes,
             encoder=args.encoder,
-            hybrid=args.hybrid,
-            rerank=args.rerank,
+            settings=retrieval_settings(args),
             guard=args.guard,
             filter_fields=args.filter_fields,
             enable_filter=args.enable_filter,

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anyio
 
 from .._errors import TurnkitError
-from ..batteries.vector import Encoder, FilterNode, parse_filter_expression
+from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression
 from ._auth import Principal, TokenVerifier, is_loopback, load_principals
 from ._errors import InvalidMCPServerConfigError
 from ._http import HttpLimits, allowed_hosts, build_http_app, check_bind, describe_hosts, listen
@@ -74,8 +74,7 @@ def serve(
     path: str = "/mcp",
     enable_writes: bool = False,
     encoder: Encoder | str | None = None,
-    hybrid: float | None = None,
-    rerank: bool = False,
+    settings: SettingsInput = None,
     guard: str | Mapping[str, Any] | FilterNode | None = None,
     filter_fields: str | Sequence[str] | Mapping[str, str] | None = "auto",
     enable_filter: bool = True,
@@ -108,9 +107,10 @@ def serve(
             ``delete_documents`` tools.
         encoder: An `Encoder` or a spec (``"hash:64"``, ``"wordllama"``);
             default the encoder the collections recorded.
-        hybrid: When set, ``vector_query`` uses hybrid search with this ``alpha``.
-        rerank: ``vector_query`` over-fetches and reranks with the offline
-            scorer and the default weights, keeping the call's ``top_k``.
+        settings: `RetrievalSettings` (or a dict of its fields) for both tools
+            (see `create_mcp_server`); ``None``: turnkit's default, hybrid
+            search with duplicate texts collapsed. The command line's
+            ``--hybrid [ALPHA]`` / ``--no-hybrid``, ``--top-k`` and ``--rerank`` set it.
         guard: A guard filter ANDed with every search (and write): a filter
             expression over metadata keys (``'tenant = "acme"'``, the
             ``retrieve_contexts`` grammar), a Mongo dict or a filter node.
@@ -175,9 +175,7 @@ def serve(
         guard_filter=parse_guard(guard),
         filter_fields=parse_filter_fields(filter_fields),
         enable_filter=enable_filter,
-        hybrid=hybrid,
-        # The call's top_k decides how many results come back, not Mastra's default of 3.
-        reranker={"top_k": 1000} if rerank else None,
+        settings=settings,
         principal_guards=guards,
         log_level=log_level,
     )

@@ -14,21 +14,21 @@ from .._aio import run_sync
 from ..batteries.vector import (
     Encoder,
     FilterNode,
-    HybridOption,
     RelevanceScorer,
-    RerankOptions,
+    SettingsInput,
     VectorStore,
     create_vector_store,
 )
 from ..tools import (
     RETRIEVE_CONTEXTS_DESCRIPTION,
     ModelResolver,
-    RerankConfig,
     RetrieveContextsResponse,
+    ToolLimits,
     create_vector_query_tool,
     filter_description,
     retrieve_contexts_input_schema,
 )
+from ..tools._config import tool_settings
 from ..tools._filters import compile_guard
 from ._encoders import encoder_from_spec, recorded_encoder
 from ._errors import InvalidMCPServerConfigError
@@ -145,14 +145,11 @@ def create_mcp_server(
     enable_filter: bool = True,
     filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
-    default_top_k: int = 10,
-    max_top_k: int = 50,
+    settings: SettingsInput = None,
+    limits: ToolLimits | Mapping[str, Any] | None = None,
     score: Literal["distance", "similarity"] = "distance",
-    reranker: RerankConfig | Mapping[str, Any] | bool | None = None,
-    hybrid: HybridOption = None,
     models: ModelResolver | None = None,
     scorers: Mapping[str, RelevanceScorer] | None = None,
-    rerank_options: RerankOptions | None = None,
     principal_guards: Mapping[str, Mapping[str, Any] | FilterNode | None] | None = None,
     name: str = "turnkit",
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
@@ -184,19 +181,19 @@ def create_mcp_server(
             refuses others; a list or dict declares them; ``"any"`` allows any key.
         guard_filter: A filter ANDed with every search and delete (and that
             every stored record must satisfy); never shown to models.
-        default_top_k: Results when a call gives no ``top_k``.
-        max_top_k: Larger requests are clamped.
+        settings: `RetrievalSettings` (or a dict of its fields) for both
+            tools: ``top_k`` (results when a call gives none), ``hybrid``,
+            ``rerank`` (with ``rerank_model`` / ``rerank_scorer``; for
+            ``retrieve_contexts``, the weights and pool of a request's
+            ``ranking``), ``min_score``, ``collapse_duplicates``… ``None``:
+            turnkit's default (hybrid search, duplicate texts collapsed, 5 results).
+        limits: `ToolLimits` (or a dict) for both tools: ``max_top_k`` (larger
+            requests are clamped), ``max_query_chars``, the filter limits.
         score: The ``retrieve_contexts`` score: raw ``"distance"`` or ``"similarity"``.
-        reranker: ``vector_query`` reranks every call with this `RerankConfig`
-            (``True``: the defaults, scored by the offline scorer).
-        hybrid: ``vector_query`` uses hybrid search (``True``, an ``alpha`` or
-            a dict; see `create_vector_query_tool`).
         models: Chat models by name: what ``retrieve_contexts`` requests may
-            name in ``ranking.llm_ranker.model_name`` (and a ``reranker``'s
-            model name).
+            name in ``ranking.llm_ranker.model_name``.
         scorers: Relevance scorers by name for ``ranking.rank_service``;
             without them, any name selects the offline scorer.
-        rerank_options: Weights and pool size for ``retrieve_contexts`` ranking.
         principal_guards: Per-principal guards: each call runs with the guard of
             its authenticated principal (the access token's ``client_id``; see
             `serve`'s tokens) ANDed with ``guard_filter``, and the listing shows
@@ -247,6 +244,7 @@ def create_mcp_server(
         raise InvalidMCPServerConfigError("enable_writes must be true or false.", option="enable_writes")
     guard = compile_guard(guard_filter, option="guard_filter")
     per_principal = _principal_guards(principal_guards)
+    values, bounds = tool_settings(settings), ToolLimits.of(limits)
 
     auto = filter_fields is None or filter_fields == "auto"
 
@@ -261,11 +259,9 @@ def create_mcp_server(
                     enable_filter=enable_filter,
                     filter_fields="auto" if auto else filter_fields,
                     guard_filter=scope_guard,
-                    default_top_k=default_top_k,
-                    max_top_k=max_top_k,
-                    reranker=reranker,
-                    hybrid=hybrid,
+                    settings=values,
                     models=models,
+                    limits=bounds,
                 )
                 for n in names
             },
@@ -278,12 +274,11 @@ def create_mcp_server(
         guard=guard,
         principal_guards=per_principal,
         auto_listing=auto and enable_filter,
-        default_top_k=default_top_k,
-        max_top_k=max_top_k,
+        settings=values,
+        limits=bounds,
         score=score,
         models=models,
         scorers=scorers,
-        rerank_options=rerank_options,
     )
     # With one server-wide guard it is the whole boundary: the listing may show the keys and values
     # seen inside it. Per principal, the static listing shows no values (see _PerPrincipalServer).
@@ -294,9 +289,7 @@ def create_mcp_server(
     else:
         # Before a principal is known, list no keys or values read from anyone's rows.
         schema = (
-            first.input_schema
-            if not auto
-            else _blind_schema(served, names[0], enable_filter, default_top_k, max_top_k)
+            first.input_schema if not auto else _blind_schema(served, names[0], enable_filter, values, bounds)
         )
         schema = with_collection(schema, names)
     tools = [
@@ -366,7 +359,7 @@ def _principal_guards(value: Mapping[str, Any] | None) -> dict[str, FilterNode |
 
 
 def _blind_schema(
-    store: VectorStore, collection: str, enable_filter: bool, default_top_k: int, max_top_k: int
+    store: VectorStore, collection: str, enable_filter: bool, settings: SettingsInput, limits: ToolLimits
 ) -> dict[str, Any]:
     tool = create_vector_query_tool(
         store=store,
@@ -374,8 +367,8 @@ def _blind_schema(
         id="vector_query",
         enable_filter=enable_filter,
         filter_fields="any",
-        default_top_k=default_top_k,
-        max_top_k=max_top_k,
+        settings=settings,
+        limits=limits,
     )
     schema = tool.input_schema
     if "filter" in schema["properties"]:

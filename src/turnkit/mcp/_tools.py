@@ -17,7 +17,7 @@ from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
     FilterNode,
     RelevanceScorer,
-    RerankOptions,
+    RetrievalSettings,
     VectorStore,
     and_,
     evaluate,
@@ -27,6 +27,7 @@ from ..tools import (
     ModelResolver,
     ToolErrorInfo,
     ToolFailedError,
+    ToolLimits,
     VectorQueryTool,
     filter_description,
     retrieve_contexts,
@@ -200,20 +201,18 @@ class Tools:
         guard: FilterNode | None,
         principal_guards: Mapping[str, FilterNode | None] | None,
         auto_listing: bool,
-        default_top_k: int,
-        max_top_k: int,
+        settings: RetrievalSettings,
+        limits: ToolLimits,
         score: Literal["distance", "similarity"],
         models: ModelResolver | None,
         scorers: Mapping[str, RelevanceScorer] | None,
-        rerank_options: RerankOptions | None,
     ) -> None:
         self.models = models
         self.scorers = scorers
-        self.rerank_options = rerank_options
         self.store = store
         self.collections = collections
-        self.default_top_k = default_top_k
-        self.max_top_k = max_top_k
+        self.settings = settings
+        self.limits = limits
         self.score = score
         self.auto_listing = auto_listing
         self._make_scope = make_scope
@@ -295,12 +294,11 @@ class Tools:
                 collection=self.collections[0] if len(self.collections) == 1 else None,
                 allowed_collections=self.collections,
                 guard_filter=self.scope().guard,
-                default_top_k=self.default_top_k,
-                max_top_k=self.max_top_k,
+                settings=self.settings,
                 score=self.score,
                 models=self.models,
                 scorers=self.scorers,
-                rerank_options=self.rerank_options,
+                limits=self.limits,
             )
         except Exception as exc:
             return _error(exc)

@@ -1,5 +1,9 @@
 """Agent-facing tools over a turnkit vector store.
 
+Both take one `RetrievalSettings` (``settings=``) for every retrieval knob;
+with none they run turnkit's measured default (hybrid search, duplicate
+texts collapsed, 5 results). A request's own options merge into it.
+
 - `create_vector_query_tool`: a Mastra-shaped semantic-search tool with a JSON
   Schema, an OpenAI function-tool export, guard filters and structured errors.
 - `retrieve_contexts`: Vertex AI RAG Engine's ``RetrieveContexts`` call, with
@@ -19,11 +23,10 @@ print(result.status, result.relevant_context)
 """
 
 from ._config import (
-    DatabaseConfig,
     ModelResolver,
-    RerankConfig,
     RerankWeights,
     StoreResolver,
+    ToolLimits,
     VectorQueryRequestContext,
 )
 from ._errors import (
@@ -38,7 +41,7 @@ from ._errors import (
     UnknownModelError,
 )
 from ._filters import FILTER_OPERATORS, describe_metadata_fields
-from ._results import ErrorKind, PageSpan, ToolErrorInfo, VectorQueryResult, VectorQuerySource
+from ._results import CollapsedCopy, ErrorKind, PageSpan, ToolErrorInfo, VectorQueryResult, VectorQuerySource
 from ._retrieve import (
     RETRIEVE_CONTEXTS_DESCRIPTION,
     retrieve_contexts,
@@ -67,9 +70,9 @@ from ._vq_input import VectorQueryInput, filter_description
 from ._vq_options import VectorQueryOptions
 
 __all__ = [
+    "CollapsedCopy",
     "CollectionNotAllowedError",
     "DEFAULT_DESCRIPTION",
-    "DatabaseConfig",
     "ErrorKind",
     "FILTER_OPERATORS",
     "HybridSearch",
@@ -88,7 +91,6 @@ __all__ = [
     "RagRetrievalConfig",
     "RankService",
     "Ranking",
-    "RerankConfig",
     "RerankWeights",
     "RetrieveContextsRequest",
     "RetrieveContextsResponse",
@@ -96,6 +98,7 @@ __all__ = [
     "StoreResolverError",
     "ToolErrorInfo",
     "ToolFailedError",
+    "ToolLimits",
     "ToolOptionMissingError",
     "ToolRuntimeError",
     "ToolUsageError",

@@ -1,141 +1,120 @@
-"""Options shared by the tools: reranking, LanceDB search knobs, the request context."""
+"""The tools' options: one `RetrievalSettings` for retrieval, `ToolLimits` for what a model may ask.
+
+Every retrieval knob (top_k, hybrid, rerank, thresholds, index knobs,
+include_vectors/sources) is a field of the battery's `RetrievalSettings`,
+defined, defaulted and validated there. The tools add only what is theirs:
+the limits on a model's request, host models by name, and the translation of
+the seeds' per-request keys (Mastra's ``reranker`` and ``database_config``)
+into settings overrides, which `RetrievalSettings.merge` then validates.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, cast
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._validation import describe_validation
 from ..batteries.vector import (
-    DEFAULT_RERANK_WEIGHTS,
     InvalidRankingConfigError,
-    RelevanceScorer,
-    RerankOptions,
     RerankWeights,
+    RetrievalSettings,
+    SettingsInput,
 )
 from ._errors import InvalidToolConfigError, UnknownModelError
+from ._filters import FIELDS_SAMPLE
 
 if TYPE_CHECKING:
     from .._models import ChatModel
     from ..batteries.vector import FilterNode, HybridOption, VectorStore
 
 __all__ = [
-    "DatabaseConfig",
     "ModelResolver",
-    "RerankConfig",
     "RerankWeights",
     "StoreResolver",
+    "ToolLimits",
     "VectorQueryRequestContext",
     "check_models",
+    "request_overrides",
     "resolve_model",
+    "tool_config_errors",
+    "tool_settings",
 ]
 
 
-def _bad(option: str, detail: str, hint: str | None = None) -> InvalidToolConfigError:
-    return InvalidToolConfigError(f"{option}: {detail}", hint=hint, option=option)
+@contextmanager
+def tool_config_errors(option: str) -> Iterator[None]:
+    """Report a settings error as the tools' `InvalidToolConfigError` (``E_INVALID_TOOL_CONFIG``).
+
+    The option is ``{option}.{field}``, the knob `RetrievalSettings` named.
+    """
+    try:
+        yield
+    except InvalidRankingConfigError as exc:
+        field = exc.context.get("field")
+        name = f"{option}.{field}" if field and field != "settings" else option
+        raise InvalidToolConfigError(exc.message, hint=exc.hint, option=name) from None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def tool_settings(value: SettingsInput, option: str = "settings") -> RetrievalSettings:
+    """``value`` as `RetrievalSettings` (``None``: turnkit's defaults), or `InvalidToolConfigError`."""
+    with tool_config_errors(option):
+        return RetrievalSettings.of(value)
 
 
-_LOCAL_SCORERS = ("auto", "encoder", "minilm")
-_RERANK_KEYS = ("model", "scorer", "weights", "top_k", "pool_factor", "max_pool", "on_error")
+class ToolLimits(BaseModel):
+    """What a model's request may ask of a tool, and how the automatic filter keys are read.
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RerankConfig:
-    """Reranking for the vector query tool (Mastra's ``reranker``), over the battery's reranker.
-
-    The tool over-fetches ``top_k × pool_factor`` candidates (at most
-    ``max_pool``), scores them, and keeps the best ``top_k`` by
-    ``semantic·w_semantic + vector·w_vector + position·w_position`` (see
-    docs/ranking.md). The semantic score comes from, in this order:
-
-    - ``model``: a `turnkit.ChatModel` used as a batched LLM judge, or the
-      name of one in the tool's ``models`` mapping;
-    - ``scorer``: a `RelevanceScorer`, or ``"encoder"`` / ``"minilm"``;
-    - otherwise ``"auto"``: MiniLM when ``turnkit[minilm]`` is installed and
-      the collection is not MiniLM-encoded, else the collection's own encoder.
+    A frozen value; ``limits=`` also takes a dict of its fields.
 
     Attributes:
-        model: A `ChatModel`, or a model name the tool's ``models`` resolve.
-        scorer: A `RelevanceScorer` or the name of a local scorer.
-        weights: The battery's `RerankWeights` (all three, summing to 1) or a dict of them.
-        top_k: Results kept after reranking (also capped by the call's ``top_k``).
-        pool_factor: Over-fetch factor.
-        max_pool: Most candidates scored.
-        on_error: ``"raise"`` (the call reports ``E_VECTOR_RERANK_FAILED``) or
-            ``"fallback"`` (keep the retrieval order, with a note).
+        max_top_k: A larger ``top_k`` is clamped to it (and the result says so).
+        max_filter_depth: Deepest nesting of a model filter.
+        max_filter_conditions: Most conditions and groups in a model filter.
+        max_query_chars: Longest query text accepted; a longer one is an ``invalid_input`` error.
+        fields_sample: Records read to learn the filter keys with ``filter_fields="auto"``.
+        fields_ttl: Seconds the automatic keys are cached (a filter on an unknown
+            key re-reads them, at most every 5 seconds).
+
+    Raises:
+        InvalidToolConfigError: A value is out of range (``option`` is ``limits.<field>``).
     """
 
-    model: ChatModel | str | None = None
-    scorer: RelevanceScorer | Literal["auto", "encoder", "minilm"] | None = None
-    weights: RerankWeights = DEFAULT_RERANK_WEIGHTS
-    top_k: int = 3
-    pool_factor: int = 4
-    max_pool: int = 100
-    on_error: Literal["raise", "fallback"] = "raise"
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    def __post_init__(self) -> None:
-        model, scorer = self.model, self.scorer
-        if isinstance(model, str):
-            if not model.strip():
-                raise _bad("reranker.model", "must be a ChatModel or a non-empty model name, got ''.")
-        elif model is not None and not callable(getattr(model, "complete", None)):
-            raise _bad("reranker.model", f"must be a ChatModel or a model name, got {type(model).__name__}.")
-        if isinstance(scorer, str):
-            if scorer not in _LOCAL_SCORERS:
-                raise _bad("reranker.scorer", f"must be one of {', '.join(_LOCAL_SCORERS)}, got {scorer!r}.")
-        elif scorer is not None and not callable(getattr(scorer, "score", None)):
-            raise _bad("reranker.scorer", f"must have .score(query, passages), got {type(scorer).__name__}.")
-        if model is not None and scorer is not None:
-            raise _bad("reranker", "set model or scorer, not both.")
+    max_top_k: int = Field(default=50, ge=1, le=10_000)
+    max_filter_depth: int = Field(default=6, ge=1, le=32)
+    max_filter_conditions: int = Field(default=50, ge=1, le=1000)
+    max_query_chars: int = Field(default=2000, ge=1, le=100_000)
+    fields_sample: int = Field(default=FIELDS_SAMPLE, ge=1, le=1_000_000)
+    fields_ttl: float = Field(default=60.0, ge=0, le=86_400, allow_inf_nan=False)
+
+    def __init__(self, **data: Any) -> None:
         try:
-            options = self.options()
-        except InvalidRankingConfigError as exc:
-            field = exc.context.get("field", "weights")
-            raise _bad(f"reranker.{field}", exc.message, exc.hint) from None
-        object.__setattr__(self, "weights", options.weights)
-
-    def options(self, top_k: int | None = None) -> RerankOptions:
-        """The battery's `RerankOptions` for this config (``top_k`` overrides the config's)."""
-        return RerankOptions(
-            weights=self.weights,
-            top_k=self.top_k if top_k is None else top_k,
-            pool_factor=self.pool_factor,
-            max_pool=self.max_pool,
-            on_error=self.on_error,
-        )
+            super().__init__(**data)
+        except ValidationError as exc:
+            message, field = describe_validation(exc, "ToolLimits")
+            raise InvalidToolConfigError(message, option=f"limits.{field}") from None
 
     @classmethod
-    def coerce(cls, value: RerankConfig | Mapping[str, Any] | bool | None) -> RerankConfig | None:
-        """Accept a `RerankConfig`, ``True`` (the defaults), a dict of its fields, or ``None``/``False``.
-
-        Mastra's shape works too: ``{"model": ..., "options": {"weights": ..., "topK": 5}}``.
-        """
-        if value is None or value is False or isinstance(value, RerankConfig):
-            return value or None
-        if value is True:
+    def of(cls, value: ToolLimits | Mapping[str, Any] | None) -> ToolLimits:
+        """``value`` as limits: as it is, a dict of fields over the defaults, or ``None`` (the defaults)."""
+        if value is None:
             return cls()
+        if isinstance(value, ToolLimits):
+            return value
         if not isinstance(value, Mapping):
-            raise _bad("reranker", f"must be a RerankConfig or a dict, got {type(value).__name__}.")
-        data = dict(value)
-        options = data.pop("options", None)
-        if isinstance(options, Mapping):  # Mastra's shape: {"model", "options": {"weights", "topK"}}
-            data.update(options)
-        if "topK" in data:
-            data["top_k"] = data.pop("topK")
-        unknown = set(data) - set(_RERANK_KEYS)
-        if unknown:
-            keys = ", ".join(_RERANK_KEYS)
-            raise _bad("reranker", f"unknown keys {sorted(map(str, unknown))}; use {keys}.")
-        return cls(**data)
+            raise InvalidToolConfigError(
+                f"limits must be ToolLimits or a dict of its fields, got {type(value).__name__}.",
+                option="limits",
+            )
+        return cls(**value)
 
 
 ModelResolver: TypeAlias = "Mapping[str, ChatModel] | Callable[[str], ChatModel | None]"
-"""Host models by name, for ``llm_ranker.model_name`` and ``RerankConfig(model="name")``:
+"""Host models by name, for ``llm_ranker.model_name`` and a request's ``reranker={"model": "name"}``:
 a mapping, or a function returning ``None`` for an unknown name."""
 
 
@@ -172,61 +151,97 @@ def check_models(models: Any, option: str = "models") -> Any:
     return models
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DatabaseConfig:
-    """LanceDB search knobs (Mastra's ``database_config``, LanceDB's own options).
+# -- the seeds' per-request keys, as settings overrides -----------------------------------------
 
-    Every field defaults to ``None``: the store's defaults apply (prefilter on,
-    index-aware ``ef``/``refine_factor``).
+_RERANKER_KEYS = ("model", "scorer", "weights", "top_k", "pool_factor", "max_pool", "on_error")
+_DATABASE_KEYS = ("nprobes", "refine_factor", "ef", "min_score", "prefilter")
+_PLAIN_KEYS = ("top_k", "hybrid", "include_vectors", "include_sources")
 
-    Attributes:
-        nprobes: IVF partitions to probe.
-        refine_factor: Re-rank ``refine_factor × top_k`` candidates exactly (IVF_PQ).
-        ef: HNSW candidate-list size.
-        min_score: Drop matches whose vector similarity (in [0, 1]) is lower.
-            Under hybrid search it reads the dense similarity, not the fused
-            ``score`` the result reports, so a kept match can show a lower score.
-        prefilter: Filter before (``True``) or after (``False``) the vector search.
+
+def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
+    """Mastra's ``reranker`` as overrides, and the result count its ``top_k`` caps (``None``: no cap).
+
+    ``True`` is the defaults, ``False``/``None`` turns reranking off; a dict
+    holds ``model`` (a `ChatModel` or one of ``models`` by name), ``scorer``,
+    ``weights``, ``top_k``, ``pool_factor``, ``max_pool``, ``on_error``, or
+    Mastra's shape ``{"model", "options": {"weights", "topK"}}``.
     """
+    off = {"rerank_model": None, "rerank_scorer": None}
+    if value is None or value is False:
+        return {"rerank": None, **off}, None
+    if value is True:
+        return {"rerank": True, **off}, None
+    if not isinstance(value, Mapping):
+        raise InvalidToolConfigError(
+            f"reranker must be true, false or a dict, got {type(value).__name__}.", option="reranker"
+        )
+    data = dict(value)
+    options = data.pop("options", None)
+    if isinstance(options, Mapping):  # Mastra's shape: {"model", "options": {"weights", "topK"}}
+        data.update(options)
+    if "topK" in data:
+        data["top_k"] = data.pop("topK")
+    unknown = sorted(map(str, set(data) - set(_RERANKER_KEYS)))
+    if unknown:
+        raise InvalidToolConfigError(
+            f"reranker: unknown keys {unknown}; use {', '.join(_RERANKER_KEYS)}.", option="reranker"
+        )
+    model, scorer, cap = data.pop("model", None), data.pop("scorer", None), data.pop("top_k", None)
+    if isinstance(model, str):
+        model = resolve_model(models, model, "reranker.model")
+    if cap is not None:
+        # Mastra's reranker keeps its own topK: the call gets at most that many.
+        with tool_config_errors("reranker"):
+            cap = RetrievalSettings(top_k=cap).top_k
+    return {"rerank": data, "rerank_model": model, "rerank_scorer": scorer}, cap
 
-    nprobes: int | None = None
-    refine_factor: int | None = None
-    ef: int | None = None
-    min_score: float | None = None
-    prefilter: bool | None = None
 
-    def __post_init__(self) -> None:
-        for name, ceiling in (("nprobes", 100_000), ("refine_factor", 1_000), ("ef", 100_000)):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling
-            ):
-                raise _bad(f"database_config.{name}", f"must be an integer in [1, {ceiling}], got {value!r}.")
-        if self.min_score is not None and (not _is_number(self.min_score) or not 0 <= self.min_score <= 1):
-            raise _bad("database_config.min_score", f"must be a number in [0, 1], got {self.min_score!r}.")
-        if self.prefilter is not None and not isinstance(self.prefilter, bool):
-            raise _bad("database_config.prefilter", f"must be true or false, got {self.prefilter!r}.")
+def _database_config(value: Any) -> dict[str, Any]:
+    """Mastra's ``database_config`` (also under a ``"lancedb"`` key) as overrides of the index knobs."""
+    if not isinstance(value, Mapping):
+        raise InvalidToolConfigError(
+            f"database_config must be a dict, got {type(value).__name__}.", option="database_config"
+        )
+    data = dict(value)
+    if set(data) == {"lancedb"} and isinstance(data["lancedb"], Mapping):
+        data = dict(data["lancedb"])
+    unknown = sorted(map(str, set(data) - set(_DATABASE_KEYS)))
+    if unknown:
+        raise InvalidToolConfigError(
+            f"database_config: unknown keys {unknown}.",
+            hint="LanceDB takes nprobes, refine_factor, ef, min_score and prefilter.",
+            option="database_config",
+        )
+    return data
 
-    @classmethod
-    def coerce(cls, value: DatabaseConfig | Mapping[str, Any] | None) -> DatabaseConfig:
-        """Accept a `DatabaseConfig`, a dict of its fields (also under a ``"lancedb"`` key), or ``None``."""
-        if value is None:
-            return cls()
-        if isinstance(value, DatabaseConfig):
-            return value
-        if not isinstance(value, Mapping):
-            raise _bad("database_config", f"must be a DatabaseConfig or a dict, got {type(value).__name__}.")
-        data = dict(value)
-        if set(data) == {"lancedb"} and isinstance(data["lancedb"], Mapping):
-            data = dict(data["lancedb"])
-        unknown = set(data) - {"nprobes", "refine_factor", "ef", "min_score", "prefilter"}
-        if unknown:
-            raise _bad(
-                "database_config",
-                f"unknown keys {sorted(map(str, unknown))}.",
-                "LanceDB takes nprobes, refine_factor, ef, min_score and prefilter.",
-            )
-        return cls(**data)
+
+def request_overrides(context: Mapping[str, Any], models: Any) -> tuple[dict[str, Any], int | None]:
+    """The settings a request context overrides, and a Mastra reranker's result cap.
+
+    Keys: ``settings`` (a dict of `RetrievalSettings` fields or a value),
+    ``top_k``, ``hybrid``, ``include_vectors``, ``include_sources``,
+    ``database_config`` and ``reranker``. Only the keys present override;
+    `RetrievalSettings.merge` validates the values.
+    """
+    overrides: dict[str, Any] = {}
+    given = context.get("settings")
+    if isinstance(given, RetrievalSettings):
+        overrides.update({name: getattr(given, name) for name in given.model_fields_set})
+    elif isinstance(given, Mapping):
+        overrides.update(given)
+    elif given is not None:
+        raise InvalidToolConfigError(
+            f"request_context.settings must be RetrievalSettings or a dict, got {type(given).__name__}.",
+            option="request_context.settings",
+        )
+    overrides.update({key: context[key] for key in _PLAIN_KEYS if key in context})
+    if "database_config" in context:
+        overrides.update(_database_config(context["database_config"]))
+    cap = None
+    if "reranker" in context:
+        rerank, cap = _reranker(context["reranker"], models)
+        overrides.update(rerank)
+    return overrides, cap
 
 
 StoreResolver: TypeAlias = "Callable[[Mapping[str, Any]], VectorStore | Awaitable[VectorStore]]"
@@ -236,8 +251,9 @@ StoreResolver: TypeAlias = "Callable[[Mapping[str, Any]], VectorStore | Awaitabl
 class VectorQueryRequestContext(TypedDict, total=False):
     """Per-request values a host passes to ``tool.execute(..., request_context=...)``.
 
-    Each key overrides the creation-time value for one request. Any other key
-    (a tenant id, say) is passed through untouched to a store resolver.
+    Each key overrides the tool's settings for one request (merged with
+    `RetrievalSettings.merge`: a key left out keeps the tool's value). Any other
+    key (a tenant id, say) is passed through untouched to a store resolver.
 
     Attributes:
         collection: The collection to search.
@@ -246,22 +262,28 @@ class VectorQueryRequestContext(TypedDict, total=False):
             keys, or a filter node). It turns model filtering on for the call.
             ``None`` or an empty filter is refused, never read as "no guard":
             leave the key out instead.
+        settings: Any `RetrievalSettings` fields (a dict or a value).
         top_k: Forces the number of results (still clamped to ``max_top_k``).
         include_vectors: Return each match's vector in ``sources``.
         include_sources: Return ``sources`` at all.
-        reranker: A `RerankConfig` (or its dict form, or ``False`` to turn it off).
-        hybrid: Hybrid search for this call (``True``, an ``alpha``, a dict, or ``False``).
-        database_config: A `DatabaseConfig` (or its dict form); replaces the
-            creation-time one.
+        reranker: Mastra's reranker: ``True``, ``False`` (off), or a dict of
+            ``model`` (a `ChatModel` or a name in ``models``), ``scorer``,
+            ``weights``, ``top_k`` (caps the results), ``pool_factor``,
+            ``max_pool``, ``on_error``; Mastra's ``{"model", "options":
+            {"weights", "topK"}}`` works too.
+        hybrid: Hybrid search for this call (``True``, an ``alpha``, a dict, or ``False``: vector only).
+        database_config: LanceDB knobs ``nprobes``, ``refine_factor``, ``ef``,
+            ``min_score``, ``prefilter`` (also under a ``"lancedb"`` key).
         provider_options: Options forwarded to the encoder.
     """
 
     collection: str
     filter: Mapping[str, Any] | FilterNode
+    settings: RetrievalSettings | Mapping[str, Any]
     top_k: int
     include_vectors: bool
     include_sources: bool
-    reranker: RerankConfig | Mapping[str, Any] | bool | None
+    reranker: Mapping[str, Any] | bool | None
     hybrid: HybridOption
-    database_config: DatabaseConfig | Mapping[str, Any]
+    database_config: Mapping[str, Any]
     provider_options: Mapping[str, Mapping[str, Any]]

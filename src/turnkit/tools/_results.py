@@ -14,7 +14,15 @@ from .._errors import RuntimeFailure, TurnkitError
 if TYPE_CHECKING:
     from ..batteries.vector import VectorMatch
 
-__all__ = ["Citation", "ErrorKind", "PageSpan", "ToolErrorInfo", "VectorQueryResult", "VectorQuerySource"]
+__all__ = [
+    "Citation",
+    "CollapsedCopy",
+    "ErrorKind",
+    "PageSpan",
+    "ToolErrorInfo",
+    "VectorQueryResult",
+    "VectorQuerySource",
+]
 
 ErrorKind = Literal["invalid_input", "configuration", "failed"]
 
@@ -67,6 +75,37 @@ class Citation(NamedTuple):
         )
 
 
+class CollapsedCopy(BaseModel):
+    """Where another copy of a result's text is: a match collapsed into it (same text, another file).
+
+    ``model_dump(by_alias=True)`` gives Vertex's REST spelling (``sourceUri``, ``sourceDisplayName``).
+
+    Attributes:
+        id: The copy's record id.
+        source_uri: Its ``metadata.source_uri``, when present.
+        source_display_name: Its ``metadata.source_display_name``, when present.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
+
+    id: str
+    source_uri: str | None = None
+    source_display_name: str | None = None
+
+    @classmethod
+    def list_of(cls, match: VectorMatch) -> list[CollapsedCopy] | None:
+        """The copies collapsed into ``match`` (``None`` when there are none)."""
+        copies = []
+        for copy in match.duplicates:
+            cited = Citation.of(copy)
+            copies.append(
+                cls(id=copy.id, source_uri=cited.source_uri, source_display_name=cited.source_display_name)
+            )
+        return copies or None
+
+
 class ToolErrorInfo(BaseModel):
     """A structured error a model can read and act on.
 
@@ -107,6 +146,9 @@ class VectorQuerySource(BaseModel):
         source_uri: ``metadata.source_uri`` when present (ingested files).
         source_display_name: ``metadata.source_display_name`` when present.
         page_span: ``metadata.page_span`` when present (paged input such as PDF).
+        duplicates: Other records holding the same text (an ``.md`` page and
+            its ``.html`` rendering), collapsed into this one: where they are,
+            so nothing is hidden. Absent when there are none.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -120,6 +162,7 @@ class VectorQuerySource(BaseModel):
     source_uri: str | None = None
     source_display_name: str | None = None
     page_span: PageSpan | None = None
+    duplicates: list[CollapsedCopy] | None = None
 
     @classmethod
     def of(cls, match: VectorMatch, *, with_vector: bool = False) -> VectorQuerySource:
@@ -135,6 +178,7 @@ class VectorQuerySource(BaseModel):
             source_uri=cited.source_uri,
             source_display_name=cited.source_display_name,
             page_span=cited.page_span,
+            duplicates=CollapsedCopy.list_of(match),
         )
 
 

@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
 from .._aio import sync_form
 from .._models import ChatModel
+from .._validation import describe_validation
 from ..batteries.vector import (
     FilterKeyNotFoundError,
     FilterNode,
+    HybridSpec,
     InvalidRankingConfigError,
     QueryBuilder,
     RelevanceScorer,
-    RerankOptions,
     RetrievalSettings,
+    SettingsInput,
     VectorStore,
     local_scorer,
     parse_filter_expression,
     retrieve,
 )
-from ._config import ModelResolver, check_models, resolve_model
+from ._config import ModelResolver, ToolLimits, check_models, resolve_model, tool_config_errors, tool_settings
 from ._errors import (
     CollectionNotAllowedError,
     InvalidToolConfigError,
@@ -32,14 +35,16 @@ from ._errors import (
     UnknownModelError,
 )
 from ._filters import check_keys_held, compile_guard, describe_metadata_fields
-from ._results import Citation
+from ._results import Citation, CollapsedCopy
 from ._vertex_models import (
     RagChunk,
     RagContext,
     RagContexts,
+    RagRetrievalConfig,
     Ranking,
     RetrieveContextsRequest,
     RetrieveContextsResponse,
+    VertexRagStore,
 )
 
 __all__ = [
@@ -74,11 +79,10 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
     try:
         return RetrieveContextsRequest.model_validate(dict(request))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(request)'}: {err['msg']}" for err in exc.errors()[:5]
-        )
+        message, field = describe_validation(exc, "retrieve_contexts request")
         raise InvalidToolInputError(
-            f"Invalid retrieve_contexts request: {problems}.",
+            message,
+            field=field,
             hint='Minimal request: {"query": {"text": "...", "rag_retrieval_config": {"top_k": 5}}}.',
         ) from None
 
@@ -132,16 +136,6 @@ def _check_scorers(scorers: Any) -> Mapping[str, RelevanceScorer] | None:
     return scorers
 
 
-def _check_options(options: Any) -> RerankOptions:
-    if options is None:
-        return RerankOptions()
-    if not isinstance(options, RerankOptions):
-        raise InvalidToolConfigError(
-            f"rerank_options must be RerankOptions, got {type(options).__name__}.", option="rerank_options"
-        )
-    return options
-
-
 async def retrieve_contexts(
     request: RetrieveContextsRequest | Mapping[str, Any],
     *,
@@ -149,13 +143,11 @@ async def retrieve_contexts(
     collection: str | None = None,
     allowed_collections: Collection[str] | None = None,
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
-    default_top_k: int = 10,
-    max_top_k: int = 50,
+    settings: SettingsInput = None,
     score: ScoreKind = "distance",
     models: ModelResolver | None = None,
     scorers: Mapping[str, RelevanceScorer] | None = None,
-    rerank_options: RerankOptions | None = None,
-    max_query_chars: int = 2000,
+    limits: ToolLimits | Mapping[str, Any] | None = None,
 ) -> RetrieveContextsResponse:
     """Retrieve contexts for a Vertex-shaped request.
 
@@ -164,12 +156,16 @@ async def retrieve_contexts(
     ``collection`` is searched. ``rag_file_ids`` keeps chunks whose
     ``metadata.source_uri`` or ``metadata.source_display_name`` is listed.
     ``metadata_filter`` is parsed by turnkit's filter grammar over metadata
-    keys. ``ranking`` reranks an over-fetched pool: ``llm_ranker.model_name``
-    names one of ``models`` (an LLM judge); ``rank_service.model_name`` names
-    one of ``scorers``, or, without ``scorers``, any name selects turnkit's
-    offline scorer (`local_scorer` over the store's encoder, MiniLM when
-    installed). ``hybrid_search.alpha`` adds BM25 full-text search (0 is
-    full-text only, 1 vector only).
+    keys.
+
+    The request's own options override ``settings`` exactly: ``top_k``, the
+    thresholds (strict, as in Vertex), ``hybrid_search.alpha`` and
+    ``ranking``. ``llm_ranker.model_name`` names one of ``models`` (an LLM
+    judge); ``rank_service.model_name`` names one of ``scorers``, or, without
+    ``scorers``, any name selects turnkit's offline scorer (`local_scorer`
+    over the store's encoder, MiniLM when installed). A request that sets none
+    of them gets ``settings``, by default turnkit's measured best: hybrid
+    search with duplicate texts collapsed (Vertex searches by vector only).
 
     Args:
         request: A `RetrieveContextsRequest` or its dict form.
@@ -178,8 +174,10 @@ async def retrieve_contexts(
         allowed_collections: When set, the only collections a request may name.
         guard_filter: A host filter ANDed with every query (Mongo dict over
             metadata keys, or a filter node).
-        default_top_k: Contexts returned when ``top_k`` is not given.
-        max_top_k: A larger ``top_k`` is clamped to this.
+        settings: `RetrievalSettings` (or a dict of its fields): the defaults
+            a request's options override; ``top_k`` is the contexts returned
+            when the request gives none, ``rerank`` the weights and pool of a
+            request's ``ranking``. ``None``: turnkit's defaults.
         score: ``"distance"`` (Vertex's default for COSINE_DISTANCE: the raw
             metric value, lower is closer; cosine in [0, 2]) or
             ``"similarity"`` (turnkit's score in [0, 1], higher is closer; the
@@ -188,9 +186,8 @@ async def retrieve_contexts(
         models: Chat models by name for ``llm_ranker`` (a mapping or a
             function returning ``None`` for an unknown name).
         scorers: Relevance scorers by name for ``rank_service``.
-        rerank_options: Weights, pool size and error policy of the reranker
-            (default `RerankOptions()`); its ``top_k`` is the request's.
-        max_query_chars: Longest ``query.text`` accepted; a longer one is an
+        limits: `ToolLimits` (or a dict); ``max_top_k`` clamps ``top_k``, and
+            a ``query.text`` longer than ``max_query_chars`` is an
             `InvalidToolInputError` (it would be encoded, and paid for, whole).
 
     Returns:
@@ -206,19 +203,20 @@ async def retrieve_contexts(
     """
     check_models(models)
     checked_scorers = _check_scorers(scorers)
-    options = _check_options(rerank_options)
+    base = tool_settings(settings)
+    bounds = ToolLimits.of(limits)
     if score not in ("distance", "similarity"):
         raise InvalidToolConfigError(
             f"score must be 'distance' or 'similarity', got {score!r}.", option="score"
         )
     req = parse_request(request)
-    if len(req.query.text) > max_query_chars:
+    if len(req.query.text) > bounds.max_query_chars:
         raise InvalidToolInputError(
-            f"query.text has {len(req.query.text)} characters; at most {max_query_chars} are accepted.",
+            f"query.text has {len(req.query.text)} characters; "
+            f"at most {bounds.max_query_chars} are accepted.",
             hint="Send a shorter query: a question or a few keywords.",
         )
     config = req.query.rag_retrieval_config
-    flt = config.filter if config is not None else None
     resource = (
         req.vertex_rag_store.rag_resources[0]
         if req.vertex_rag_store and req.vertex_rag_store.rag_resources
@@ -239,24 +237,12 @@ async def retrieve_contexts(
             collection=name,
         )
 
-    top_k = config.top_k if config is not None and config.top_k is not None else default_top_k
-    top_k = min(top_k, max_top_k)
-    distance_max = flt.vector_distance_threshold if flt is not None else None
-    legacy = req.vertex_rag_store.vector_distance_threshold if req.vertex_rag_store else None
-    if legacy is not None:
-        if distance_max is not None or (flt is not None and flt.vector_similarity_threshold is not None):
-            raise InvalidToolInputError(
-                "Set one vector threshold: vertex_rag_store.vector_distance_threshold is deprecated.",
-                hint="Use query.rag_retrieval_config.filter.vector_distance_threshold only.",
-            )
-        distance_max = legacy
-    similarity_min = flt.vector_similarity_threshold if flt is not None else None
-
     query: QueryBuilder = store(name).near_text(req.query.text)
     guard = compile_guard(guard_filter, option="guard_filter")
     if guard is not None:
         query = query.where(guard)
     asked: FilterNode | None = None
+    flt = config.filter if config is not None else None
     if flt is not None and flt.metadata_filter and flt.metadata_filter.strip():
         asked = parse_filter_expression(flt.metadata_filter, field_prefix="metadata.")
         query = query.where(asked)
@@ -267,25 +253,13 @@ async def retrieve_contexts(
                 "metadata.source_display_name", file_ids
             )
         )
-    ranking = config.ranking if config is not None else None
-    ranker = _ranker(ranking, store, models, checked_scorers) if ranking is not None else None
-    hybrid = config.hybrid_search if config is not None else None
-    if hybrid is not None:
-        query = query.hybrid(hybrid.alpha, text=req.query.text)  # no alpha: turnkit's default
-    model, scorer = ranker if ranker is not None else (None, None)
-    steps = RetrievalSettings(
-        top_k=top_k,
-        min_score=similarity_min,
-        max_distance=distance_max,
-        strict_thresholds=True,  # Vertex thresholds are strict ("smaller than", "larger than")
-        hybrid=False,
-        collapse_duplicates=False,
-        rerank=options if ranker is not None else None,
-        rerank_model=model,
-        rerank_scorer=scorer,
-    )
+    overrides = _request_settings(config, req.vertex_rag_store, base, store, models, checked_scorers)
+    if overrides.get("top_k", base.top_k) > bounds.max_top_k:
+        overrides["top_k"] = bounds.max_top_k
+    with tool_config_errors("settings"):
+        steps = base.merge(overrides)
     try:
-        matches = (await retrieve(query.select("id", "document", "metadata"), steps)).matches
+        matches = (await retrieve(query, steps)).matches
     except FilterKeyNotFoundError:
         if guard is None:
             raise
@@ -305,9 +279,50 @@ async def retrieve_contexts(
                 text=cited.text,
                 score=match.distance if score == "distance" else match.score,
                 chunk=RagChunk(text=cited.text, page_span=cited.page_span),
+                duplicates=CollapsedCopy.list_of(match),
             )
         )
     return RetrieveContextsResponse(contexts=RagContexts(contexts=contexts))
+
+
+def _request_settings(
+    config: RagRetrievalConfig | None,
+    rag_store: VertexRagStore | None,
+    base: RetrievalSettings,
+    store: VectorStore,
+    models: Any,
+    scorers: Mapping[str, RelevanceScorer] | None,
+) -> dict[str, Any]:
+    """The settings a Vertex request sets explicitly; every other knob keeps ``base``'s."""
+    overrides: dict[str, Any] = {}
+    flt = config.filter if config is not None else None
+    distance_max = flt.vector_distance_threshold if flt is not None else None
+    legacy = rag_store.vector_distance_threshold if rag_store is not None else None
+    if legacy is not None:
+        if distance_max is not None or (flt is not None and flt.vector_similarity_threshold is not None):
+            raise InvalidToolInputError(
+                "Set one vector threshold: vertex_rag_store.vector_distance_threshold is deprecated.",
+                hint="Use query.rag_retrieval_config.filter.vector_distance_threshold only.",
+            )
+        distance_max = legacy
+    similarity_min = flt.vector_similarity_threshold if flt is not None else None
+    if distance_max is not None or similarity_min is not None:
+        # Vertex's thresholds are strict ("smaller than", "larger than").
+        overrides.update(min_score=similarity_min, max_distance=distance_max, strict_thresholds=True)
+    if config is None:
+        return overrides
+    if config.top_k is not None:
+        overrides["top_k"] = config.top_k
+    if config.hybrid_search is not None:
+        spec = base.hybrid or HybridSpec()
+        alpha = config.hybrid_search.alpha
+        overrides["hybrid"] = spec if alpha is None else replace(spec, alpha=alpha)
+    if config.ranking is not None:
+        model, scorer = _ranker(config.ranking, store, models, scorers)
+        overrides["rerank"] = base.rerank or True
+        if model is not None or scorer is not None:
+            overrides.update(rerank_model=model, rerank_scorer=scorer)
+    return overrides
 
 
 retrieve_contexts_sync = sync_form(retrieve_contexts)

@@ -18,7 +18,6 @@ from ..batteries.vector import (
     FilterKeyNotFoundError,
     FilterNode,
     InvalidRankingConfigError,
-    RelevanceScorer,
     RetrievalSettings,
     UnknownFieldError,
     VectorMatch,
@@ -27,7 +26,7 @@ from ..batteries.vector import (
     local_scorer,
     retrieve,
 )
-from ._config import ModelResolver, RerankConfig, resolve_model
+from ._config import ModelResolver, ToolLimits
 from ._errors import InvalidToolConfigError, InvalidToolInputError, StoreResolverError, ToolFailedError
 from ._filters import (
     check_filter_fields,
@@ -66,7 +65,8 @@ class VectorQueryTool:
         id: The tool id (Mastra's default: ``VectorQuery {store} {collection} Tool``).
         name: ``id`` made safe as a function name for tool-calling APIs.
         description: What the model is told the tool does.
-        options: The host's defaults; a request context replaces them per call.
+        options: The host's options, its `RetrievalSettings` included; a request context merges into them.
+        limits: What a model's request may ask (`ToolLimits`).
     """
 
     def __init__(
@@ -79,31 +79,20 @@ class VectorQueryTool:
         options: VectorQueryOptions,
         enable_filter: bool,
         filter_fields: FilterFields,
-        filter_fields_sample: int,
-        filter_fields_ttl: float,
         models: ModelResolver | None,
-        default_top_k: int,
-        max_top_k: int,
-        max_filter_depth: int,
-        max_filter_conditions: int,
-        max_query_chars: int,
+        limits: ToolLimits,
     ) -> None:
         self.id = id
         self.name = _OPENAI_NAME.sub("_", id).strip("_")[:64] or "vector_query"
         self.description = description
         self.options = options
+        self.limits = limits
         self._store = store
         self._encoder = encoder
         self._enable_filter = enable_filter
         self._filter_fields = filter_fields
-        self._fields_sample = filter_fields_sample
-        self._fields_cache = FieldsCache(filter_fields_ttl)
+        self._fields_cache = FieldsCache(limits.fields_ttl)
         self._models = models
-        self._default_top_k = default_top_k
-        self._max_top_k = max_top_k
-        self._max_filter_depth = max_filter_depth
-        self._max_filter_conditions = max_filter_conditions
-        self._max_query_chars = max_query_chars
         self._checked_encoders: set[tuple[int, str]] = set()
 
     def __repr__(self) -> str:
@@ -118,15 +107,15 @@ class VectorQueryTool:
     @property
     def max_top_k(self) -> int:
         """The largest ``top_k`` a call can get; larger requests are clamped."""
-        return self._max_top_k
+        return self.limits.max_top_k
 
     def _schema(self, filtering: bool, fields: Mapping[str, str] | Literal["any"] | None) -> dict[str, Any]:
         return input_schema(
             filtering=filtering,
             fields=fields,
-            max_query_chars=self._max_query_chars,
-            default_top_k=self._default_top_k,
-            max_top_k=self._max_top_k,
+            max_query_chars=self.limits.max_query_chars,
+            default_top_k=self.options.settings.top_k,
+            max_top_k=self.limits.max_top_k,
         )
 
     @property
@@ -163,7 +152,7 @@ class VectorQueryTool:
             TurnkitError: The request context is invalid, or the store or collection cannot be read.
         """
         context = request_context or {}
-        options = self.options.for_request(context, self.id)
+        options = self.options.for_request(context, self.id, self._models)
         filtering = self._enable_filter or options.request_guard is not None
         return self._schema(filtering, await self.filter_fields_for(context) if filtering else None)
 
@@ -220,7 +209,9 @@ class VectorQueryTool:
         cached = self._fields_cache.get(key, max_age=ttl if max_age is None else min(max_age, ttl))
         if cached is not None:
             return cached
-        fields = await describe_metadata_fields(store, collection, guard=guard, sample=self._fields_sample)
+        fields = await describe_metadata_fields(
+            store, collection, guard=guard, sample=self.limits.fields_sample
+        )
         self._fields_cache.put(key, fields)
         return fields
 
@@ -260,11 +251,12 @@ class VectorQueryTool:
         # Every TurnkitError raised here becomes a structured error through one table (`classify`):
         # the model's mistakes are shown to it, the host's and the backend's are logged.
         notes: list[str] = []
-        options = self.options.for_request(context, self.id)
+        options = self.options.for_request(context, self.id, self._models)
         # Only a real guard from the host turns filtering on; {"filter": None} is refused.
         filtering = self._enable_filter or options.request_guard is not None
+        limits = self.limits
         request = parse_input(
-            raw, filtering=filtering, max_query_chars=self._max_query_chars, max_top_k=self._max_top_k
+            raw, filtering=filtering, max_query_chars=limits.max_query_chars, max_top_k=limits.max_top_k
         )
         if request.filter is not None and not filtering:
             raise InvalidToolInputError(
@@ -275,15 +267,17 @@ class VectorQueryTool:
         model_filter = compile_model_filter(
             request.filter,
             allowed_fields=self._filter_fields if isinstance(self._filter_fields, dict) else None,
-            max_depth=self._max_filter_depth,
-            max_nodes=self._max_filter_conditions,
+            max_depth=limits.max_filter_depth,
+            max_nodes=limits.max_filter_conditions,
         )
         top_k = self._top_k(request.top_k, options, notes)
-        reranker = options.reranker
-        limit = min(top_k, reranker.top_k) if reranker is not None else top_k
+        limit = min(top_k, options.rerank_cap) if options.rerank_cap is not None else top_k
         collection = options.searched()
         store = await self._resolve_store(context)
-        model, scorer = self._judge(reranker, store) if reranker is not None else (None, None)
+        settings = options.settings
+        settings = self._with_scorer(
+            settings.merge(top_k=limit) if limit != settings.top_k else settings, store
+        )
         if model_filter is not None and self._filter_fields == "auto":
             await self._check_auto_fields(model_filter, store, collection, options.guard)
         query = store(collection)
@@ -298,20 +292,8 @@ class VectorQueryTool:
             query = query.where(options.guard)
         if model_filter is not None:
             query = query.where(model_filter)
-        fields = ["id", "document", "metadata"] + (["vector"] if options.include_vectors else [])
-        steps = RetrievalSettings(
-            top_k=limit,
-            hybrid=options.hybrid,
-            collapse_duplicates=False,
-            min_score=options.database_config.min_score,
-            rerank=reranker.options(limit) if reranker is not None else None,
-            rerank_model=model,
-            rerank_scorer=scorer,
-        )
         try:
-            found = await retrieve(
-                options.apply_database_config(query.select(*fields)), steps, text=request.query_text
-            )
+            found = await retrieve(query, settings, text=request.query_text)
         except FilterKeyNotFoundError:
             if options.guard is None:
                 raise
@@ -321,31 +303,49 @@ class VectorQueryTool:
             # whether a key is held by no record or by records outside the guard.
             await self._check_held(model_filter, store, collection, options.guard)
         if found is None:
-            return self._result([], top_k, notes, options)
-        if found.reranked:
+            return self._result([], top_k, notes, settings)
+        if found.reranked and settings.rerank is not None:
+            model, scorer = settings.rerank_model, settings.rerank_scorer
             name = (
-                scorer.name
-                if scorer is not None
-                else "the retrieval scores only"
-                if model is None
+                "the retrieval scores only"
+                if settings.rerank.weights.semantic == 0
                 else f"llm:{getattr(model, 'model', type(model).__name__)}"
+                if model is not None
+                else getattr(scorer, "name", str(scorer))
             )
             notes.append(f"Reranked {found.reranked} candidates with {name}; kept {len(found.matches)}.")
             unscored = all(r.semantic is None for r in found.ranked)
-            if reranker is not None and reranker.weights.semantic > 0 and unscored:
+            if settings.rerank.weights.semantic > 0 and unscored:
                 notes.append("The reranker's scorer gave no usable scores; the retrieval order was kept.")
-        return self._result(found.matches, top_k, notes, options)
+        return self._result(found.matches, top_k, notes, settings)
 
     def _top_k(self, requested: int | None, options: VectorQueryOptions, notes: list[str]) -> int:
-        value = options.top_k if options.top_k is not None else requested
-        value = self._default_top_k if value is None else value
-        if value > self._max_top_k:
-            notes.append(f"top_k {value} is above the maximum of {self._max_top_k}; used {self._max_top_k}.")
-            return self._max_top_k
+        # The request context's top_k wins over the model's; the settings' is the default.
+        value = options.settings.top_k if options.top_k_forced or requested is None else requested
+        most = self.limits.max_top_k
+        if value > most:
+            notes.append(f"top_k {value} is above the maximum of {most}; used {most}.")
+            return most
         if value < 1:
             notes.append(f"top_k {value} is below 1; used 1.")
             return 1
         return value
+
+    def _with_scorer(self, settings: RetrievalSettings, store: VectorStore) -> RetrievalSettings:
+        """``settings`` with the local scorer resolved, over this tool's encoder when it has one.
+
+        A semantic weight of 0 needs no scorer.
+        """
+        rerank, scorer = settings.rerank, settings.rerank_scorer
+        if rerank is None or settings.rerank_model is not None or rerank.weights.semantic == 0:
+            return settings
+        if scorer is not None and not isinstance(scorer, str):
+            return settings
+        try:
+            resolved = local_scorer(self._encoder or store.encoder, cast("Any", scorer or "auto"))
+        except InvalidRankingConfigError as exc:
+            raise InvalidToolConfigError(exc.message, hint=exc.hint, option="reranker.scorer") from None
+        return settings.merge(rerank_scorer=resolved)
 
     async def _resolve_store(self, context: Mapping[str, Any]) -> VectorStore:
         if isinstance(self._store, VectorStore):
@@ -413,28 +413,10 @@ class VectorQueryTool:
             fresh = await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS)
             check_keys_held(node, fresh, guard)
 
-    def _judge(self, reranker: RerankConfig, store: VectorStore) -> tuple[Any, RelevanceScorer | None]:
-        """The reranker's ``(model, scorer)``: exactly one is set when the semantic weight counts."""
-        model, scorer = reranker.model, reranker.scorer
-        if isinstance(model, str):
-            return resolve_model(self._models, model, "reranker.model"), None
-        if model is not None:
-            return model, None
-        if scorer is not None and not isinstance(scorer, str):
-            return None, scorer
-        if reranker.weights.semantic == 0:
-            return None, None
-        kind = scorer if isinstance(scorer, str) else "auto"
-        try:
-            encoder = self._encoder or store.encoder
-            return None, local_scorer(encoder, cast("Any", kind))
-        except InvalidRankingConfigError as exc:
-            raise InvalidToolConfigError(exc.message, hint=exc.hint, option="reranker.scorer") from None
-
     def _result(
-        self, matches: list[VectorMatch], top_k: int, notes: list[str], options: VectorQueryOptions
+        self, matches: list[VectorMatch], top_k: int, notes: list[str], settings: RetrievalSettings
     ) -> VectorQueryResult:
-        sources = [VectorQuerySource.of(m, with_vector=options.include_vectors) for m in matches]
+        sources = [VectorQuerySource.of(m, with_vector=settings.include_vectors) for m in matches]
         if not sources:
             notes.append("The search ran and no chunk matched; try other words or a looser filter.")
             return VectorQueryResult(status="no_results", top_k=top_k, notes=notes)
@@ -442,7 +424,7 @@ class VectorQueryTool:
         return VectorQueryResult(
             status="ok",
             relevant_context=[s.document or "" for s in sources],
-            sources=sources if options.include_sources else [],
+            sources=sources if settings.include_sources else [],
             top_k=top_k,
             notes=notes,
         )

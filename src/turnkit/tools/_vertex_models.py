@@ -16,7 +16,7 @@ import math
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from ._results import PageSpan
+from ._results import CollapsedCopy, PageSpan
 
 __all__ = [
     "HybridSearch",
@@ -201,6 +201,8 @@ class RagContext(_Response):
         score: The raw distance (default; lower is closer, cosine in [0, 2]) or
             turnkit's similarity in [0, 1] (higher is closer), as configured.
         chunk: The chunk, with its page span when it came from paged input.
+        duplicates: turnkit's addition: other records with the same text
+            (another file's copy), collapsed into this context; absent when none.
     """
 
     source_uri: str | None = None
@@ -208,6 +210,7 @@ class RagContext(_Response):
     text: str
     score: float | None = None
     chunk: RagChunk
+    duplicates: list[CollapsedCopy] | None = None
 
 
 class RagContexts(_Response):

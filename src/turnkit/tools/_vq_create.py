@@ -5,19 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
-from ..batteries.vector import Encoder, FilterNode, HybridOption, VectorStore
-from ._config import DatabaseConfig, ModelResolver, RerankConfig, check_models, resolve_model
+from ..batteries.vector import Encoder, FilterNode, SettingsInput, VectorStore
+from ._config import ModelResolver, ToolLimits, check_models, tool_settings
 from ._errors import InvalidToolConfigError
-from ._filters import FIELDS_SAMPLE, compile_guard, normalize_filter_fields
+from ._filters import compile_guard, normalize_filter_fields
 from ._vector_query import DEFAULT_DESCRIPTION, FilterFields, Resolver, VectorQueryTool
-from ._vq_options import (
-    VectorQueryOptions,
-    check_bool,
-    check_collection,
-    check_int,
-    check_provider_options,
-    coerce_tool_hybrid,
-)
+from ._vq_options import VectorQueryOptions, check_collection, check_provider_options
 
 __all__ = ["create_vector_query_tool"]
 
@@ -29,29 +22,20 @@ def create_vector_query_tool(
     id: str | None = None,
     description: str | None = None,
     encoder: Encoder | None = None,
+    settings: SettingsInput = None,
     enable_filter: bool = False,
     filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
-    filter_fields_sample: int = FIELDS_SAMPLE,
-    filter_fields_ttl: float = 60.0,
     guard_filter: Mapping[str, Any] | FilterNode | None = None,
-    include_vectors: bool = False,
-    include_sources: bool = True,
-    reranker: RerankConfig | Mapping[str, Any] | bool | None = None,
-    hybrid: HybridOption = None,
     models: ModelResolver | None = None,
-    database_config: DatabaseConfig | Mapping[str, Any] | None = None,
     provider_options: Mapping[str, Mapping[str, Any]] | None = None,
-    default_top_k: int = 10,
-    max_top_k: int = 50,
-    max_filter_depth: int = 6,
-    max_filter_conditions: int = 50,
-    max_query_chars: int = 2000,
+    limits: ToolLimits | Mapping[str, Any] | None = None,
 ) -> VectorQueryTool:
     """Create a semantic-search tool an agent can call (Mastra's ``createVectorQueryTool``).
 
-    Every value except ``id``, ``description``, ``encoder`` and the limits is a
-    default that a request context can override per call (see
-    `VectorQueryRequestContext`).
+    Every retrieval knob comes from ``settings``, and with none set the tool
+    runs turnkit's measured default: hybrid search with duplicate texts
+    collapsed, 5 results. A request context merges its overrides into them per
+    call (see `VectorQueryRequestContext`).
 
     Args:
         store: A `VectorStore`, or a resolver ``fn(request_context) -> store``
@@ -60,6 +44,11 @@ def create_vector_query_tool(
         id: Tool id; default ``"VectorQuery lancedb {collection} Tool"``.
         description: What the model is told; default `DEFAULT_DESCRIPTION`.
         encoder: Encodes the query instead of the store's encoder (creation only).
+        settings: `RetrievalSettings` (or a dict of its fields): ``top_k`` (the
+            results when the model gives none), ``hybrid``, ``rerank`` with
+            ``rerank_model`` / ``rerank_scorer``, ``min_score``,
+            ``collapse_duplicates``, ``include_vectors``, ``include_sources``,
+            the index knobs. ``None``: turnkit's defaults.
         enable_filter: Let the model send a metadata ``filter``. A request
             context with a guard (a non-``None`` ``filter``) turns filtering on
             for that call; ``{"filter": None}`` is refused, never read as "no guard".
@@ -69,30 +58,16 @@ def create_vector_query_tool(
             (declared), or ``"any"`` (any metadata key, unchecked). ``None``
             means ``"auto"``. A filter on another key is an ``invalid_input``
             error that lists the allowed keys.
-        filter_fields_sample: Records read to learn the keys with ``"auto"``.
-        filter_fields_ttl: Seconds the ``"auto"`` keys are cached (a filter on
-            an unknown key re-reads them, at most every 5 seconds).
         guard_filter: A host filter ANDed with every query and never shown to
             the model (a Mongo dict over metadata keys, or a filter node).
-        include_vectors: Return vectors in ``sources``.
-        include_sources: Return ``sources`` (default on).
-        reranker: A `RerankConfig` (or its dict form, or ``True`` for the
-            defaults): over-fetch, score with an LLM judge or a local scorer,
-            and keep the reranker's ``top_k`` (see `RerankConfig`).
-        hybrid: Hybrid search (BM25 full-text plus vector, fused; not in
-            Mastra): ``True``, an ``alpha`` (0 full-text only, 1 vector only),
-            or a dict of ``alpha``, ``fusion``, ``rrf_k``, ``candidates``.
-        models: Chat models by name (a mapping or a function), for a
-            ``RerankConfig(model="name")``, e.g. one a request context names.
-        database_config: LanceDB knobs (`DatabaseConfig` or its dict form).
+        models: Chat models by name (a mapping or a function), for a request
+            context's ``reranker={"model": "name"}``.
         provider_options: Options forwarded to ``encode(...,
             provider_options=...)`` of ``encoder``, or of the store's encoder
             when ``encoder`` is not given; that encoder must accept them.
-        default_top_k: Results when the model gives no ``top_k``.
-        max_top_k: Larger requests are clamped to this (and the result says so).
-        max_filter_depth: Deepest nesting a model filter may use.
-        max_filter_conditions: Most conditions and groups in a model filter.
-        max_query_chars: Longest ``query_text`` accepted (longer is an ``invalid_input`` error).
+        limits: `ToolLimits` (or a dict): ``max_top_k``, ``max_filter_depth``,
+            ``max_filter_conditions``, ``max_query_chars``, and the automatic
+            filter keys' ``fields_sample`` and ``fields_ttl``.
 
     Returns:
         A `VectorQueryTool`.
@@ -115,29 +90,19 @@ def create_vector_query_tool(
     for option, value in (("id", id), ("description", description)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise InvalidToolConfigError(f"{option} must be a non-empty string.", option=option)
-    check_bool(enable_filter, "enable_filter")
-    check_bool(include_vectors, "include_vectors")
-    check_bool(include_sources, "include_sources")
-    max_top_k = check_int(max_top_k, "max_top_k")
-    default_top_k = check_int(default_top_k, "default_top_k", maximum=max_top_k)
-    check_int(max_filter_depth, "max_filter_depth", maximum=32)
-    check_int(max_filter_conditions, "max_filter_conditions", maximum=1000)
-    guard = compile_guard(guard_filter, option="guard_filter")
-    rerank_config = RerankConfig.coerce(reranker)
-    check_models(models)
-    if rerank_config is not None and isinstance(rerank_config.model, str):
-        resolve_model(models, rerank_config.model, "reranker.model")  # an unknown name fails now
-    check_int(max_query_chars, "max_query_chars", maximum=100_000)
-    check_int(filter_fields_sample, "filter_fields_sample", maximum=1_000_000)
-    if (
-        isinstance(filter_fields_ttl, bool)
-        or not isinstance(filter_fields_ttl, int | float)
-        or not 0 <= filter_fields_ttl <= 86_400
-    ):
+    if not isinstance(enable_filter, bool):
         raise InvalidToolConfigError(
-            f"filter_fields_ttl must be a number of seconds in [0, 86400], got {filter_fields_ttl!r}.",
-            option="filter_fields_ttl",
+            f"enable_filter must be true or false, got {enable_filter!r}.", option="enable_filter"
         )
+    checked = ToolLimits.of(limits)
+    values = tool_settings(settings)
+    if values.top_k > checked.max_top_k:
+        raise InvalidToolConfigError(
+            f"settings.top_k ({values.top_k}) is above limits.max_top_k ({checked.max_top_k}).",
+            option="settings.top_k",
+        )
+    guard = compile_guard(guard_filter, option="guard_filter")
+    check_models(models)
     fields: FilterFields
     if filter_fields is None or filter_fields == "auto":
         fields = "auto"
@@ -149,12 +114,8 @@ def create_vector_query_tool(
     takes_options = encoder or (store.encoder if isinstance(store, VectorStore) else None)
     options = VectorQueryOptions(
         collection=collection,
+        settings=values,
         guard=guard,
-        include_vectors=include_vectors,
-        include_sources=include_sources,
-        reranker=rerank_config,
-        hybrid=coerce_tool_hybrid(hybrid),
-        database_config=DatabaseConfig.coerce(database_config),
         provider_options=check_provider_options(provider_options, takes_options) or None,
     )
     return VectorQueryTool(
@@ -165,12 +126,6 @@ def create_vector_query_tool(
         options=options,
         enable_filter=enable_filter,
         filter_fields=fields,
-        filter_fields_sample=filter_fields_sample,
-        filter_fields_ttl=float(filter_fields_ttl),
         models=models,
-        default_top_k=default_top_k,
-        max_top_k=max_top_k,
-        max_filter_depth=max_filter_depth,
-        max_filter_conditions=max_filter_conditions,
-        max_query_chars=max_query_chars,
+        limits=checked,
     )

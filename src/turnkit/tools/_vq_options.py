@@ -1,45 +1,21 @@
-"""The vector query tool's host options: one frozen value, replaced per request by the request context."""
+"""The vector query tool's host options: one frozen value, merged per request with the request context."""
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..batteries.vector import (
-    Encoder,
-    FilterNode,
-    HybridOption,
-    HybridSpec,
-    InvalidRankingConfigError,
-    QueryBuilder,
-    and_,
-)
-from ._config import DatabaseConfig, RerankConfig
+from ..batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
+from ._config import request_overrides, tool_config_errors
 from ._errors import InvalidToolConfigError, ToolOptionMissingError
 from ._filters import compile_guard
 
-__all__ = ["OptionsEncoder", "VectorQueryOptions", "check_bool", "check_int", "check_provider_options"]
+__all__ = ["OptionsEncoder", "VectorQueryOptions", "check_collection", "check_provider_options"]
 
 log = logging.getLogger("turnkit.tools")
-
-
-def check_bool(value: Any, option: str) -> bool:
-    """``value`` when it is a bool, else `InvalidToolConfigError` naming ``option``."""
-    if not isinstance(value, bool):
-        raise InvalidToolConfigError(f"{option} must be true or false, got {value!r}.", option=option)
-    return value
-
-
-def check_int(value: Any, option: str, *, minimum: int = 1, maximum: int = 10_000) -> int:
-    """``value`` when it is an int in range, else `InvalidToolConfigError` naming ``option``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise InvalidToolConfigError(
-            f"{option} must be an integer in [{minimum}, {maximum}], got {value!r}.", option=option
-        )
-    return value
 
 
 def check_collection(value: Any) -> str:
@@ -94,14 +70,6 @@ class OptionsEncoder:
         return self._inner.encode(texts, kind=kind, provider_options=self._options)  # type: ignore[call-arg]
 
 
-def coerce_tool_hybrid(value: HybridOption) -> HybridSpec | None:
-    """A hybrid option as the tool reports it: an `InvalidToolConfigError` on ``hybrid``."""
-    try:
-        return HybridSpec.from_option(value, option="hybrid")
-    except InvalidRankingConfigError as exc:
-        raise InvalidToolConfigError(exc.message, hint=exc.hint, option="hybrid") from None
-
-
 def request_guard(value: Any, tool_id: str) -> FilterNode:
     """A request context's guard: never ``None`` (which would mean "no guard"), never shown back."""
     option = "request_context.filter"
@@ -125,44 +93,49 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VectorQueryOptions:
-    """The host's side of one vector query: the tool's defaults, or those replaced by a request context.
+    """The host's side of one vector query: the tool's, or those a request context changed.
+
+    Every retrieval knob is in ``settings``; the rest is the tool's own.
 
     Attributes:
         collection: The collection to search.
+        settings: The retrieval settings (top_k, hybrid, rerank, thresholds, index knobs…).
         guard: Every guard in force (the tool's AND the request's), never shown to the model.
         request_guard: The request context's own guard; it turns model filtering on.
-        top_k: A ``top_k`` forced by the host (``None``: the model's, or the default).
-        include_vectors: Return vectors in ``sources``.
-        include_sources: Return ``sources``.
-        reranker: Rerank the results.
-        hybrid: Hybrid search.
-        database_config: LanceDB knobs and ``min_score``.
+        top_k_forced: The request context set ``top_k``: it wins over the model's.
+        rerank_cap: A Mastra reranker's ``top_k``: the call gets at most that many results.
         provider_options: Options forwarded to the encoder.
     """
 
     collection: str | None = None
+    settings: RetrievalSettings = field(default_factory=RetrievalSettings)
     guard: FilterNode | None = None
     request_guard: FilterNode | None = None
-    top_k: int | None = None
-    include_vectors: bool = False
-    include_sources: bool = True
-    reranker: RerankConfig | None = None
-    hybrid: HybridSpec | None = None
-    database_config: DatabaseConfig = DatabaseConfig()
+    top_k_forced: bool = False
+    rerank_cap: int | None = None
     provider_options: Mapping[str, Mapping[str, Any]] | None = None
 
-    def for_request(self, context: Mapping[str, Any], tool_id: str) -> VectorQueryOptions:
-        """These options with the request context's values: ``replace(defaults, **overrides)``."""
-        overrides = {
-            name: coerce(value)
-            for name, value in context.items()
-            if (coerce := _OVERRIDES.get(name)) is not None
-        }
+    def for_request(self, context: Mapping[str, Any], tool_id: str, models: Any = None) -> VectorQueryOptions:
+        """These options with the request context's values merged in (`RetrievalSettings.merge`)."""
+        if not context:
+            return self
+        overrides, cap = request_overrides(context, models)
+        changes: dict[str, Any] = {}
+        if overrides:
+            with tool_config_errors("request_context"):
+                changes["settings"] = self.settings.merge(overrides)
+            changes["top_k_forced"] = "top_k" in overrides
+        if "reranker" in context:
+            changes["rerank_cap"] = cap
+        if "collection" in context:
+            changes["collection"] = check_collection(context["collection"])
+        if "provider_options" in context:
+            changes["provider_options"] = check_provider_options(context["provider_options"]) or None
         if "filter" in context:
             guard = request_guard(context["filter"], tool_id)
-            overrides["request_guard"] = guard
-            overrides["guard"] = guard if self.guard is None else and_(self.guard, guard)
-        return replace(self, **overrides)
+            changes["request_guard"] = guard
+            changes["guard"] = guard if self.guard is None else and_(self.guard, guard)
+        return replace(self, **changes)
 
     def searched(self) -> str:
         """The collection, or `ToolOptionMissingError` when neither the tool nor the request named one."""
@@ -173,29 +146,3 @@ class VectorQueryOptions:
                 option="collection",
             )
         return self.collection
-
-    def apply_database_config(self, query: QueryBuilder) -> QueryBuilder:
-        """``query`` with the LanceDB knobs set (``min_score`` is the pipeline's, not the query's)."""
-        db = self.database_config
-        if db.nprobes is not None:
-            query = query.nprobes(db.nprobes)
-        if db.refine_factor is not None:
-            query = query.refine_factor(db.refine_factor)
-        if db.ef is not None:
-            query = query.ef(db.ef)
-        if db.prefilter is not None:
-            query = query.prefilter(db.prefilter)
-        return query
-
-
-# The request-context keys that replace an option, each with its check.
-_OVERRIDES: dict[str, Callable[[Any], Any]] = {
-    "collection": check_collection,
-    "top_k": lambda v: check_int(v, "request_context.top_k"),
-    "include_vectors": lambda v: check_bool(v, "include_vectors"),
-    "include_sources": lambda v: check_bool(v, "include_sources"),
-    "reranker": RerankConfig.coerce,
-    "hybrid": coerce_tool_hybrid,
-    "database_config": DatabaseConfig.coerce,
-    "provider_options": check_provider_options,
-}
