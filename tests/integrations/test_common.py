@@ -118,7 +118,7 @@ def test_bridge_refuses_a_guard_given_twice_and_a_non_tool(shared_store: VectorS
 
 
 def test_include_sources_off_still_renders_numbered_records(shared_store: VectorStore) -> None:
-    tool = create_vector_query_tool(store=shared_store, collection="kb", include_sources=False)
+    tool = create_vector_query_tool(store=shared_store, collection="kb", settings={"include_sources": False})
     bridge: ToolBridge[None] = ToolBridge(
         tool, trust_tier="third-party", guard=lambda _: {"tenant": TENANTS[0]}
     )

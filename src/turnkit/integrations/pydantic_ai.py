@@ -128,7 +128,7 @@ def retrieval_instructions(
         trust_tier: As for `vector_query_tool`.
         guard: ``fn(deps) -> guard`` for this run.
         request_context: ``fn(deps) -> mapping`` of other request-context values.
-        top_k: Records to retrieve; default the tool's ``default_top_k``.
+        top_k: Records to retrieve; default the ``top_k`` of the tool's settings.
 
     Returns:
         ``async fn(ctx) -> str`` for ``Agent(instructions=[...])``; ``""`` when
