@@ -83,8 +83,9 @@ def test_bad_values_name_the_knob(data, field) -> None:
 
 
 def test_hybrid_and_filter_errors_keep_their_codes() -> None:
-    with pytest.raises(InvalidRankingConfigError, match="alpha must be a number in"):
+    with pytest.raises(InvalidRankingConfigError, match="alpha must be a number in") as info:
         RetrievalSettings(hybrid=1.5)
+    assert "0 full-text only" in info.value.hint  # the knob's own hint
     with pytest.raises(InvalidFilterError):
         RetrievalSettings(filter={"metadata.year": {"$in": 1}})
 

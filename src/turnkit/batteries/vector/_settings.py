@@ -141,6 +141,12 @@ class RetrievalSettings(BaseModel):
         except ValidationError as exc:
             message, field = describe_validation(exc, "RetrievalSettings")
             raise InvalidRankingConfigError(message, hint=_HINTS.get(field), field=field) from None
+        except InvalidRankingConfigError as exc:
+            # Raised by a knob's own check (hybrid's, the rerank weights'): the knob's hint, not the class's.
+            field = str(exc.context.get("field", ""))
+            if exc.hint == InvalidRankingConfigError.default_hint and field in _HINTS:
+                exc.hint = _HINTS[field]
+            raise
 
     # -- shorthands -----------------------------------------------------------------------------
     @field_validator("min_score", "max_distance", mode="before")
