@@ -130,6 +130,11 @@ def test_gzip_text_is_ingested_with_its_own_name_and_kind(tmp_path: Path) -> Non
     report = ingest_sync(root, store=vs, collection="kb", progress=False)
     assert report.files_written == 2
     assert [(g.reason, g.count) for g in report.skip_groups] == [("No loader for '.gz'", 1)]
+    # Compressed files whose inner name has no loader share that one reason (and its --ext hint).
+    (root / "changelog.Debian.gz").write_bytes(gzip.compress(b"changes"))
+    (root / "tool.py.gz").write_bytes(gzip.compress(b"print(1)"))
+    again = ingest_sync(root, store=vs, collection="kb", progress=False)
+    assert [(g.reason, g.count) for g in again.skip_groups] == [("No loader for '.gz'", 3)]
     (error,) = report.errors
     assert error.code == "E_INGEST_PARSE_FAILED" and "not a readable gzip file" in error.reason
     meta = {
@@ -140,7 +145,7 @@ def test_gzip_text_is_ingested_with_its_own_name_and_kind(tmp_path: Path) -> Non
     assert meta["notes.rst.gz"]["kind"] == "text"
     # Mapping .gz itself reads the rest as that kind, decompressed.
     again = ingest_sync(root, store=vs, collection="kb", progress=False, extensions={".gz": "text"})
-    assert (again.files_written, again.files_unchanged, again.files_skipped) == (1, 2, 0)
+    assert (again.files_written, again.files_unchanged, again.files_skipped) == (3, 2, 0)
 
 
 def test_a_gzip_bomb_is_refused_without_being_held(tmp_path: Path) -> None:
@@ -240,3 +245,19 @@ def test_progress_is_reported_after_files_and_commits(tmp_path: Path) -> None:
     assert (seen[-1].files_written, seen[-1].chunks_written) == (6, report.chunks_written) == (6, 6)
     committed = [p.chunks_written for p in seen]
     assert committed == sorted(committed) and {2, 4, 6} <= set(committed)
+
+
+def test_the_printed_skips_stop_at_ten_reasons(tmp_path: Path) -> None:
+    from turnkit.ingest._report import SKIP_LINES
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\ntext\n")
+    for i in range(SKIP_LINES + 3):
+        for j in range(SKIP_LINES + 3 - i):  # reason i has fewer files than reason i - 1
+            (root / f"f{j}.x{i}").write_text("x")
+    report = ingest_sync(root, store=_store(tmp_path), collection="kb", progress=False)
+    lines = report.skip_lines()
+    assert len(lines) == 1 + SKIP_LINES + 1
+    assert lines[-1].split() == ["6", "for", "3", "other", "reasons", "(--verbose", "lists", "every", "file)"]
+    assert "'.x0'" in lines[1] and "'.x9'" in lines[SKIP_LINES]

@@ -126,7 +126,9 @@ def detect_kind(path: str | os.PathLike[str], extensions: Mapping[str, DocumentK
         kind = extensions.get(inner) if inner else None
         if kind is None:
             kind = extensions.get(_GZIP)
-        suffix = inner + _GZIP
+        # README.gz, changelog.Debian.gz, tool.py.gz: one reason, "No loader for '.gz'", whose hint
+        # (--ext .gz=text) reads them all.
+        suffix = _GZIP
     else:
         kind = extensions.get(suffix)
     if kind is None:

@@ -14,6 +14,7 @@ __all__ = [
     "RATE_MIN_CHUNKS",
     "RATE_MIN_SECONDS",
     "SKIP_EXAMPLES",
+    "SKIP_LINES",
     "SkipGroup",
     "SkipTally",
 ]
@@ -24,6 +25,8 @@ RATE_MIN_SECONDS = 1.0
 
 SKIP_EXAMPLES = 3
 """Skipped files a report keeps per reason; the others are only counted (``on_skip`` sees them all)."""
+SKIP_LINES = 10
+"""Skip reasons a report prints a line each, the largest first; the others share one line."""
 _MAX_GROUPS = 64  # distinct reasons kept apart; a tree of odd extensions (log.1, log.2…) must not grow it
 _OTHER = "other reasons"
 _DETAIL = re.compile(r"\s*\([^()]*\)\.?$")  # a trailing "(5,000 bytes)": per file, not per reason
@@ -180,16 +183,25 @@ class IngestReport:
         )
 
     def skip_lines(self, *, more: str = "") -> list[str]:
-        """One line per skip group (count, reason, code, examples); ``more`` ends the heading."""
+        """A line per skip group (count, reason, code, examples) for the largest `SKIP_LINES`, then one more.
+
+        ``more`` ends the heading.
+        """
         if not self.files_skipped:
             return []
         lines = [f"Skipped {self.files_skipped:,} file(s){more}:"]
         width = len(f"{self.skip_groups[0].count:,}") if self.skip_groups else 1
-        for group in self.skip_groups:
+        shown_groups = self.skip_groups[:SKIP_LINES]
+        for group in shown_groups:
             shown = ", ".join(issue.path for issue in group.examples)
             rest = group.count - len(group.examples)
             tail = f", … {rest:,} more" if rest > 0 else ""
             lines.append(f"  {group.count:>{width},}  {group.reason} [{group.code}]: {shown}{tail}")
+        folded = self.skip_groups[SKIP_LINES:]
+        if folded:
+            files = sum(g.count for g in folded)
+            tail = "(--verbose lists every file)"
+            lines.append(f"  {files:>{width},}  for {len(folded):,} other reasons {tail}")
         return lines
 
     def error_lines(self) -> list[str]:
