@@ -1,61 +1,171 @@
-"""`turnkit query` with the ranking options every other surface has: hybrid, fusion, rerank, diversify."""
+"""`turnkit query`: the shared `RetrievalSettings` by default, each flag one settings field, copies shown."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from turnkit.batteries.vector import HashEncoder, create_vector_store
-from turnkit.cli import EXIT_OK, EXIT_USAGE
+from turnkit.batteries.vector import (
+    HashEncoder,
+    RetrievalSettings,
+    create_vector_store,
+    parse_filter_expression,
+    retrieve_sync,
+)
+from turnkit.cli import EXIT_OK, EXIT_USAGE, main
+from turnkit.cli._parser import build_parser
+from turnkit.cli._query_flags import QUERY_FLAGS, query_settings, settings_json
 
-from .conftest import Run
+QUESTION = "process object current Node.js process"
+PAGE = "The process object provides information about, and control over, the current Node.js process."
 
 
-@pytest.fixture
-def db(run: Run, corpus: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "db"
-    assert run("ingest", str(corpus), "--uri", str(path), "--encoder", "hash:64").code == EXIT_OK
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A page shipped as .md and .html (one text twice), and other pages; ingested in process."""
+    root = tmp_path_factory.mktemp("query")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    (corpus / "process.md").write_text(f"# Process\n\n{PAGE}\n")
+    (corpus / "process.html").write_text(f"<html><body><h1>Process</h1><p>{PAGE}</p></body></html>")
+    (corpus / "faq.txt").write_text("Refunds reach the original card within five business days.\n")
+    (corpus / "events.md").write_text("# Events\n\nThe process object emits an exit event when Node.js ends.\n")
+    (corpus / "ship.md").write_text("# Shipping\n\nOrders ship from Lyon to every EU country.\n")
+    path = root / "db"
+    with pytest.MonkeyPatch.context() as env:
+        for key in [k for k in os.environ if k.startswith(("TURNKIT_", "OPENAI_"))]:
+            env.delenv(key)
+        assert main(["ingest", str(corpus), "--uri", str(path), "--encoder", "hash:64", "--no-progress"]) == 0
     return path
 
 
-def _ids(run: Run, db: Path, *flags: str) -> list[str]:
-    result = run("query", "refunds original card", "--uri", str(db), "--json", "-k", "3", *flags)
-    assert result.code == EXIT_OK, result.err
-    return [r["id"] for r in json.loads(result.out)["results"]]
+def _query(capsys: pytest.CaptureFixture[str], db: Path, *flags: str, text: str = QUESTION) -> dict[str, Any]:
+    code = main(["query", text, "--uri", str(db), "--json", *flags])
+    captured = capsys.readouterr()
+    assert code == EXIT_OK, captured.err
+    data: dict[str, Any] = json.loads(captured.out)
+    return data
 
 
-def test_query_takes_the_same_ranking_options_as_the_builder(run: Run, db: Path) -> None:
+def _settings(*flags: str) -> RetrievalSettings:
+    return query_settings(build_parser().parse_args(["query", "x", *flags]))
+
+
+@pytest.mark.parametrize(
+    ("flags", "fields"),
+    [
+        ([], {}),
+        (["-k", "3"], {"top_k": 3}),
+        (["--hybrid"], {"hybrid": True}),
+        (["--hybrid", "auto"], {"hybrid": True}),
+        (["--hybrid", "0.3", "--fusion", "rrf"], {"hybrid": {"alpha": 0.3, "fusion": "rrf"}}),
+        (["--fusion", "linear"], {"hybrid": {"fusion": "linear"}}),
+        (["--no-hybrid"], {"hybrid": False}),
+        (["--no-collapse"], {"collapse_duplicates": False}),
+        (["--diversify"], {"diversify": 0.5}),
+        (["--diversify", "0.2"], {"diversify": 0.2}),
+        (["--min-score", "0.4"], {"min_score": 0.4}),
+        (["--rerank", "-k", "2"], {"rerank": True, "top_k": 2}),
+        (["--nprobes", "8", "--refine-factor", "2", "--ef", "64"], {"nprobes": 8, "refine_factor": 2, "ef": 64}),
+        (["-f", 'kind = "faq"'], {"filter": parse_filter_expression('kind = "faq"')}),
+    ],
+)
+def test_each_flag_sets_its_settings_field_over_the_defaults(flags: list[str], fields: dict[str, Any]) -> None:
+    assert _settings(*flags) == RetrievalSettings().merge(fields)
+
+
+def test_the_table_names_real_fields_and_the_help_states_the_defaults() -> None:
+    assert {f.field for f in QUERY_FLAGS} <= set(RetrievalSettings.model_fields)
+    flags = [s for f in QUERY_FLAGS for s in f.flags]
+    assert len(flags) == len(set(flags))
+    defaults = RetrievalSettings()
+    assert defaults.hybrid is not None and defaults.collapse_duplicates  # what the help says
+    helps = {f.flags[-1]: str(f.argparse["help"]) for f in QUERY_FLAGS}
+    assert f"default {defaults.top_k}" in helps["--top-k"]
+    assert "on by default" in helps["--hybrid"] and f"default {defaults.hybrid.fusion}" in helps["--fusion"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--no-hybrid", "--fusion", "rrf"], "--fusion needs hybrid search"),
+        (["--hybrid", "--no-hybrid"], "not allowed with argument"),
+        (["--hybrid", "2"], "expected a number from 0 to 1"),
+        (["--diversify", "-1"], "expected a number in [0, 1]"),
+        (["--fusion", "max"], "invalid choice"),
+        (["--ef", "0"], "expected a positive integer"),
+    ],
+)
+def test_bad_combinations_and_values_are_usage_errors(
+    db: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["query", "x", "--uri", str(db), *flags]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "[E_CLI_USAGE]" in err and message in err
+
+
+def test_the_default_is_the_shared_settings_and_names_where_copies_are(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _query(capsys, db)
+    assert data["settings"] == settings_json(RetrievalSettings())
+    assert data["settings"]["hybrid"]["fusion"] == "zscore" and data["settings"]["collapse_duplicates"]
     store = create_vector_store(db, encoder=HashEncoder(64), auto_optimize=None)
-    base = store("docs").near_text("refunds original card").select("id").limit(3)
-    assert _ids(run, db) == [m.id for m in base.search_sync()]
-    assert _ids(run, db, "--hybrid") == [m.id for m in base.hybrid(0.5).search_sync()]
-    assert _ids(run, db, "--hybrid", "0.2", "--fusion", "zscore") == [
-        m.id for m in base.hybrid(0.2, fusion="zscore").search_sync()
-    ]
-    assert _ids(run, db, "--diversify", "0.3") == [m.id for m in base.diversify(0.3).search_sync()]
+    expected = retrieve_sync(store("docs").near_text(QUESTION)).matches
+    assert [r["id"] for r in data["results"]] == [m.id for m in expected]
+    first = data["results"][0]
+    assert first["source"] in ("process.md", "process.html")
+    other = "process.html" if first["source"] == "process.md" else "process.md"
+    assert [c["source"] for c in first["duplicates"]] == [f"{other} › Process"]
+    assert other not in [r["source"] for r in data["results"]]  # the freed slot went to another text
+    # In text too: the copy is named under the result it was collapsed into.
+    assert main(["query", QUESTION, "--uri", str(db), "-k", "2"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == f"      also in: {other} › Process"
 
 
-def test_min_score_reads_the_dense_similarity_under_hybrid(run: Run, db: Path) -> None:
+def test_vector_only_and_every_copy_are_one_flag_each(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = create_vector_store(db, encoder=HashEncoder(64), auto_optimize=None)
-    plain = store("docs").near_text("refunds original card").select("id").limit(3).search_sync()
+    plain = store("docs").near_text(QUESTION).select("id").limit(3).search_sync()
+    data = _query(capsys, db, "--no-hybrid", "--no-collapse", "-k", "3")
+    assert data["settings"]["hybrid"] is None and data["settings"]["collapse_duplicates"] is False
+    assert data["hybrid"] is False and data["collapse"] is False  # the flags as given
+    assert [r["id"] for r in data["results"]] == [m.id for m in plain]
+    assert {r["source"] for r in data["results"][:2]} == {"process.md", "process.html"}
+    assert all(r["duplicates"] == [] for r in data["results"])
+
+
+def test_flags_give_the_pipeline_the_same_settings_in_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--hybrid", "0.4", "--fusion", "rrf", "--diversify", "0.3", "-k", "2", "-f", 'kind = "markdown"']
+    data = _query(capsys, db, *flags)
+    settings = _settings(*flags)
+    assert data["settings"] == settings_json(settings, filter_text='kind = "markdown"')
+    assert data["settings"]["hybrid"] == {"alpha": 0.4, "fusion": "rrf", "rrf_k": 60, "candidates": None}
+    store = create_vector_store(db, encoder=HashEncoder(64), auto_optimize=None)
+    expected = retrieve_sync(store("docs").near_text(QUESTION), settings).matches
+    assert [r["id"] for r in data["results"]] == [m.id for m in expected]
+    assert all(r["metadata"]["kind"] == "markdown" for r in data["results"])
+
+
+def test_min_score_reads_the_dense_similarity_under_hybrid(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = create_vector_store(db, encoder=HashEncoder(64), auto_optimize=None)
+    plain = store("docs").near_text(QUESTION).select("id").limit(3).search_sync()
     threshold = f"{(plain[0].score or 0) - 1e-3:.4f}"  # just below the best dense similarity
-    assert _ids(run, db, "--min-score", threshold) == [plain[0].id]
-    assert plain[0].id in _ids(run, db, "--min-score", threshold, "--hybrid", "0.5")
-    result = run("query", "refunds original card", "--uri", str(db), "--json", "--min-score", threshold)
-    assert json.loads(result.out)["min_score"] == float(threshold)
+    data = _query(capsys, db, "--min-score", threshold)
+    assert data["settings"]["min_score"] == float(threshold) and data["min_score"] == float(threshold)
+    assert plain[0].id in {r["id"] for r in data["results"]} | {
+        c["id"] for r in data["results"] for c in r["duplicates"]
+    }
+    for result in data["results"]:
+        assert result["id"] in {m.id for m in plain if (m.score or 0) >= float(threshold)}
 
 
-def test_rerank_reorders_an_over_fetched_pool(run: Run, db: Path) -> None:
-    result = run("query", "refunds original card", "--uri", str(db), "--json", "-k", "2", "--rerank")
-    assert result.code == EXIT_OK, result.err
-    data = json.loads(result.out)
-    assert data["rerank"] is True and 1 <= len(data["results"]) <= 2
+def test_rerank_reorders_an_over_fetched_pool(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _query(capsys, db, "-k", "2", "--rerank")
+    assert data["rerank"] is True and data["settings"]["rerank"]["top_k"] == 2
+    assert 1 <= len(data["results"]) <= 2
     assert all(0.0 <= r["score"] <= 1.0 for r in data["results"])
-
-
-@pytest.mark.parametrize("flags", [["--hybrid", "2"], ["--diversify", "-1"], ["--fusion", "max"]])
-def test_bad_ranking_values_are_usage_errors(run: Run, db: Path, flags: list[str]) -> None:
-    result = run("query", "x", "--uri", str(db), *flags)
-    assert result.code == EXIT_USAGE and "[E_CLI_USAGE]" in result.err

@@ -103,6 +103,9 @@ def _print_turn(
     for n, r in enumerate(result.retrievables, 1):
         score = f"{r.score:.3f}" if r.score is not None else "-"
         print(f"  {n}. score {score}  {r.trust_tier}  {r.source}")
+        copies = r.metadata.get("duplicates")
+        if isinstance(copies, list) and copies:  # the same text elsewhere, collapsed into this chunk
+            print(f"       also in: {', '.join(map(str, copies))}")
     for r in result.dropped:
         print(f"  (left out to fit the token budget: {r.source})")
     tokens = result.tokens
@@ -127,7 +130,13 @@ def _turn_json(
     return {
         "question": question,
         "retrieved": [
-            {"id": r.id, "source": r.source, "score": r.score, "trust_tier": r.trust_tier}
+            {
+                "id": r.id,
+                "source": r.source,
+                "score": r.score,
+                "trust_tier": r.trust_tier,
+                "duplicates": r.metadata.get("duplicates", []),
+            }
             for r in result.retrievables
         ],
         "prompt_tokens": None if result.tokens is None else result.tokens.prompt,
@@ -160,7 +169,9 @@ def run_demo(args: argparse.Namespace) -> int:
         store=store,
         collection=DEMO_COLLECTION,
         trust_tier="first-party",  # turnkit's own docs: vetted by us, so the deployer says so
-        top_k=args.top_k,  # the default mapping gives each chunk its file, section and timestamps
+        # Otherwise the settings every surface defaults to: hybrid search, copies collapsed. Three
+        # chunks keep each turn's printout short; the default mapping gives each its file and section.
+        top_k=args.top_k,
     )
     runner = TurnRunner(
         TurnRunnerConfig(

@@ -12,7 +12,6 @@ from ._arg_types import (
     positive_int,
     read_consistency,
     text_out_of_optional_values,
-    unit_float,
 )
 from ._config import (
     AUTO_ALPHA,
@@ -25,6 +24,7 @@ from ._config import (
 )
 from ._connect import ENV_API_KEY, ENV_REGION
 from ._errors import CliUsageError
+from ._query_flags import add_query_flags
 
 __all__ = [
     "add_filter_arguments",
@@ -405,54 +405,14 @@ def build_parser() -> argparse.ArgumentParser:
         "query",
         "search a collection by meaning",
         "Search a collection with a text query, optionally filtered, e.g.\n"
-        '  turnkit query "how do I resume a killed ingest?" --filter \'kind = "markdown"\'',
+        '  turnkit query "how do I resume a killed ingest?" --filter \'kind = "markdown"\'\n'
+        "By default it is the retrieval every turnkit surface shares (docs/settings.md): hybrid\n"
+        "search, copies of one text collapsed into one result; each flag changes one setting.",
         [_common(encoder=True)],
         (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
     )
     p.add_argument("text", metavar="TEXT", help="what to search for")
-    p.add_argument(
-        "-f",
-        "--filter",
-        metavar="EXPR",
-        help="metadata filter, e.g. 'kind = \"faq\" AND year >= 2020' (fields are metadata keys)",
-    )
-    p.add_argument("-k", "--top-k", type=positive_int, default=5, metavar="N", help="results (default 5)")
-    p.add_argument(
-        "--min-score",
-        type=unit_float,
-        metavar="S",
-        help="drop results whose vector similarity is below S (0-1; with --hybrid too, the dense similarity)",
-    )
-    p.add_argument(
-        "--hybrid",
-        type=alpha,
-        nargs="?",
-        const=AUTO_ALPHA,
-        metavar="ALPHA",
-        help="add BM25 full-text search: 0 full-text only, 1 vector only; bare or 'auto': 0.2 for "
-        "queries up to 40 words, 0.5 above",
-    )
-    p.add_argument(
-        "--fusion",
-        choices=["zscore", "linear", "rrf"],
-        default="zscore",
-        help="how --hybrid fuses the two legs (default zscore, which keeps exact-term hits first)",
-    )
-    p.add_argument(
-        "--rerank",
-        action="store_true",
-        help="over-fetch and rerank with the offline scorer (MiniLM if installed, else the collection's "
-        "encoder; weights 0.4/0.4/0.2)",
-    )
-    p.add_argument(
-        "--diversify",
-        type=unit_float,
-        nargs="?",
-        const=0.5,
-        metavar="LAMBDA",
-        help="re-pick results by MMR for less repetition: 1 keeps the order, lower is more diverse "
-        "(default 0.5 when given bare)",
-    )
+    add_query_flags(p)
     p.add_argument("--full", action="store_true", help="print whole documents, not a one-line excerpt")
 
     p = _add(

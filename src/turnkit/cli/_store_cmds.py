@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._config import (
-    AUTO_ALPHA,
     DEFAULT_COLLECTION,
     DEFAULT_ENCODER,
     ENV_COLLECTION,
@@ -30,6 +29,7 @@ from ._errors import (
 )
 from ._lookup import collection_not_found, database_missing, no_database_line, open_collection
 from ._output import emit_json, one_line, source_label
+from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
 if TYPE_CHECKING:
     from ..batteries.vector import CollectionInfo, VectorMatch, VectorStore
@@ -232,53 +232,37 @@ def _match_json(match: VectorMatch) -> dict[str, Any]:
     }
 
 
+def _copies_json(match: VectorMatch) -> list[dict[str, Any]]:
+    return [{"id": d.id, "source": source_label(d.metadata, d.id)} for d in match.duplicates]
+
+
 def run_query(args: argparse.Namespace) -> int:
     """Search a collection and print the matches."""
-    from ..batteries.vector import parse_filter_expression
+    from ..batteries.vector import retrieve_sync
 
     conn, collection = _location(args)
     uri = conn.uri
     if not args.text.strip():
         raise CliUsageError("The query text is empty.", hint='Pass what to search for: turnkit query "…".')
-    # Parse first: a bad filter is reported before any model or database is opened.
-    node = parse_filter_expression(args.filter) if args.filter else None
+    # Before any model or database is opened: a bad filter or flag is reported first.
+    settings = query_settings(args)
     store = _existing_store(args, conn, collection, encoder=True)
-    q = store(collection).near_text(args.text)
-    if node is not None:
-        q = q.where(node)
-    if args.hybrid is not None:
-        q = q.hybrid(None if args.hybrid == AUTO_ALPHA else args.hybrid, fusion=args.fusion)
-    if args.diversify is not None:
-        q = q.diversify(args.diversify)
-    from ..batteries.vector import RetrievalSettings, retrieve_sync
-
-    steps = RetrievalSettings(
-        top_k=args.top_k,
-        hybrid=False,
-        collapse_duplicates=False,
-        min_score=args.min_score,
-        rerank=bool(args.rerank),
-    )
-    matches = retrieve_sync(q.select("id", "document", "metadata"), steps).matches
+    matches = retrieve_sync(store(collection).near_text(args.text), settings).matches
     if args.json:
         emit_json(
             {
                 "uri": uri,
                 "collection": collection,
                 "query": args.text,
-                "filter": args.filter,
-                "top_k": args.top_k,
-                "min_score": args.min_score,
-                "hybrid": args.hybrid,
-                "fusion": args.fusion if args.hybrid is not None else None,
-                "rerank": args.rerank,
-                "diversify": args.diversify,
-                "results": [_match_json(m) for m in matches],
+                # The flags as given (null: not given), then the settings the search ran with.
+                **{flag.name: getattr(args, flag.name) for flag in QUERY_FLAGS},
+                "settings": settings_json(settings, filter_text=args.filter),
+                "results": [_match_json(m) | {"duplicates": _copies_json(m)} for m in matches],
             }
         )
         return EXIT_OK
     if not matches:
-        print(f"No results in {collection!r}" + (" for this filter." if node is not None else "."))
+        print(f"No results in {collection!r}" + (" for this filter." if args.filter else "."))
         return EXIT_OK
     for rank, match in enumerate(matches, 1):
         score = f"{match.score:.3f}" if match.score is not None else "  -  "
@@ -288,6 +272,9 @@ def run_query(args: argparse.Namespace) -> int:
             print("\n".join("      " + line for line in text.splitlines()) + "\n")
         else:
             print(f"      {one_line(text, _EXCERPT)}")
+        if match.duplicates:
+            # The same text elsewhere: collapsed into this result, not hidden.
+            print(f"      also in: {', '.join(c['source'] for c in _copies_json(match))}")
     return EXIT_OK
 
 
