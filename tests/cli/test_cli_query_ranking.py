@@ -33,7 +33,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (corpus / "process.md").write_text(f"# Process\n\n{PAGE}\n")
     (corpus / "process.html").write_text(f"<html><body><h1>Process</h1><p>{PAGE}</p></body></html>")
     (corpus / "faq.txt").write_text("Refunds reach the original card within five business days.\n")
-    (corpus / "events.md").write_text("# Events\n\nThe process object emits an exit event when Node.js ends.\n")
+    (corpus / "events.md").write_text(
+        "# Events\n\nThe process object emits an exit event when Node.js ends.\n"
+    )
     (corpus / "ship.md").write_text("# Shipping\n\nOrders ship from Lyon to every EU country.\n")
     path = root / "db"
     with pytest.MonkeyPatch.context() as env:
@@ -70,11 +72,16 @@ def _settings(*flags: str) -> RetrievalSettings:
         (["--diversify", "0.2"], {"diversify": 0.2}),
         (["--min-score", "0.4"], {"min_score": 0.4}),
         (["--rerank", "-k", "2"], {"rerank": True, "top_k": 2}),
-        (["--nprobes", "8", "--refine-factor", "2", "--ef", "64"], {"nprobes": 8, "refine_factor": 2, "ef": 64}),
+        (
+            ["--nprobes", "8", "--refine-factor", "2", "--ef", "64"],
+            {"nprobes": 8, "refine_factor": 2, "ef": 64},
+        ),
         (["-f", 'kind = "faq"'], {"filter": parse_filter_expression('kind = "faq"')}),
     ],
 )
-def test_each_flag_sets_its_settings_field_over_the_defaults(flags: list[str], fields: dict[str, Any]) -> None:
+def test_each_flag_sets_its_settings_field_over_the_defaults(
+    flags: list[str], fields: dict[str, Any]
+) -> None:
     assert _settings(*flags) == RetrievalSettings().merge(fields)
 
 
@@ -139,7 +146,9 @@ def test_vector_only_and_every_copy_are_one_flag_each(db: Path, capsys: pytest.C
     assert all(r["duplicates"] == [] for r in data["results"])
 
 
-def test_flags_give_the_pipeline_the_same_settings_in_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_flags_give_the_pipeline_the_same_settings_in_json(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     flags = ["--hybrid", "0.4", "--fusion", "rrf", "--diversify", "0.3", "-k", "2", "-f", 'kind = "markdown"']
     data = _query(capsys, db, *flags)
     settings = _settings(*flags)
@@ -151,7 +160,9 @@ def test_flags_give_the_pipeline_the_same_settings_in_json(db: Path, capsys: pyt
     assert all(r["metadata"]["kind"] == "markdown" for r in data["results"])
 
 
-def test_min_score_reads_the_dense_similarity_under_hybrid(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_min_score_reads_the_dense_similarity_under_hybrid(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = create_vector_store(db, encoder=HashEncoder(64), auto_optimize=None)
     plain = store("docs").near_text(QUESTION).select("id").limit(3).search_sync()
     threshold = f"{(plain[0].score or 0) - 1e-3:.4f}"  # just below the best dense similarity

@@ -15,7 +15,7 @@ from langchain_core.tools import StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import turnkit.integrations.langchain as adapter
-from turnkit.batteries.vector import VectorStore
+from turnkit.batteries.vector import VectorMatch, VectorStore
 from turnkit.integrations.langchain import (
     TurnkitRetriever,
     TurnkitVectorStore,
@@ -23,7 +23,7 @@ from turnkit.integrations.langchain import (
 )
 from turnkit.tools import ToolFailedError, create_vector_query_tool
 
-from .conftest import TENANTS
+from .conftest import QUESTION, TENANTS, rendered_ids
 
 
 def test_all_lists_the_public_names() -> None:
@@ -115,3 +115,19 @@ async def test_vector_store_guard_scopes_reads_and_deletes(shared_store: VectorS
     assert pairs[0][0].id == "a1" and 0 <= pairs[0][1] <= 1
     retrieved = scoped.as_retriever(search_kwargs={"k": 1}).invoke("shipping")
     assert [d.id for d in retrieved] == ["a2"]
+
+
+@pytest.mark.anyio
+async def test_with_no_options_the_adapters_give_the_default_retrieval(
+    copies_store: VectorStore, default_hits: list[VectorMatch]
+) -> None:
+    tool = create_vector_query_tool(store=copies_store, collection="docs")
+    documents = TurnkitRetriever(tool=tool).invoke(QUESTION)
+    assert [d.id for d in documents] == [m.id for m in default_hits]
+    for document, hit in zip(documents, default_hits, strict=True):
+        copies = [c.metadata["source_display_name"] for c in hit.duplicates]
+        assert document.metadata.get("duplicates", []) == copies
+    kb = vector_query_structured_tool(tool, trust_tier="first-party", name="kb")
+    message = await kb.ainvoke(_tool_call({"query_text": QUESTION}))
+    assert rendered_ids(message.content) == [m.id for m in default_hits]
+    assert [s["id"] for s in message.artifact["sources"]] == [m.id for m in default_hits]

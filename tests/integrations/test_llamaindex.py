@@ -11,11 +11,11 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
 import turnkit.integrations.llamaindex as adapter
-from turnkit.batteries.vector import VectorStore
+from turnkit.batteries.vector import VectorMatch, VectorStore
 from turnkit.integrations.llamaindex import TurnkitRetriever
 from turnkit.tools import ToolFailedError, create_vector_query_tool
 
-from .conftest import TENANTS
+from .conftest import QUESTION, TENANTS
 
 
 def test_all_lists_the_public_names() -> None:
@@ -55,3 +55,14 @@ def test_failed_search_raises_with_the_code(shared_store: VectorStore) -> None:
     retriever = TurnkitRetriever(create_vector_query_tool(store=shared_store, collection="missing"))
     with pytest.raises(ToolFailedError, match="E_VECTOR_STORE_COLLECTION_NOT_FOUND"):
         retriever.retrieve("refund")
+
+
+def test_with_no_options_the_retriever_gives_the_default_retrieval(
+    copies_store: VectorStore, default_hits: list[VectorMatch]
+) -> None:
+    retriever = TurnkitRetriever(create_vector_query_tool(store=copies_store, collection="docs"))
+    response = RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).query(QUESTION)
+    assert [n.node.node_id for n in response.source_nodes] == [m.id for m in default_hits]
+    for node, hit in zip(response.source_nodes, default_hits, strict=True):
+        copies = [c.metadata["source_display_name"] for c in hit.duplicates]
+        assert node.node.metadata.get("duplicates", []) == copies

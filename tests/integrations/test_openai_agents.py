@@ -15,11 +15,11 @@ from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner,
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 import turnkit.integrations.openai_agents as adapter
-from turnkit.batteries.vector import VectorStore
+from turnkit.batteries.vector import VectorMatch, VectorStore
 from turnkit.integrations.openai_agents import vector_query_function_tool
 from turnkit.tools import create_vector_query_tool
 
-from .conftest import TENANTS
+from .conftest import QUESTION, TENANTS, rendered_ids
 
 OFFLINE = RunConfig(tracing_disabled=True)
 
@@ -107,3 +107,14 @@ def test_sync_runner(shared_store: VectorStore) -> None:
     agent = Agent(name="support", model=ScriptedModel({"query_text": "shipping", "top_k": 1}), tools=[kb])
     result = Runner.run_sync(agent, "where do orders ship from?", run_config=OFFLINE)
     assert 'id="a2"' in _outputs(result)[0]
+
+
+def test_with_no_options_the_tool_gives_the_default_retrieval(
+    copies_store: VectorStore, default_hits: list[VectorMatch]
+) -> None:
+    kb = vector_query_function_tool(
+        create_vector_query_tool(store=copies_store, collection="docs"), trust_tier="first-party"
+    )
+    agent = Agent(name="docs", model=ScriptedModel({"query_text": QUESTION}), tools=[kb])
+    result = Runner.run_sync(agent, QUESTION, run_config=OFFLINE)
+    assert rendered_ids(_outputs(result)[0]) == [m.id for m in default_hits]

@@ -25,14 +25,14 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
 
 import turnkit.integrations.pydantic_ai as adapter
-from turnkit.batteries.vector import VectorStore
+from turnkit.batteries.vector import VectorMatch, VectorStore
 from turnkit.integrations.pydantic_ai import (
     retrieval_instructions,
     vector_query_tool,
 )
 from turnkit.tools import create_vector_query_tool
 
-from .conftest import TENANTS
+from .conftest import QUESTION, TENANTS, rendered_ids
 
 
 @dataclass
@@ -211,3 +211,19 @@ def test_a_run_whose_schema_cannot_be_read_gets_no_tool(
     assert agent.run_sync("refund?", deps=Deps(TENANTS[0])).output == "done"
     assert script.schemas == []  # the model was offered no tool
     assert "E_VECTOR_STORE_COLLECTION_NOT_FOUND" in caplog.text and TENANTS[0] not in caplog.text
+
+
+def test_with_no_options_the_tool_and_instructions_give_the_default_retrieval(
+    copies_store: VectorStore, default_hits: list[VectorMatch]
+) -> None:
+    tool = create_vector_query_tool(store=copies_store, collection="docs")
+    script = Script({"query_text": QUESTION})
+    agent = Agent(
+        FunctionModel(script),
+        tools=[vector_query_tool(tool, trust_tier="first-party")],
+        instructions=retrieval_instructions(tool, trust_tier="first-party"),
+    )
+    result = agent.run_sync(QUESTION)
+    (returned,) = _parts(result.all_messages(), ToolReturnPart)
+    assert rendered_ids(returned.content) == [m.id for m in default_hits]
+    assert rendered_ids(script.seen[1]) == [m.id for m in default_hits]  # the instructions

@@ -87,7 +87,10 @@ def source_metadata(source: VectorQuerySource, trust_tier: TrustTier | None = No
     """A source's metadata (already scrubbed) plus its citation fields and, when given, its tier.
 
     For retrievers that hand documents to a framework: ``source_uri``,
-    ``source_display_name`` and ``page_span`` when known, ``trust_tier`` when stated.
+    ``source_display_name`` and ``page_span`` when known, ``trust_tier`` when
+    stated, and ``duplicates`` when copies of the text were collapsed into the
+    source: where they are (their file names, else their ids), as the
+    retrieval callbacks list them.
     """
     metadata = dict(source.metadata or {})
     for key in ("source_uri", "source_display_name"):
@@ -95,9 +98,18 @@ def source_metadata(source: VectorQuerySource, trust_tier: TrustTier | None = No
             metadata[key] = getattr(source, key)
     if source.page_span is not None:
         metadata["page_span"] = source.page_span.model_dump()
+    copies = getattr(source, "duplicates", None) or ()
+    if copies:
+        metadata["duplicates"] = [_copy_label(c) for c in copies]
     if trust_tier is not None:
         metadata["trust_tier"] = trust_tier
     return metadata
+
+
+def _copy_label(copy: Any) -> str:
+    if isinstance(copy, str):
+        return copy
+    return str(getattr(copy, "source_display_name", None) or getattr(copy, "source_uri", None) or copy.id)
 
 
 def error_text(info: ToolErrorInfo) -> str:

@@ -24,7 +24,8 @@ class TurnkitRetriever(BaseRetriever):
 
     Args:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        k: Nodes per query.
+        k: Nodes per query; ``None`` (the default) is the tool's settings'
+            ``top_k`` (`RetrievalSettings`, 5 unless the tool was created with another).
         guard: A guard for every query (a Mongo dict over metadata keys, or a
             filter node); its keys are removed from the nodes' metadata. Build
             one retriever per tenant; the tool is shared.
@@ -35,10 +36,13 @@ class TurnkitRetriever(BaseRetriever):
         hide_metadata_keys: Metadata keys removed besides the guard's.
         callback_manager: LlamaIndex's callback manager.
 
+    With no options the nodes are those of `turnkit.batteries.vector.retrieve`
+    with default settings: hybrid search, copies of one text collapsed.
     A node's ``id_`` is the record id, its ``text`` the chunk, its metadata
-    the record's metadata (plus ``source_uri``, ``source_display_name`` and
-    ``page_span`` when known); ``NodeWithScore.score`` is the similarity in
-    [0, 1]. A failed search raises `turnkit.tools.ToolFailedError`, its message
+    the record's metadata (plus ``source_uri``, ``source_display_name``,
+    ``page_span`` and ``duplicates``, where the collapsed copies of its text
+    are, when known); ``NodeWithScore.score`` is the tool's score in [0, 1].
+    A failed search raises `turnkit.tools.ToolFailedError`, its message
     led by the original code.
     """
 
@@ -46,7 +50,7 @@ class TurnkitRetriever(BaseRetriever):
         self,
         tool: VectorQueryTool,
         *,
-        k: int = 4,
+        k: int | None = None,
         guard: GuardFilter | None = None,
         request_context: Mapping[str, Any] | None = None,
         trust_tier: TrustTier | None = None,
@@ -66,7 +70,8 @@ class TurnkitRetriever(BaseRetriever):
         self._tier = validate_trust_tier(trust_tier) if trust_tier is not None else None
 
     def _arguments(self, query: QueryBundle) -> dict[str, Any]:
-        return {"query_text": query.query_str, "top_k": self._k}
+        k = self._k
+        return {"query_text": query.query_str} | ({"top_k": k} if k is not None else {})
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(self._bridge.run_sync(self._arguments(query_bundle), None))

@@ -21,7 +21,9 @@ class TurnkitRetriever(BaseRetriever):
 
     Attributes:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        k: Documents per query; ``invoke(query, k=...)`` overrides it per call.
+        k: Documents per query; ``None`` (the default) is the tool's
+            settings' ``top_k`` (`RetrievalSettings`, 5 unless the tool was
+            created with another); ``invoke(query, k=...)`` overrides it per call.
         guard: A guard for every query (a Mongo dict over metadata keys); its
             keys are removed from the documents' metadata. Build one retriever
             per tenant (``retriever.model_copy(update={"guard": ...})``); the
@@ -33,9 +35,12 @@ class TurnkitRetriever(BaseRetriever):
         hide_metadata_keys: Metadata keys removed besides the guard's (a
             creation-time ``guard_filter``'s keys, say).
 
+    With no options the documents are those of `turnkit.batteries.vector.retrieve`
+    with default settings: hybrid search, copies of one text collapsed.
     A document's ``id`` is the record id; its metadata is the record's
-    metadata plus ``score`` (similarity in [0, 1]) and, when known,
-    ``source_uri``, ``source_display_name`` and ``page_span``. A failed search
+    metadata plus ``score`` (the tool's score in [0, 1]) and, when known,
+    ``source_uri``, ``source_display_name``, ``page_span`` and ``duplicates``
+    (where the collapsed copies of its text are). A failed search
     raises `turnkit.tools.ToolFailedError` whose message starts with the
     original stable code and whose hint is the tool's.
     """
@@ -43,7 +48,7 @@ class TurnkitRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     tool: VectorQueryTool
-    k: int = 4
+    k: int | None = None
     guard: dict[str, Any] | None = None
     request_context: dict[str, Any] = Field(default_factory=dict)
     trust_tier: TrustTier | None = None
@@ -60,7 +65,9 @@ class TurnkitRetriever(BaseRetriever):
         )
 
     def _arguments(self, query: str, k: int | None) -> dict[str, Any]:
-        return {"query_text": query, "top_k": self.k if k is None else k}
+        top_k = self.k if k is None else k
+        # No top_k: the tool's own default, its settings' top_k.
+        return {"query_text": query} | ({"top_k": top_k} if top_k is not None else {})
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
