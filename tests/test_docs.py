@@ -100,6 +100,18 @@ def test_error_table_matches_the_registry() -> None:
     )
 
 
+def test_generated_settings_tables_match_the_code() -> None:
+    spec = importlib.util.spec_from_file_location("settings_doc", ROOT / "scripts" / "settings_doc.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, page in module.PAGES.items():
+        assert module.block(page.read_text(), name) == module.RENDER[name](), (
+            f"{page.name}'s {name} table is stale: run `python scripts/settings_doc.py`"
+        )
+    assert "| `hybrid` | `HybridSpec \\| None` | `HybridSpec()` |" in module.render_fields()
+
+
 @pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
 def test_example_runs(example: Path, tmp_path: Path) -> None:
     out = subprocess.run(
