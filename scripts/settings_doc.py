@@ -109,6 +109,7 @@ def block(text: str, name: str) -> str:
 
 
 def write() -> None:
+    """Rewrite each page's generated block from the code."""
     for name, page in PAGES.items():
         text = page.read_text()
         block(text, name)  # both markers are there
