@@ -157,7 +157,8 @@ def test_query_json_filter_and_min_score(
 
     code, out, _ = call(capsys, "query", "Windows installer", *base, "--filter", 'kind = "markdown"')
     assert code == EXIT_OK
-    assert out["filter"] == 'kind = "markdown"' and out["top_k"] == 5
+    assert out["filter"] == out["settings"]["filter"] == 'kind = "markdown"'
+    assert out["top_k"] is None and out["settings"]["top_k"] == 5  # not given: the settings' default
     results = out["results"]
     assert {r["metadata"]["kind"] for r in results} == {"markdown"}
     assert len(results) == 2
