@@ -31,7 +31,10 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus = root / "corpus"
     corpus.mkdir()
     (corpus / "process.md").write_text(f"# Process\n\n{PAGE}\n")
-    (corpus / "process.html").write_text(f"<html><body><h1>Process</h1><p>{PAGE}</p></body></html>")
+    # Not byte-equal (the rendering adds a line), so no tie decides which copy leads.
+    (corpus / "process.html").write_text(
+        f"<html><body><h1>Process</h1><p>{PAGE}</p><p>Stability: stable.</p></body></html>"
+    )
     (corpus / "faq.txt").write_text("Refunds reach the original card within five business days.\n")
     (corpus / "events.md").write_text(
         "# Events\n\nThe process object emits an exit event when Node.js ends.\n"

@@ -58,14 +58,15 @@ def _close_the_loop_run_sync_left() -> Iterator[None]:
         asyncio.set_event_loop(None)
 
 
-# One page shipped three times (.md, .html, the single-page all.html) among other pages: with
+# One page shipped three times (.md, .html, the single-page all.html; not byte-equal, so no tie
+# decides which copy leads) among other pages: with
 # turnkit's default settings the copies collapse into one result and hybrid search reorders.
 PAGE = "The process object provides information about, and control over, the current Node.js process."
 QUESTION = "what is process.argv"
 _PAGES = [
-    ("process-md", PAGE, "process.md"),
-    ("process-html", PAGE, "process.html"),
-    ("all-html", PAGE, "all.html"),
+    ("process-md", "# The process object\n\n" + PAGE, "process.md"),
+    ("process-html", "Process " + PAGE, "process.html"),
+    ("all-html", "Node.js API. " + PAGE + " Node.js API.", "all.html"),
     ("exit", "The exit event is emitted when the Node.js process is about to exit.", "events.md"),
     ("argv", "process.argv returns an array containing the command-line arguments.", "argv.md"),
     ("env", "process.env returns an object containing the user environment.", "env.md"),
