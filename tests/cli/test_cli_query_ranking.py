@@ -130,12 +130,12 @@ def test_the_default_is_the_shared_settings_and_names_where_copies_are(
     first = data["results"][0]
     assert first["source"] in ("process.md", "process.html")
     other = "process.html" if first["source"] == "process.md" else "process.md"
-    assert [c["source"] for c in first["duplicates"]] == [f"{other} › Process"]
+    assert [c["source"] for c in first["duplicates"]] == [f"{other} § Process"]
     assert other not in [r["source"] for r in data["results"]]  # the freed slot went to another text
     # In text too: the copy is named under the result it was collapsed into.
     assert main(["query", QUESTION, "--uri", str(db), "-k", "2"]) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == f"      also in: {other} › Process"
+    assert lines[2] == f"      also in: {other} § Process"
 
 
 def test_vector_only_and_every_copy_are_one_flag_each(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
