@@ -19,7 +19,7 @@ from .conftest import QUESTION, TENANTS
 
 
 def test_all_lists_the_public_names() -> None:
-    assert adapter.__all__ == ["TurnkitRetriever"]
+    assert adapter.__all__ == ["TurnkitRetriever", "TurnkitVectorStore"]
 
 
 def test_retriever_returns_nodes_with_scores_inside_the_guard(shared_store: VectorStore) -> None:

@@ -1,7 +1,4 @@
-"""LlamaIndex adapter: a ``BaseRetriever`` returning ``NodeWithScore`` from a turnkit vector query tool.
-
-Needs ``turnkit[llamaindex]`` (``llama-index-core``). See docs/integrations/llamaindex.md.
-"""
+"""A LlamaIndex ``BaseRetriever`` returning ``NodeWithScore`` from a turnkit vector query tool."""
 
 from __future__ import annotations
 
@@ -12,9 +9,9 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from .. import TrustTier, validate_trust_tier
-from ..tools import VectorQueryResult, VectorQueryTool
-from ._common import GuardFilter, ToolBridge, raise_error, source_metadata
+from ... import TrustTier, validate_trust_tier
+from ...tools import VectorQueryResult, VectorQueryTool
+from .._common import GuardFilter, ToolBridge, raise_error, source_metadata
 
 __all__ = ["TurnkitRetriever"]
 

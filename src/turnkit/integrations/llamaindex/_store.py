@@ -1,0 +1,392 @@
+"""A LlamaIndex ``BasePydanticVectorStore`` over one turnkit collection."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+    VectorStoreQueryResult,
+)
+from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+
+from ... import TrustTier, UsageError, validate_trust_tier
+from ...batteries.vector import (
+    MAX_IN_VALUES,
+    And,
+    CollectionNotFoundError,
+    Condition,
+    FilterKeyNotFoundError,
+    FilterNode,
+    HybridSpec,
+    InvalidQueryError,
+    InvalidVectorRecordError,
+    QueryBuilder,
+    Retrieval,
+    RetrievalSettings,
+    SettingsInput,
+    VectorMatch,
+    condition,
+    parse_mongo,
+    retrieve,
+    retrieve_sync,
+)
+from ...batteries.vector import VectorStore as TurnkitStore
+from .._common import GuardFilter, guard_keys, visible_metadata
+from ._filters import to_filter_node
+
+__all__ = ["TurnkitVectorStore"]
+
+log = logging.getLogger("turnkit.integrations")
+
+_FIELDS = ("id", "document", "metadata", "vector")
+_VECTOR_MODES = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR)
+_TEXT_MODES = (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
+_MODES = "default, hybrid, text_search, sparse (full-text) and mmr"
+
+
+class TurnkitVectorStore(BasePydanticVectorStore):
+    """LlamaIndex's vector store contract over one collection of a turnkit store.
+
+    Nodes are stored whole: the text in the record's ``document``, the node
+    (relationships included) in its metadata as ``node_to_metadata_dict``
+    writes it, so ``VectorStoreIndex.from_vector_store`` and the memory blocks
+    rebuild them. Every record written carries ``trust_tier``, the tier the
+    deployer declared for what goes through this store.
+
+    Args:
+        store: The turnkit store (`turnkit.batteries.vector.create_vector_store`).
+        collection: The collection; created by the first write.
+        trust_tier: Stored as every record's ``trust_tier`` (and set on every
+            node read back): ``"third-party"`` by default, since what an agent
+            or its framework writes is not first-party. turnkit's callbacks and
+            tools then fence it as untrusted.
+        guard: A tenant's scope: a Mongo dict over metadata keys or a filter
+            node, ANDed with every query, read and delete; writes go through it
+            (`upsert(guard=...)`) with its equality values stamped into the
+            metadata. Its keys are removed from the nodes read back.
+        settings: `RetrievalSettings` for searches: the filter, thresholds,
+            rerank, fusion and index knobs. The query names the rest: its
+            ``similarity_top_k``, its mode (vector, hybrid, full-text, MMR)
+            and ``alpha``. Duplicate texts are kept (each node is its own
+            result) unless these settings set ``collapse_duplicates``.
+        flat_metadata: Refuse node metadata that is not flat (LlamaIndex's
+            ``node_to_metadata_dict`` check). Off by default: turnkit stores
+            any JSON and filters lists with ``contains``/``any``/``all``.
+
+    Similarities are turnkit's scores, higher is closer: in [0, 1] for a
+    vector search (``(1 + cosine) / 2`` under the cosine metric), the fused
+    score under hybrid or full-text search.
+    """
+
+    stores_text: bool = True
+    flat_metadata: bool = False
+    collection: str
+    trust_tier: str = "third-party"
+
+    _store: TurnkitStore = PrivateAttr()
+    _guard: FilterNode | None = PrivateAttr(default=None)
+    _stamp: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _hidden: frozenset[str] = PrivateAttr(default=frozenset())
+    _settings: RetrievalSettings = PrivateAttr()
+
+    def __init__(
+        self,
+        store: TurnkitStore,
+        collection: str,
+        *,
+        trust_tier: TrustTier = "third-party",
+        guard: GuardFilter | None = None,
+        settings: SettingsInput = None,
+        flat_metadata: bool = False,
+    ) -> None:
+        if not isinstance(store, TurnkitStore):
+            raise UsageError(
+                f"store must be a turnkit VectorStore, not {type(store).__name__}.",
+                hint="Create it with turnkit.batteries.vector.create_vector_store(...).",
+            )
+        # Declared fields of the pydantic model (its generated __init__ knows only the base's).
+        fields: dict[str, Any] = {
+            "collection": collection,
+            "trust_tier": validate_trust_tier(trust_tier),
+            "flat_metadata": flat_metadata,
+        }
+        super().__init__(**fields)
+        self._store = store
+        self._guard = parse_mongo(guard, field_prefix="metadata.") if isinstance(guard, Mapping) else guard
+        self._stamp = _equalities(self._guard)
+        self._hidden = guard_keys(guard)
+        self._settings = RetrievalSettings.of(settings)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TurnkitVectorStore"
+
+    @property
+    def client(self) -> TurnkitStore:
+        """The turnkit store."""
+        return self._store
+
+    # -- building blocks shared by the sync and async forms -----------------------------------
+    def _scoped(self) -> QueryBuilder:
+        builder = self._store(self.collection)
+        return builder.where(self._guard) if self._guard is not None else builder
+
+    def _records(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+        by_id: dict[str, dict[str, Any]] = {}
+        for node in nodes:
+            try:
+                metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=self.flat_metadata)
+            except ValueError as exc:
+                raise InvalidVectorRecordError(
+                    f"Node {node.node_id!r}: {exc}.",
+                    hint="Flatten the node's metadata, or create the store with flat_metadata=False.",
+                    record_id=node.node_id,
+                ) from None
+            metadata.update(self._stamp)
+            metadata["trust_tier"] = self.trust_tier
+            record: dict[str, Any] = {
+                "id": node.node_id,
+                "document": node.get_content(metadata_mode=MetadataMode.NONE),
+                "metadata": metadata,
+            }
+            if node.embedding is not None:
+                record["vector"] = node.embedding
+            by_id.pop(node.node_id, None)  # the last copy of an id wins, as in SimpleVectorStore
+            by_id[node.node_id] = record
+        return list(by_id.values())
+
+    def _node(self, match: VectorMatch) -> BaseNode:
+        metadata = dict(match.metadata or {})
+        if "_node_content" in metadata:
+            node = metadata_dict_to_node(metadata, text=match.document)
+        else:  # written by another turnkit surface (ingest, a tool): a plain text node
+            node = TextNode(id_=match.id, text=match.document or "", metadata=metadata)
+        node.metadata = visible_metadata(node.metadata, self._hidden)
+        if "trust_tier" in metadata:
+            node.metadata["trust_tier"] = metadata["trust_tier"]
+        if match.vector is not None:
+            node.embedding = [float(x) for x in match.vector]
+        return node
+
+    def _reading(self, filters: MetadataFilters | None) -> QueryBuilder:
+        builder = self._scoped().select(*_FIELDS)
+        node = to_filter_node(filters)
+        return builder if node is None else builder.where(node)
+
+    def _selections(
+        self, node_ids: Sequence[str] | None, filters: MetadataFilters | None
+    ) -> list[QueryBuilder]:
+        """What ``delete_nodes`` deletes: the given ids (when not None) that match the filters."""
+        builder = self._scoped()
+        node = to_filter_node(filters)
+        if node is not None:
+            builder = builder.where(node)
+        if node_ids is None:
+            return [builder]
+        unique = list(dict.fromkeys(node_ids))
+        return [
+            builder.where_in("id", unique[i : i + MAX_IN_VALUES])
+            for i in range(0, len(unique), MAX_IN_VALUES)
+        ]
+
+    def _search(
+        self, query: VectorStoreQuery, kwargs: Mapping[str, Any]
+    ) -> tuple[QueryBuilder, RetrievalSettings, str | None]:
+        mode = VectorStoreQueryMode(query.mode)
+        words = query.query_str if query.query_str and query.query_str.strip() else None
+        base = self._settings
+        changes: dict[str, Any] = {"top_k": query.similarity_top_k, "diversify": None}
+        if "collapse_duplicates" not in base.model_fields_set:
+            changes["collapse_duplicates"] = False  # a vector store returns every node it matched
+        if mode in _VECTOR_MODES:
+            changes["hybrid"] = None
+            if mode == VectorStoreQueryMode.MMR:
+                lam = query.mmr_threshold if query.mmr_threshold is not None else kwargs.get("mmr_threshold")
+                changes["diversify"] = lam if lam is not None else base.diversify or True
+        elif mode == VectorStoreQueryMode.HYBRID or mode in _TEXT_MODES:
+            if words is None:
+                raise InvalidQueryError(
+                    f"A {mode.value} query needs query_str.",
+                    hint="Pass the question's words as query_str.",
+                    collection=self.collection,
+                )
+            spec = base.hybrid or HybridSpec()
+            if mode == VectorStoreQueryMode.HYBRID:
+                changes["top_k"] = query.hybrid_top_k or query.similarity_top_k
+                changes["hybrid"] = spec if query.alpha is None else replace(spec, alpha=float(query.alpha))
+            else:  # full-text only: BM25 is turnkit's sparse (lexical) search
+                changes["top_k"] = query.sparse_top_k or query.similarity_top_k
+                changes["hybrid"] = replace(spec, alpha=0.0)
+        else:
+            raise InvalidQueryError(
+                f"Query mode {mode.value!r} is not supported by the turnkit vector store.",
+                hint=f"Use one of: {_MODES}.",
+                collection=self.collection,
+            )
+        builder = self._scoped()
+        if query.query_embedding is not None:
+            builder = builder.near_vector(query.query_embedding)
+        elif words is not None:
+            builder = builder.near_text(words)  # encoded by the turnkit store's encoder (or full-text only)
+        else:
+            raise InvalidQueryError(
+                "The query has neither query_embedding nor query_str.",
+                hint="Query through VectorStoreIndex.as_retriever(), or set query_embedding.",
+                collection=self.collection,
+            )
+        node = to_filter_node(query.filters)
+        if node is not None:
+            builder = builder.where(node)
+        # Only a non-empty list restricts: VectorStoreIndex.from_vector_store sends node_ids=[].
+        if query.node_ids:
+            builder = builder.where_in("id", list(query.node_ids))
+        if query.doc_ids:
+            builder = builder.where_in("metadata.ref_doc_id", list(query.doc_ids))
+        return builder, base.merge(**changes), words
+
+    def _result(self, found: Retrieval) -> VectorStoreQueryResult:
+        nodes = [self._node(m) for m in found.matches]
+        return VectorStoreQueryResult(
+            nodes=nodes,
+            similarities=[float(m.score) if m.score is not None else 0.0 for m in found.matches],
+            ids=[m.id for m in found.matches],
+        )
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Upsert the nodes (an id already stored is replaced); returns their ids, in order.
+
+        A node without an embedding has its text encoded by the turnkit store's encoder.
+        """
+        records = self._records(nodes)
+        if records:
+            self._store(self.collection).upsert_sync(records, guard=self._guard)
+        return [n.node_id for n in nodes]
+
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Async form of `add`."""
+        records = self._records(nodes)
+        if records:
+            await self._store(self.collection).upsert(records, guard=self._guard)
+        return [n.node_id for n in nodes]
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node whose source document is ``ref_doc_id``.
+
+        Nodes without a source are stored with LlamaIndex's ``"None"``, so
+        ``delete("None")`` removes them all, as in ``SimpleVectorStore``.
+        """
+        try:
+            self._scoped().where(_ref_doc(ref_doc_id)).delete_sync()
+        except CollectionNotFoundError:
+            pass  # nothing was ever written: nothing to delete
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Async form of `delete`."""
+        try:
+            await self._scoped().where(_ref_doc(ref_doc_id)).delete()
+        except CollectionNotFoundError:
+            pass
+
+    def delete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Delete the nodes in ``node_ids`` (when given) that match ``filters`` (when given); neither: all."""
+        try:
+            for builder in self._selections(node_ids, filters):
+                builder.delete_sync(all=True)
+        except CollectionNotFoundError:
+            pass
+
+    async def adelete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Async form of `delete_nodes`."""
+        try:
+            for builder in self._selections(node_ids, filters):
+                await builder.delete(all=True)
+        except CollectionNotFoundError:
+            pass
+
+    def clear(self) -> None:
+        """Delete every node (inside the guard)."""
+        self.delete_nodes()
+
+    async def aclear(self) -> None:
+        """Async form of `clear`."""
+        await self.adelete_nodes()
+
+    # -- reads ------------------------------------------------------------------------------------
+    def get_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """The nodes in ``node_ids`` (in that order; all when ``None``) that match ``filters``."""
+        try:
+            return [self._node(m) for m in self._reading(filters).get_sync(node_ids)]
+        except CollectionNotFoundError:
+            return []
+
+    async def aget_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """Async form of `get_nodes`."""
+        try:
+            return [self._node(m) for m in await self._reading(filters).get(node_ids)]
+        except CollectionNotFoundError:
+            return []
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The ``similarity_top_k`` nodes nearest the query that match its filters, best first."""
+        builder, settings, words = self._search(query, kwargs)
+        try:
+            return self._result(retrieve_sync(builder, settings, text=words, missing_ok=True))
+        except FilterKeyNotFoundError as exc:
+            return _no_key(exc)
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Async form of `query`."""
+        builder, settings, words = self._search(query, kwargs)
+        try:
+            return self._result(await retrieve(builder, settings, text=words, missing_ok=True))
+        except FilterKeyNotFoundError as exc:
+            return _no_key(exc)
+
+
+def _ref_doc(ref_doc_id: str) -> FilterNode:
+    return condition("metadata.ref_doc_id", "eq", ref_doc_id)
+
+
+def _no_key(exc: FilterKeyNotFoundError) -> VectorStoreQueryResult:
+    # SimpleVectorStore answers a filter on a key no node holds with no nodes; keep the hint in the log.
+    log.info("%s", exc)
+    return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+
+
+def _equalities(guard: FilterNode | None) -> dict[str, Any]:
+    """The top-level ``metadata.<key> == value`` conditions of a guard, as metadata to stamp on writes."""
+    if guard is None:
+        return {}
+    parts = guard.children if isinstance(guard, And) else (guard,)
+    return {
+        c.field.removeprefix("metadata."): c.value
+        for c in parts
+        if isinstance(c, Condition)
+        and c.op == "eq"
+        and c.field.startswith("metadata.")
+        and "." not in c.field[9:]
+    }
