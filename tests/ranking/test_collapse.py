@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import VectorMatch, collapse_duplicates
+from turnkit.batteries.vector import NEAR_COPY, VectorMatch, collapse_duplicates
+from turnkit.batteries.vector.ranking._collapse import _shingles, copy_words
 
 PAGE = (
     "The process object provides information about, and control over, the current Node.js "
@@ -81,3 +82,60 @@ def test_collapse_keeps_order_and_loses_nothing(items) -> None:
             seen.add(words)
     # Collapsing again changes nothing.
     assert [m.id for m in collapse_duplicates(out)] == kept
+
+
+def _reference_collapse(matches: list[VectorMatch], near_copy: float = NEAR_COPY) -> list[tuple[str, list[str]]]:
+    """The collapse rule written plainly: five-word runs as tuples of words, compared as sets."""
+
+    kept: list[tuple[VectorMatch, frozenset[tuple[str, ...]], list[str]]] = []
+    for match in matches:
+        digest = (match.metadata or {}).get("content_hash")
+        grams = _runs(copy_words(match.document) if match.document else [])
+        for other, other_grams, copies in kept:
+            small, large = sorted((grams, other_grams), key=len)
+            near = bool(small) and len(small & large) >= near_copy * len(small)
+            if (digest is not None and digest == (other.metadata or {}).get("content_hash")) or near:
+                copies.append(match.id)
+                break
+        else:
+            kept.append((match, grams, []))
+    return [(m.id, copies) for m, _, copies in kept]
+
+
+_vocab = st.sampled_from("the cat sat on a mat and then ran far away".split())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.lists(_vocab, max_size=24).map(" ".join)),
+            st.one_of(st.none(), st.sampled_from(["h1", "h2"])),
+        ),
+        max_size=10,
+    ),
+    st.sampled_from([NEAR_COPY, 0.25, 1.0]),
+)
+def test_hashed_runs_decide_as_the_plain_rule(items, near_copy) -> None:
+    """The hashed five-word runs give the same kept matches and copies as tuples of words."""
+    matches = [
+        _m(str(i), text, **({} if digest is None else {"content_hash": digest}))
+        for i, (text, digest) in enumerate(items)
+    ]
+    out = collapse_duplicates(matches, near_copy=near_copy)
+    assert [(m.id, [d.id for d in m.duplicates]) for m in out] == _reference_collapse(matches, near_copy)
+
+
+def _runs(words: list[str]) -> frozenset[tuple[str, ...]]:
+    if len(words) < 5:
+        return frozenset([tuple(words)]) if words else frozenset()
+    return frozenset(tuple(words[i : i + 5]) for i in range(len(words) - 4))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_vocab, max_size=30), st.lists(_vocab, max_size=30))
+def test_hashed_runs_count_what_word_tuples_count(a, b) -> None:
+    """No two distinct runs share a hash: the sets and their overlaps have the sizes of the tuple sets."""
+    ha, hb = _shingles(a), _shingles(b)
+    assert (len(ha), len(hb)) == (len(_runs(a)), len(_runs(b)))
+    assert len(ha & hb) == len(_runs(a) & _runs(b))

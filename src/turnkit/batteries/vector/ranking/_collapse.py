@@ -21,7 +21,9 @@ median 0.71 of their five-word runs (10th percentile 0.54), while chunks of
 two different pages reach 0.5 in 0.2% of pairs; the 0.5 bar sits between.
 
 The check is pairwise over the candidate pool only (tens of texts), so it
-needs no index.
+needs no index. Each text's five-word runs are hashed to 64-bit integers in
+one numpy pass: building a Python tuple per run cost more than the search
+itself.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+
+import numpy as np
 
 from turnkit.batteries.vector._matches import VectorMatch
 
@@ -47,13 +51,33 @@ def copy_words(text: str) -> list[str]:
     return _WORD.findall(_LINK_TARGET.sub("]", text).lower())
 
 
-def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
-    if len(words) < _SHINGLE:
-        return frozenset([tuple(words)]) if words else frozenset()
-    return frozenset(tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1))
+# Odd 64-bit multipliers, one per word of a run: a run's hash is sum(word_hash[i] * _MIX[i]) mod 2**64.
+_MIX = np.array(
+    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD],
+    dtype=np.uint64,
+)
+_SHORT = np.uint64(0x94D049BB133111EB)  # marks a text shorter than one run, so it never equals a run
 
 
-def _near(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]], threshold: float) -> bool:
+def _shingles(words: list[str]) -> frozenset[int]:
+    """The text's distinct five-word runs as 64-bit hashes (a text under five words is one run)."""
+    if not words:
+        return frozenset()
+    ids = np.fromiter(map(hash, words), dtype=np.int64, count=len(words)).view(np.uint64)
+    if len(ids) < _SHINGLE:
+        # Array arithmetic wraps silently; numpy scalars would warn on the overflow.
+        parts = np.append(ids * _MIX[: len(ids)], np.full(len(ids), _SHORT, dtype=np.uint64))
+        return frozenset([int(parts.sum(dtype=np.uint64))])
+    runs = len(ids) - _SHINGLE + 1
+    grams = ids[:runs] * _MIX[0]
+    for j in range(1, _SHINGLE):
+        grams += ids[j : j + runs] * _MIX[j]  # wraps modulo 2**64, as intended
+    # Hashing in numpy, comparing as Python sets: a set intersection of a few hundred ints is
+    # cheaper than any numpy call's overhead, and a pool compares each text with every kept one.
+    return frozenset(grams.tolist())
+
+
+def _near(a: frozenset[int], b: frozenset[int], threshold: float) -> bool:
     if not a or not b:
         return False
     small, large = (a, b) if len(a) <= len(b) else (b, a)
@@ -76,7 +100,7 @@ def collapse_duplicates(matches: Sequence[VectorMatch], *, near_copy: float = NE
     """
     kept: list[VectorMatch] = []
     hashes: list[object] = []
-    shingles: list[frozenset[tuple[str, ...]]] = []
+    shingles: list[frozenset[int]] = []
     copies: list[list[VectorMatch]] = []
     for match in matches:
         digest = (match.metadata or {}).get("content_hash")
