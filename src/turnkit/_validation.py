@@ -25,8 +25,11 @@ def describe_validation(exc: ValidationError, model: str) -> tuple[str, str]:
         elif err["type"] == "missing":
             parts.append(f"{loc!r} is required")
         else:
-            msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f"{loc!r}: {msg} (got {short_repr(err.get('input'))})")
+            # A nested turnkit value words its own fields; a check of the whole model has no field.
+            cause = (err.get("ctx") or {}).get("error")
+            detail = getattr(cause, "context", {}).get("detail")
+            msg = detail or f"{err['msg'].removeprefix('Value error, ')} (got {short_repr(err.get('input'))})"
+            parts.append(msg if loc == "<root>" else f"{loc!r}: {msg}")
     return f"Invalid {model}: " + "; ".join(parts) + ".", fields[0] if fields else ""
 
 

@@ -68,7 +68,7 @@ def test_no_command_prints_help_and_is_a_usage_error(run: Run) -> None:
         (["bogus"], "invalid choice: 'bogus'"),
         (["query"], "turnkit query: the following arguments are required: TEXT"),
         (["query", "x", "--top-k", "0"], "expected a positive integer"),
-        (["query", "x", "--min-score", "2"], "expected a number in [0, 1]"),
+        (["query", "x", "--min-score", "2"], "expected a number from 0 to 1"),
         (["ingest", "--nope", "x"], "unrecognized arguments: --nope"),
     ],
 )

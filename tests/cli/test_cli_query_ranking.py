@@ -105,7 +105,7 @@ def test_the_table_names_real_fields_and_the_help_states_the_defaults() -> None:
         (["--no-hybrid", "--fusion", "rrf"], "--fusion needs hybrid search"),
         (["--hybrid", "--no-hybrid"], "not allowed with argument"),
         (["--hybrid", "2"], "expected a number from 0 to 1"),
-        (["--diversify", "-1"], "expected a number in [0, 1]"),
+        (["--diversify", "-1"], "expected a number from 0 to 1"),
         (["--fusion", "max"], "invalid choice"),
         (["--ef", "0"], "expected a positive integer"),
     ],

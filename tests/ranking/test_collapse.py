@@ -84,7 +84,9 @@ def test_collapse_keeps_order_and_loses_nothing(items) -> None:
     assert [m.id for m in collapse_duplicates(out)] == kept
 
 
-def _reference_collapse(matches: list[VectorMatch], near_copy: float = NEAR_COPY) -> list[tuple[str, list[str]]]:
+def _reference_collapse(
+    matches: list[VectorMatch], near_copy: float = NEAR_COPY
+) -> list[tuple[str, list[str]]]:
     """The collapse rule written plainly: five-word runs as tuples of words, compared as sets."""
 
     kept: list[tuple[VectorMatch, frozenset[tuple[str, ...]], list[str]]] = []

@@ -133,11 +133,11 @@ def test_weights_summing_to_one_in_float_are_accepted(a, b) -> None:
 
 
 def test_weights_are_never_merged_with_defaults() -> None:
-    with pytest.raises(InvalidRankingConfigError, match="missing \\['position'\\]"):
-        RerankWeights.coerce({"semantic": 0.5, "vector": 0.5})
-    with pytest.raises(InvalidRankingConfigError, match="unknown"):
+    with pytest.raises(InvalidRankingConfigError, match="missing \\['position'\\]. Weights are never merged"):
+        RerankOptions(weights={"semantic": 0.5, "vector": 0.5})
+    with pytest.raises(InvalidRankingConfigError, match="'weights': 'magnitude' is not a field"):
         RerankOptions(weights={"semantic": 0.4, "vector": 0.4, "position": 0.2, "magnitude": 0})
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidRankingConfigError, match="missing \\['position'\\]"):
         RerankWeights(semantic=0.8, vector=0.2)  # type: ignore[call-arg]
     assert RerankOptions().weights == DEFAULT_RERANK_WEIGHTS
     assert RerankOptions(weights={"semantic": 0.7, "vector": 0.2, "position": 0.1}).weights.semantic == 0.7

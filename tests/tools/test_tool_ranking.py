@@ -81,7 +81,7 @@ def test_rerank_settings_reuse_the_battery_weights_and_never_merge_defaults(kb):
         )
     with pytest.raises(InvalidRankingConfigError):
         RerankWeights(semantic=-0.1, vector=0.9, position=0.2)
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidRankingConfigError, match="missing \\['position'\\]"):
         RerankWeights(semantic=0.5, vector=0.5)  # type: ignore[call-arg]
     # Mastra's reranker, per request: each bad value is a configuration error, never a crash.
     judge = judge_liking("Oslo")

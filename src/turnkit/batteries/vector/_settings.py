@@ -40,7 +40,6 @@ _NODE_TYPES = (Condition, And, Or, Not, Raw)
 _SELECT = ("id", "document", "metadata")
 _DIVERSIFY_KEYS = ("lambda_mult", "fetch_k")
 _LOCAL_SCORERS = ("auto", "encoder", "minilm")
-_RERANK_KEYS = ("weights", "top_k", "pool_factor", "max_pool", "on_error")
 
 
 def to_filter_node(spec: Any, *, option: str = "filter") -> FilterNode | None:
@@ -186,17 +185,14 @@ class RetrievalSettings(BaseModel):
 
     @field_validator("rerank", mode="before")
     @classmethod
-    def _rerank(cls, value: Any) -> RerankOptions | None:
+    def _rerank(cls, value: Any) -> RerankOptions | Mapping[str, Any] | None:
         if value is None or value is False or isinstance(value, RerankOptions):
             return value or None
         if value is True:
             return RerankOptions()
         if not isinstance(value, Mapping):
             raise ValueError(f"must be true, a dict or RerankOptions, got {type(value).__name__}")
-        unknown = sorted(map(str, set(value) - set(_RERANK_KEYS)))
-        if unknown:
-            raise ValueError(f"unknown keys {unknown}; use {', '.join(_RERANK_KEYS)}")
-        return RerankOptions(**value)
+        return value  # pydantic validates the dict into RerankOptions
 
     @field_validator("rerank_model")
     @classmethod
@@ -325,7 +321,7 @@ _HINTS: dict[str, str] = {
 
 
 def _with_top_k(options: RerankOptions, top_k: int) -> RerankOptions:
-    return replace(options, top_k=min(top_k, 1000))
+    return options.model_copy(update={"top_k": min(top_k, 1000)})
 
 
 _DEFAULT = RetrievalSettings()

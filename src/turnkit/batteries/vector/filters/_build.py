@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final, assert_never
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
+    UnknownFieldError,
+    UnsupportedFilterOperatorError,
 )
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Op, Or, Raw
 from turnkit.batteries.vector.filters._fields import (
@@ -275,6 +277,18 @@ def _check_node(node: Any) -> FilterNode:
             hint="Build nodes with condition(), and_(), or_(), not_() or parse_mongo().",
         )
     return node
+
+
+def located(build: Callable[[], FilterNode], where: str, **context: Any) -> FilterNode:
+    """Run ``build``; a filter error it raises is prefixed with ``where`` and carries ``context``."""
+    try:
+        return build()
+    except (InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError) as exc:
+        exc.message = f"{where}: {exc.message}"
+        exc.args = (exc.message,)
+        for key, value in context.items():
+            exc.context.setdefault(key, value)
+        raise
 
 
 def and_(*nodes: FilterNode) -> FilterNode:

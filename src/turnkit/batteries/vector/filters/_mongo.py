@@ -19,6 +19,7 @@ from turnkit.batteries.vector.filters._build import (
     _describe,
     and_,
     condition,
+    located,
     not_,
     or_,
 )
@@ -183,13 +184,7 @@ def _short(where: str) -> str:
 
 def _at(where: str, build: Callable[[], FilterNode]) -> FilterNode:
     """Run ``build`` and prefix any filter error with the location in the dict."""
-    try:
-        return build()
-    except (InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError) as exc:
-        exc.message = f"At {_short(where)}: {exc.message}"
-        exc.args = (exc.message,)
-        exc.context.setdefault("location", where)
-        raise
+    return located(build, f"At {_short(where)}", location=where)
 
 
 def parse_mongo(

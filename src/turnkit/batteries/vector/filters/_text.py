@@ -32,10 +32,9 @@ from typing import Any, Final
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
-    UnknownFieldError,
-    UnsupportedFilterOperatorError,
 )
 from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
+from turnkit.batteries.vector.filters._build import located
 from turnkit.batteries.vector.filters._core import and_, condition, not_, or_
 from turnkit.batteries.vector.filters._fields import with_prefix
 
@@ -380,13 +379,7 @@ def _show(token: _Token) -> str:
 
 def _build(col: int, build: Callable[[], FilterNode]) -> FilterNode:
     """Build a condition, pointing any error at the predicate's column."""
-    try:
-        return build()
-    except (InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError) as exc:
-        exc.message = f"At column {col} of the filter expression: {exc.message}"
-        exc.args = (exc.message,)
-        exc.context.setdefault("position", col)
-        raise
+    return located(build, f"At column {col} of the filter expression", position=col)
 
 
 def parse_filter_expression(

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from turnkit._validation import describe_validation
 from turnkit.batteries.vector._errors import InvalidRankingConfigError
 from turnkit.batteries.vector._matches import VectorMatch
-
-if TYPE_CHECKING:
-    pass
 
 _WEIGHT_KEYS = ("semantic", "vector", "position")
 
@@ -33,8 +32,35 @@ def _bad(detail: str, **context: Any) -> InvalidRankingConfigError:
     return InvalidRankingConfigError(detail, **context)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RerankWeights:
+def _int_in(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _bad(f"{name} must be an integer in [{low}, {high}], got {value!r}.", field=name)
+    return value
+
+
+class _InvalidRankingValue(InvalidRankingConfigError, ValueError):
+    # Also a ValueError: inside a parent model's validation pydantic then names the parent's field.
+    pass
+
+
+class RankingOptions(BaseModel):
+    """A frozen, strictly validated ranking value whose bad input raises `InvalidRankingConfigError`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            message, field = describe_validation(exc, type(self).__name__)
+            detail = message.removeprefix(f"Invalid {type(self).__name__}: ").removesuffix(".")
+            raise _InvalidRankingValue(message, field=field, detail=detail) from None
+
+
+_Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class RerankWeights(RankingOptions):
     """The blend of the three signals: all three are required and must sum to 1.
 
     There are no per-field defaults on purpose: ``{semantic: 0.5, vector: 0.5}``
@@ -47,64 +73,45 @@ class RerankWeights:
         position: Weight of the retrieval rank (``1 - i/n``).
 
     Raises:
-        InvalidRankingConfigError: a weight is outside [0, 1] or they do not sum to 1.
+        InvalidRankingConfigError: a weight is missing, outside [0, 1], or they do not sum to 1.
     """
 
-    semantic: float
-    vector: float
-    position: float
+    semantic: _Weight
+    vector: _Weight
+    position: _Weight
 
-    def __post_init__(self) -> None:
-        for name in _WEIGHT_KEYS:
-            value = getattr(self, name)
-            if not _number(value) or not 0.0 <= value <= 1.0:
-                raise _bad(f"Rerank weight {name} must be a number in [0, 1], got {value!r}.", field=name)
+    @model_validator(mode="before")
+    @classmethod
+    def _all_three(cls, data: Any) -> Any:
+        missing = [k for k in _WEIGHT_KEYS if k not in data] if isinstance(data, dict) else []
+        if missing:
+            raise ValueError(
+                f"rerank weights need exactly semantic, vector and position; missing {missing}. "
+                "Weights are never merged with the defaults"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> RerankWeights:
         total = self.semantic + self.vector + self.position
         # A tolerance, not float equality: 0.7 + 0.2 + 0.1 is 0.9999999999999999.
         if not math.isclose(total, 1.0, rel_tol=0.0, abs_tol=1e-9):
-            raise _bad(
-                f"Rerank weights sum to {total:g} (semantic {self.semantic:g} + vector {self.vector:g} "
-                f"+ position {self.position:g}); they must sum to 1.",
-                field="weights",
+            raise ValueError(
+                f"the weights sum to {total:g} (semantic {self.semantic:g} + vector {self.vector:g} "
+                f"+ position {self.position:g}); they must sum to 1 and are never merged with the defaults"
             )
-
-    @classmethod
-    def coerce(cls, value: RerankWeights | Mapping[str, Any]) -> RerankWeights:
-        """Accept `RerankWeights` or a mapping with exactly ``semantic``, ``vector`` and ``position``."""
-        if isinstance(value, RerankWeights):
-            return value
-        if not isinstance(value, Mapping):
-            raise _bad(f"Rerank weights must be RerankWeights or a dict, got {type(value).__name__}.")
-        keys = set(value)
-        if keys != set(_WEIGHT_KEYS):
-            missing = sorted(set(_WEIGHT_KEYS) - keys)
-            unknown = sorted(map(str, keys - set(_WEIGHT_KEYS)))
-            raise _bad(
-                "Rerank weights need exactly semantic, vector and position"
-                + (f"; missing {missing}" if missing else "")
-                + (f"; unknown {unknown}" if unknown else "")
-                + ". Weights are never merged with the defaults.",
-                field="weights",
-            )
-        return cls(semantic=value["semantic"], vector=value["vector"], position=value["position"])
+        return self
 
 
 DEFAULT_RERANK_WEIGHTS = RerankWeights(semantic=0.4, vector=0.4, position=0.2)
 """Semantic 0.4, vector 0.4, position 0.2 (Mastra's defaults)."""
 
 
-def _int_in(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _bad(f"{name} must be an integer in [{low}, {high}], got {value!r}.", field=name)
-    return value
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RerankOptions:
+class RerankOptions(RankingOptions):
     """How `rerank` and `rerank_search` work.
 
     Attributes:
-        weights: The blend (default `DEFAULT_RERANK_WEIGHTS`).
+        weights: The blend (default `DEFAULT_RERANK_WEIGHTS`); a dict of all three weights is taken.
         top_k: Matches kept after reranking.
         pool_factor: `rerank_search` fetches ``top_k × pool_factor`` candidates
             (at most ``max_pool``) before reordering; reranking only what the
@@ -118,21 +125,10 @@ class RerankOptions:
     """
 
     weights: RerankWeights = DEFAULT_RERANK_WEIGHTS
-    top_k: int = 3
-    pool_factor: int = 4
-    max_pool: int = 100
+    top_k: int = Field(default=3, ge=1, le=1000)
+    pool_factor: int = Field(default=4, ge=1, le=100)
+    max_pool: int = Field(default=100, ge=1, le=10_000)
     on_error: Literal["raise", "fallback"] = "raise"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.weights, Mapping):
-            object.__setattr__(self, "weights", RerankWeights.coerce(self.weights))
-        elif not isinstance(self.weights, RerankWeights):
-            raise _bad(f"weights must be RerankWeights or a dict, got {type(self.weights).__name__}.")
-        _int_in(self.top_k, "top_k", 1, 1000)
-        _int_in(self.pool_factor, "pool_factor", 1, 100)
-        _int_in(self.max_pool, "max_pool", 1, 10_000)
-        if self.on_error not in ("raise", "fallback"):
-            raise _bad(f"on_error must be 'raise' or 'fallback', got {self.on_error!r}.", field="on_error")
 
     def pool(self, top_k: int | None = None) -> int:
         """Candidates to fetch for ``top_k`` (default: this config's) results."""
