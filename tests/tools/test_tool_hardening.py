@@ -237,7 +237,11 @@ def test_relevant_context_round_trips_any_chunk_text(texts):
     vs("kb").upsert_sync([{"id": f"r{i}", "document": t} for i, t in enumerate(texts)])
     result = run(create_vector_query_tool(store=vs, collection="kb"), {"query_text": "x", "top_k": 10})
     decoded = json.loads(result.to_json())
-    assert sorted(decoded["relevant_context"]) == sorted(texts)
+    # Each entry is exactly its chunk's text; a text the default collapsed as a copy is named on its source.
+    assert decoded["relevant_context"] == [texts[int(s["id"][1:])] for s in decoded["sources"]]
+    shown = [s["id"] for s in decoded["sources"]]
+    shown += [d["id"] for s in decoded["sources"] for d in s.get("duplicates", [])]
+    assert sorted(shown) == sorted(f"r{i}" for i in range(len(texts)))
 
 
 def test_query_text_length_is_capped(kb):
