@@ -247,6 +247,10 @@ async def test_blank_query_finds_nothing_and_a_collection_without_memories_is_em
     assert (await ours.search_memory(app_name="app", user_id="u1", query="tea")).memories == []
     await ours.store(ours.collection).upsert([{"id": "doc", "document": "tea leaves"}])  # no scope keys
     assert (await ours.search_memory(app_name="app", user_id="u1", query="tea")).memories == []
+    await ours.add_session_to_memory(session([event(TEA, event_id="doc")]))
+    assert [m.id for m in (await ours.search_memory(app_name="app", user_id="u1", query="tea")).memories] == [
+        "doc"
+    ]
     await ours.add_session_to_memory(session([event(TEA)]))
     assert (await ours.search_memory(app_name="app", user_id="u1", query="  ")).memories == []
 
@@ -312,5 +316,67 @@ def test_content_round_trips_through_the_store(texts: list[str], author: str) ->
         await _SHARED.add_session_to_memory(stored)
         (got,) = (await _SHARED.search_memory(app_name="app", user_id=user, query=texts[0])).memories
         assert got.content.parts == parts and got.author == author
+
+    anyio.run(check)
+
+
+# Which events each user holds, after any sequence of writes and deletes, is the reference's. Each
+# event belongs to one session, as ADK's event ids do; every text holds "common", so a search for it
+# matches every stored event in the reference, and top_k=10 (no copies collapsed) returns them all.
+_SESSION_OF = {i: f"s{i // 3}" for i in range(6)}
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("session"),
+            st.sampled_from(["u0", "u1"]),
+            st.sampled_from(["s0", "s1"]),
+            st.sets(st.integers(0, 5)),
+        ),
+        st.tuples(
+            st.just("events"),
+            st.sampled_from(["u0", "u1"]),
+            st.sampled_from(["s0", "s1"]),
+            st.sets(st.integers(0, 5)),
+        ),
+        st.tuples(st.just("delete"), st.sampled_from(["u0", "u1"]), st.integers(0, 6)),
+    ),
+    min_size=1,
+    max_size=6,
+)
+_DIFFERENTIAL = _service(fence=False, settings={"top_k": 10, "collapse_duplicates": False})
+_APPS = iter(range(1_000_000))
+
+
+@settings(max_examples=15, deadline=None)
+@given(ops=_OPS)
+def test_what_each_user_holds_matches_the_reference(ops: list[tuple[Any, ...]]) -> None:
+    import anyio
+
+    app = f"app-{next(_APPS)}"  # each example in scopes of its own
+    reference = InMemoryMemoryService()
+
+    def events(session_id: str, picked: set[int]) -> list[Any]:
+        chosen = sorted(i for i in picked if _SESSION_OF[i] == session_id)
+        return [event(f"common word{i}", event_id=f"e{i}", timestamp=1e9 + i) for i in chosen]
+
+    async def check() -> None:
+        for service in (_DIFFERENTIAL, reference):
+            for op in ops:
+                if op[0] == "session":
+                    _, user, sid, picked = op
+                    await service.add_session_to_memory(
+                        session(events(sid, picked), app_name=app, user_id=user, session_id=sid)
+                    )
+                elif op[0] == "events":
+                    _, user, sid, picked = op
+                    await service.add_events_to_memory(
+                        app_name=app, user_id=user, events=events(sid, picked), session_id=sid
+                    )
+                else:
+                    await service.delete_memory(app_name=app, user_id=op[1], memory_id=f"e{op[2]}")
+        for user in ("u0", "u1"):
+            want = await reference.search_memory(app_name=app, user_id=user, query="common")
+            got = await _DIFFERENTIAL.search_memory(app_name=app, user_id=user, query="common")
+            assert sorted(m.id for m in got.memories) == sorted(m.id for m in want.memories), (user, ops)
 
     anyio.run(check)
