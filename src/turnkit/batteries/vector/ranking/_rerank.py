@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnkit._aio import run_sync
+from turnkit._aio import sync_form
 from turnkit.batteries.vector._errors import RerankFailedError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.ranking._judge import LLMJudge, _valid, parse_judge_scores
@@ -173,16 +173,7 @@ async def rerank(
     return [out[i] for i in order[: opts.top_k]]
 
 
-def rerank_sync(
-    query: str,
-    matches: Sequence[VectorMatch],
-    options: RerankOptions | None = None,
-    *,
-    model: ChatModel | None = None,
-    scorer: RelevanceScorer | None = None,
-) -> list[RerankedMatch]:
-    """Sync form of `rerank` (also works inside a running event loop)."""
-    return run_sync(rerank(query, matches, options, model=model, scorer=scorer))
+rerank_sync = sync_form(rerank)
 
 
 async def rerank_search(
