@@ -30,7 +30,7 @@ from ._errors import (
     TurnkitError,
 )
 from ._messages import Message
-from ._retrievable import Retrievable, RetrievableSet, as_retrievable
+from ._retrievable import Retrievable, RetrievableSet, TrustTier, as_retrievable, trust_rank
 
 __all__ = [
     "DeleteRetrievableCallback",
@@ -156,9 +156,11 @@ class TurnContext:
         conversation_id: str = "default",
         system_prompt: str = "",
         loop: asyncio.AbstractEventLoop | None = None,
+        write_tier: TrustTier | None = None,
     ) -> None:
         self._callbacks = callbacks
         self._loop = loop
+        self._write_tier = write_tier
         self._turn_messages: list[Message] = []
         self._aborted = False
         self._abort_reason: str | None = None
@@ -177,6 +179,26 @@ class TurnContext:
         )
 
     # -- turn state ---------------------------------------------------------------
+
+    @property
+    def write_tier(self) -> TrustTier | None:
+        """The most trusted tier a record written through this context keeps.
+
+        A turn's context has the config's ``turn_write_tier``: what a turn
+        writes comes from the conversation (the user's or the model's text),
+        so `store_retrievable` and `mutate_retrievable` store a more trusted
+        record at this tier, and the turn renders it so. ``None`` (a context
+        from `TurnRunner.new_context`, an operator's own writes): records keep
+        their tier.
+        """
+        return self._write_tier
+
+    def capped(self, retrievable: Retrievable) -> Retrievable:
+        """``retrievable`` at no more than `write_tier` (the record itself when it is within it)."""
+        cap = self._write_tier
+        if cap is None or trust_rank(retrievable.trust_tier) >= trust_rank(cap):
+            return retrievable
+        return retrievable.replace(trust_tier=cap)
 
     @property
     def turn_messages(self) -> tuple[Message, ...]:
@@ -264,16 +286,21 @@ class TurnContext:
     async def store_retrievable(self, retrievable: Retrievable) -> None:
         """Persist a record through the ``store_retrievable`` callback, and add it to this turn.
 
+        Inside a turn the record is stored and rendered at no more than
+        `write_tier` (``TurnRunnerConfig.turn_write_tier``).
+
         Raises:
             CallbackNotConfiguredError: the runner has no ``store_retrievable``.
             TrustTierRequiredError: ``retrievable`` has no trust tier.
         """
-        r = as_retrievable(retrievable, where="The record to store")
+        r = self.capped(as_retrievable(retrievable, where="The record to store"))
         await invoke(self._require("store_retrievable"), self, r)
         self.turn_retrievables.add(r)
 
     async def mutate_retrievable(self, retrievable: Retrievable) -> None:
         """Update a record through ``mutate_retrievable``; replace it in this turn, in place.
+
+        Inside a turn the record is stored at no more than `write_tier`, as in `store_retrievable`.
 
         A record this turn does not hold is updated in storage only.
 
@@ -281,7 +308,7 @@ class TurnContext:
             CallbackNotConfiguredError: the runner has no ``mutate_retrievable``.
             TrustTierRequiredError: ``retrievable`` has no trust tier.
         """
-        r = as_retrievable(retrievable, where="The record to mutate")
+        r = self.capped(as_retrievable(retrievable, where="The record to mutate"))
         await invoke(self._require("mutate_retrievable"), self, r)
         self.turn_retrievables.replace(r)
 

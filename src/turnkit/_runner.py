@@ -153,6 +153,7 @@ class TurnRunner:
             conversation_id=conversation_id,
             system_prompt=cfg.system_prompt,
             loop=asyncio.get_running_loop(),
+            write_tier=cfg.turn_write_tier,
         )
         turn = _Turn(ctx, cfg.on_event)
         try:

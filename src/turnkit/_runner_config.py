@@ -15,10 +15,11 @@ from ._context import (
     StoreMessageCallback,
     StoreRetrievableCallback,
 )
-from ._errors import InvalidTurnRunnerConfigError
+from ._errors import InvalidTurnRunnerConfigError, TurnkitError
 from ._models import ChatModel
 from ._pipeline import Middleware, fetch_retrievables_stage
 from ._prompt import SAFETY_DIRECTIVE, UntrustedPlacement
+from ._retrievable import TrustTier, validate_trust_tier
 from ._tokens import DEFAULT_ENCODING, EncodingName
 from ._turn import TurnEvent
 
@@ -92,6 +93,13 @@ class TurnRunnerConfig:
             message. The token budget counts both messages either way.
         on_event: Called with each `TurnEvent` (sync inline, or awaited);
             keep it quick.
+        turn_write_tier: The most trusted tier of a record written during a
+            turn (``ctx.store_retrievable`` / ``ctx.mutate_retrievable`` in
+            middleware): such a record comes from the conversation, what the
+            user or the model wrote, so a more trusted one is stored and
+            rendered at this tier. ``"third-party"`` by default; declare
+            ``"first-party"`` only for writes you vet. Writes through
+            `TurnRunner.new_context` keep their own tier.
 
     Raises:
         InvalidTurnRunnerConfigError: a field has the wrong type or shape; the
@@ -114,6 +122,7 @@ class TurnRunnerConfig:
     safety_directive: str = SAFETY_DIRECTIVE
     untrusted_placement: UntrustedPlacement = "user"
     on_event: Callable[[TurnEvent], object] | None = None
+    turn_write_tier: TrustTier = "third-party"
 
     def __post_init__(self) -> None:
         complete = getattr(self.model, "complete", None)
@@ -179,3 +188,11 @@ class TurnRunnerConfig:
                 field="untrusted_placement",
             )
         _check_callable("on_event", self.on_event, 1, "a callable (event)")
+        try:
+            validate_trust_tier(self.turn_write_tier)
+        except TurnkitError as exc:
+            raise InvalidTurnRunnerConfigError(
+                f"TurnRunnerConfig.turn_write_tier: {exc.message}",
+                hint="Declare the tier of what turns write: 'third-party' (default) or 'first-party'.",
+                field="turn_write_tier",
+            ) from None

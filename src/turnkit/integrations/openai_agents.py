@@ -1,20 +1,26 @@
-"""OpenAI Agents SDK adapter: the vector query tool as a ``FunctionTool``.
+"""OpenAI Agents SDK adapter: the vector query tool as a ``FunctionTool``, and a ``Session``.
 
 Needs ``turnkit[openai-agents]`` (``openai-agents``). See docs/integrations/openai-agents.md.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from agents import FunctionTool
+from agents.items import TResponseInputItem
+from agents.memory import SessionSettings
 from agents.tool_context import ToolContext
 
+from .._errors import InvalidMessageError, InvalidTurnContextError
+from .._messages import Message, MessageRole
+from ..batteries.vector import VectorMessageStore
 from ..tools import VectorQueryTool
 from ._common import GuardFilter, TierRule, ToolBridge
 
-__all__ = ["vector_query_function_tool"]
+__all__ = ["TurnkitSession", "vector_query_function_tool"]
 
 ContextT = TypeVar("ContextT")
 
@@ -65,3 +71,124 @@ def vector_query_function_tool(
         on_invoke_tool=invoke,
         strict_json_schema=False,
     )
+
+
+_ITEM_KEY = "openai_item"  # the Message metadata key holding the item, stored whole
+
+
+class TurnkitSession:
+    """An Agents SDK ``Session`` over a turnkit `VectorMessageStore`: history that outlives the process.
+
+    It behaves as the SDK's ``SQLiteSession`` does: ``get_items(limit)``
+    returns the latest ``limit`` items oldest first (``None`` falls back to
+    ``session_settings.limit``, then all; ``0`` gives ``[]``; a negative limit
+    gives all), ``add_items`` appends in one commit, ``pop_item`` removes and
+    returns the newest item, ``clear_session`` removes this session's items
+    only. Items are stored whole and come back equal. Several processes and
+    replicas may share one session: order is the store's per-conversation
+    sequence (see docs/message-store.md).
+
+    The session id is the history's ``conversation_id``; each item is a
+    turnkit `Message` (its text encoded, for recall) carrying the item in its
+    metadata, so a `TurnRunner` over the same history reads the conversation too.
+
+    Args:
+        session_id: The conversation to keep.
+        history: From `turnkit.batteries.vector.create_vector_message_store`;
+            with tenants, ``history.for_tenant(tenant)``.
+        session_settings: The SDK's ``SessionSettings`` (its ``limit``).
+
+    Raises:
+        InvalidTurnContextError: ``session_id`` is not a non-empty string.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        history: VectorMessageStore,
+        *,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidTurnContextError(
+                f"session_id must be a non-empty string, got {session_id!r}.", field="session_id"
+            )
+        if not isinstance(history, VectorMessageStore):
+            raise InvalidTurnContextError(
+                f"history must be a VectorMessageStore, got {type(history).__name__}.",
+                hint="Pass what create_vector_message_store(...) returned (or its .for_tenant(...)).",
+                field="history",
+            )
+        self.session_id = session_id
+        self.history = history
+        self.session_settings = session_settings
+
+    def __repr__(self) -> str:
+        return f"TurnkitSession(session_id={self.session_id!r}, collection={self.history.collection!r})"
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The latest ``limit`` items, oldest first (see the class for ``None``, 0 and negatives)."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        if limit is not None and limit < 0:
+            limit = None  # as SQLite's LIMIT -1: everything
+        messages = await self.history.messages(self.session_id, limit=limit)
+        return [_item_of(m) for m in messages]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` in order, in one commit (nothing for an empty list).
+
+        Raises:
+            InvalidMessageError: an item is not a JSON object.
+        """
+        if not items:
+            return
+        await self.history.append(self.session_id, [_message_of(item, i) for i, item in enumerate(items)])
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item (``None`` when the session is empty)."""
+        message = await self.history.pop(self.session_id)
+        return None if message is None else _item_of(message)
+
+    async def clear_session(self) -> None:
+        """Remove every item of this session."""
+        await self.history.clear(self.session_id)
+
+
+def _message_of(item: TResponseInputItem, index: int) -> Message:
+    if not isinstance(item, Mapping):
+        raise InvalidMessageError(
+            f"Session item {index} is a {type(item).__name__}; items are JSON objects (dicts).",
+            field="items",
+        )
+    role = item.get("role")
+    mapped: MessageRole = (
+        "system" if role == "developer" else role if role in ("user", "assistant", "system") else "assistant"
+    )
+    return Message(role=mapped, content=_text_of(item), metadata={_ITEM_KEY: dict(item)})
+
+
+def _item_of(message: Message) -> TResponseInputItem:
+    item = message.metadata.get(_ITEM_KEY)
+    if isinstance(item, dict):
+        return cast(TResponseInputItem, item)
+    # A message a TurnRunner stored in the same conversation: the SDK's easy input message shape.
+    return cast(TResponseInputItem, {"role": message.role, "content": message.content})
+
+
+def _text_of(item: Mapping[str, Any]) -> str:
+    """What recall searches for an item: its text, a call's name and arguments, a tool's output."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    kind = item.get("type")
+    if kind == "function_call":
+        return f"{item.get('name')}({item.get('arguments')})"
+    if kind == "function_call_output":
+        output = item.get("output")
+        return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return f"[{kind or 'item'}]"

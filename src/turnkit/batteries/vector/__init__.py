@@ -57,6 +57,12 @@ if typing.TYPE_CHECKING:
         VectorRetrievableGlue,
         create_vector_retrievable_callbacks,
     )
+    from turnkit.batteries.vector._history import (
+        RecallScope,
+        TenantRule,
+        VectorMessageStore,
+        create_vector_message_store,
+    )
     from turnkit.batteries.vector._matches import VectorMatch, VectorRecord
     from turnkit.batteries.vector._retrieve import Retrieval, retrieve, retrieve_sync
     from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
@@ -211,6 +217,7 @@ __all__ = [
     "QuerySpec",
     "Raw",
     "RawBindingMismatchError",
+    "RecallScope",
     "RecordNotFoundError",
     "RelevanceScorer",
     "RerankFailedError",
@@ -226,12 +233,14 @@ __all__ = [
     "SentenceTransformerEncoder",
     "SettingsInput",
     "StoreOperationFailedError",
+    "TenantRule",
     "UnknownFieldError",
     "UnsafeDeleteError",
     "UnsupportedFilterOperatorError",
     "UpsertFailedError",
     "UpsertResult",
     "VectorMatch",
+    "VectorMessageStore",
     "VectorRecord",
     "VectorRetrievableCallbacks",
     "VectorRetrievableGlue",
@@ -247,6 +256,7 @@ __all__ = [
     "commit_fragments",
     "commit_fragments_sync",
     "condition",
+    "create_vector_message_store",
     "create_vector_retrievable_callbacks",
     "create_vector_store",
     "diversify",

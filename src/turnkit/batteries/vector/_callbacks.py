@@ -369,11 +369,16 @@ class VectorRetrievableGlue:
     async def store_retrievable(self, ctx: TurnContext, retrievable: Retrievable) -> None:
         """Upsert the record's text and metadata; the store encodes the text.
 
+        A turn's context stores it at no more than ``ctx.write_tier``: what a
+        turn writes is never stored first-party unless the deployer declared so.
+
         Raises:
             EncoderRequiredError: the store has no encoder.
             ReservedMetadataKeyError: see `to_record`.
         """
         r = as_retrievable(retrievable, where="The record to store")
+        if isinstance(ctx, TurnContext):  # also when the callback is called directly with a turn's context
+            r = ctx.capped(r)
         record = await call_maybe_async(self.to_record, r)
         await self.store(self.collection).upsert([record])
 

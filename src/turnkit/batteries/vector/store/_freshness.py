@@ -67,14 +67,16 @@ async def mark_opened(store: VectorStore, coll: _Collection, table: Any, opened_
     coll.checked_at = opened_at
 
 
-async def look(store: VectorStore, coll: _Collection) -> bool:
+async def look(store: VectorStore, coll: _Collection, *, force: bool = False) -> bool:
     """Look for other processes' commits to ``coll`` if one is due; whether the handle changed.
 
     Changed: it moves to newer commits on its next read, or it is dead (the
     table was dropped or replaced) and the next read reopens the collection.
+    ``force`` looks whatever ``read_consistency_interval`` says: a read that
+    must see every commit so far (a conversation's history) asks for it.
     """
     async with coll.checking:
-        if not check_due(store, coll):  # another read looked while this one waited
+        if not force and not check_due(store, coll):  # another read looked while this one waited
             return False
         started = time.monotonic()
         conn = await store._connection()

@@ -215,6 +215,23 @@ class VectorStore:
                     coll.seen_version = target
         return coll
 
+    async def _catch_up(self, name: str) -> None:
+        """Move to other processes' latest commits to ``name`` now, whatever ``read_consistency_interval`` is.
+
+        One look (a table open) on turnkit's loop; the next read of the
+        collection reads its latest version. A missing collection is left to
+        that read.
+        """
+
+        async def catch_up() -> None:
+            try:
+                coll = await self._collection(name)
+            except CollectionNotFoundError:
+                return
+            await _freshness.look(self, coll, force=True)
+
+        await on_loop(catch_up())
+
     async def _refresh_fields(self, coll: _Collection) -> dict[str, FieldType]:
         # A stale set only slows filters (they read the JSON); writes call this on the version they land on.
         with translate_errors("open", coll.name):
