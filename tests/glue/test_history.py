@@ -104,7 +104,7 @@ def test_messages_round_trip_in_order_per_conversation(
     assert history.messages_sync(a) == first
     assert history.messages_sync(b) == second
     for limit in (0, 2):
-        assert history.messages_sync(a, limit=limit) == (first[len(first) - limit :] if limit else [])
+        assert history.messages_sync(a, limit=limit) == (first[max(0, len(first) - limit) :] if limit else [])
 
 
 def _ctx(runner: TurnRunner, conversation_id: str = "default") -> TurnContext:

@@ -64,7 +64,7 @@ def _outputs(result: Any) -> list[str]:
 
 
 def test_all_lists_the_public_names() -> None:
-    assert adapter.__all__ == ["vector_query_function_tool"]
+    assert adapter.__all__ == ["TurnkitSession", "vector_query_function_tool"]
 
 
 @pytest.mark.anyio

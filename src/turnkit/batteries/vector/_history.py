@@ -369,7 +369,7 @@ class VectorMessageStore(Mapping[str, Any]):
             key = (tenant, conversation_id)
             self._tails[key] = max(self._tails.get(key, -1), rows[-1].seq)
         if keep is not None:
-            rows = rows[len(rows) - keep :] if keep > 0 else []
+            rows = rows[max(0, len(rows) - keep) :] if keep > 0 else []
         return rows
 
     def _ordered(self, matches: list[VectorMatch]) -> list[_Row]:
