@@ -358,7 +358,8 @@ class VectorMessageStore(Mapping[str, Any]):
 
     async def _read(self, query: QueryBuilder) -> list[VectorMatch]:
         try:
-            return await query.get()
+            # On turnkit's loop: the page iterator must not outlive a caller's loop (Runner.run_sync's).
+            return await on_loop(query.get())
         except (CollectionNotFoundError, FilterKeyNotFoundError):
             return []
 
