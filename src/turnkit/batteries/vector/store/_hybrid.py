@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from turnkit._aio import finish_before_exit
 from turnkit.batteries.vector.ranking._rerank import min_max_scaled
+from turnkit.batteries.vector.store._common import log
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
     from turnkit.batteries.vector.filters._ast import FilterNode
     from turnkit.batteries.vector.query._spec import QuerySpec
     from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
     from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = [
@@ -206,27 +209,11 @@ def full_text_query(text: str, positions: bool) -> Any:
     splits it, or quoted text) is one more optional clause, so a document
     holding it in order scores the phrase's BM25 on top of its words'.
     """
-    from lancedb.query import (  # noqa: TID251 - inside the battery, lazily
-        BooleanQuery,
-        FullTextOperator,
-        MatchQuery,
-        Occur,
-        PhraseQuery,
-    )
+    from lancedb.query import BooleanQuery, Occur, PhraseQuery  # noqa: TID251 - inside the battery, lazily
 
     from turnkit.batteries.vector.ranking._phrases import query_phrases
 
-    # Every field is spelled out: LanceDB's stubs declare the defaults as required.
-    words = MatchQuery(
-        text,
-        "document",
-        boost=1.0,
-        fuzziness=0,
-        max_expansions=50,
-        operator=FullTextOperator.OR,
-        prefix_length=0,
-        document_granularity=None,
-    )
+    words = _match_query(text)
     phrases = query_phrases(text) if positions else []
     if not phrases:
         return words
@@ -378,6 +365,199 @@ async def ensure_fts_index(coll: _Collection) -> None:
         coll.fts_ready = True
 
 
+def _lexical_index(store: VectorStore, coll: _Collection, snapshot: Any) -> LexicalIndex | None:
+    """The snapshot's posting lists once built and checked, else ``None`` (LanceDB answers meanwhile).
+
+    The first hybrid search of a cached version starts building them off the
+    search's path (about 2.5 s for 10,000 rows of 100 to 300 words); searches
+    use them once built and checked (`_build_lexical`).
+    """
+    from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
+
+    found = snapshot.lexical
+    if isinstance(found, LexicalIndex):
+        return found
+    if found is None:
+        task = asyncio.ensure_future(_build_lexical(store, coll, snapshot))
+        snapshot.lexical = task
+        finish_before_exit(task)
+    return None
+
+
+async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -> None:
+    """Build ``snapshot.lexical``, or set it to ``False`` when LanceDB must score this version.
+
+    The index must have the options `ensure_fts_index` gives it and cover
+    every row (`_memory_bm25.py` says why); LanceDB must confirm the
+    tokenizer's role for each combining mark and each guessed ASCII folding;
+    and one LanceDB query (the most common word, every match) must come back
+    with the same ids and scores, which catches rows deleted since the index
+    was built (LanceDB still counts them).
+    """
+    from turnkit.batteries.vector.store._memory_bm25 import (
+        LexicalIndex,
+        details_match,
+        learn_marks,
+        marks_to_learn,
+    )
+
+    index: LexicalIndex | None = None
+    try:
+        config = store._memory.config
+        indices = await coll.table.list_indices()
+        found = [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
+        details = dict(getattr(found[0], "index_details", None) or {}) if len(found) == 1 else {}
+        if details_match(details) and bool(details.get("with_position")) == coll.fts_positions:
+            stats = await coll.table.index_stats(found[0].name)
+            covered = stats is not None and (stats.num_unindexed_rows, stats.num_indexed_rows) == (
+                0,
+                snapshot.rows,
+            )
+            documents = await asyncio.to_thread(snapshot._pylist, "document")
+            if covered and config is not None:
+                marks = await asyncio.to_thread(marks_to_learn, documents)
+                if marks:
+                    learn_marks(await _mark_letters(marks))
+                index = await asyncio.to_thread(LexicalIndex, documents)  # raises Unsupported: LanceDB
+                fits = snapshot.nbytes + index.nbytes <= config.max_bytes
+                if not (fits and await _folds_agree(index.folds) and await _agrees(coll, index, snapshot)):
+                    index = None
+    except Exception:  # LanceDB answers (and raises) instead
+        log.debug("turnkit: the full-text leg of %r stays with LanceDB", coll.name, exc_info=True)
+        index = None
+    snapshot.lexical = index if index is not None else False
+    if index is not None and config is not None:
+        store._memory._evict(config.max_bytes)  # the posting lists count in the budget
+
+
+def _match_query(text: str) -> Any:
+    """A match of any word of ``text`` in ``document``, LanceDB's BM25 (the full-text leg's words)."""
+    from lancedb.query import FullTextOperator, MatchQuery  # noqa: TID251 - inside the battery, lazily
+
+    # Every field is spelled out: LanceDB's stubs declare the defaults as required.
+    return MatchQuery(
+        text,
+        "document",
+        boost=1.0,
+        fuzziness=0,
+        max_expansions=50,
+        operator=FullTextOperator.OR,
+        prefix_length=0,
+        document_granularity=None,
+    )
+
+
+async def _scratch_table(documents: list[str]) -> Any:
+    """An in-memory table of ``documents`` with a full-text index built like the collections'."""
+    import lancedb  # noqa: TID251 - inside the battery, lazily
+    import pyarrow as pa
+    from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
+
+    db = await lancedb.connect_async("memory://")
+    table = await db.create_table(
+        "scratch", pa.table({"i": list(range(len(documents))), "document": documents})
+    )
+    await table.create_index("document", config=FTS(stem=False, remove_stop_words=False, with_position=False))
+    return table
+
+
+async def _mark_letters(marks: set[str]) -> dict[str, bool]:
+    """Which combining marks LanceDB takes as letters: then "zq<mark>zq" is one word, not "zq" twice."""
+    written = sorted(marks)
+    table = await _scratch_table([f"zq{m}zq" for m in written])
+    rows = (
+        await table.query()
+        .nearest_to_text(_match_query("zq"))
+        .select(["i", "_score"])
+        .limit(len(written))
+        .to_list()
+    )
+    apart = {r["i"] for r in rows}
+    return {m: i not in apart for i, m in enumerate(written)}
+
+
+async def _folds_agree(folds: dict[str, str]) -> bool:
+    """Whether LanceDB folds each token of ``folds`` (as written) to the ASCII word given for it.
+
+    One row per token in a scratch in-memory table indexed like the
+    collection; each word must find exactly the tokens guessed to fold to it.
+    """
+    if not folds:
+        return True
+    written = list(folds)
+    table = await _scratch_table(written)
+    wanted: dict[str, set[int]] = {}
+    for i, token in enumerate(written):
+        wanted.setdefault(folds[token], set()).add(i)
+    for word, rows in wanted.items():
+        found = (
+            await table.query()
+            .nearest_to_text(_match_query(word))
+            .select(["i", "_score"])
+            .limit(len(written))
+            .to_list()
+        )
+        if {r["i"] for r in found} != rows:
+            return False
+    return True
+
+
+async def _agrees(coll: _Collection, index: LexicalIndex, snapshot: Any) -> bool:
+    """Whether LanceDB scores the index's most common token as ``index`` does, row for row."""
+    probe = index.probe_token()
+    if probe is None:
+        return True
+    token, count = probe
+    query = _match_query(token)
+    rows = await coll.table.query().nearest_to_text(query).select(["id", "_score"]).limit(count + 1).to_list()
+    scored = index.scores(token, [], snapshot._pylist("document"))
+    if scored is None or len(rows) != len(scored[0]):
+        return False
+    ids = snapshot._pylist("id")
+    mine = sorted((ids[r], float(s)) for r, s in zip(scored[0].tolist(), scored[1].tolist(), strict=True))
+    theirs = sorted((r["id"], float(r["_score"])) for r in rows)
+    return all(
+        a[0] == b[0] and abs(a[1] - b[1]) <= 1e-5 * max(1.0, abs(b[1]))
+        for a, b in zip(mine, theirs, strict=True)
+    )
+
+
+async def memory_lexical(
+    store: VectorStore, coll: _Collection, spec: QuerySpec, text: str, pool: int
+) -> tuple[list[VectorMatch], list[float]] | None:
+    """The full-text leg from the in-memory copy, as LanceDB would answer it; ``None``: LanceDB answers.
+
+    Memory answers when the collection's current version is cached, the
+    filter (if any) is a pre-filter the cached columns evaluate, and
+    `_lexical_index` vouches for the version (`_memory_bm25.py`).
+    """
+    from turnkit.batteries.vector.ranking._phrases import query_phrases
+    from turnkit.batteries.vector.store._memory_bm25 import top
+    from turnkit.batteries.vector.store._reads import _columns
+
+    config = store._memory.config
+    if config is None or not config.full_text:
+        return None
+    snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
+    if snapshot is None:
+        return None
+    index = _lexical_index(store, coll, snapshot)
+    if index is None:
+        return None
+    mask = None
+    if spec.filter is not None:
+        mask = snapshot.mask(spec.filter)
+        if mask is None:
+            return None
+    phrases = query_phrases(text) if coll.fts_positions else []
+    scored = index.scores(text, phrases, snapshot._pylist("document"))
+    if scored is None:
+        return None
+    rows, scores = top(*scored, mask, snapshot.id_rank, pool)
+    matches = snapshot.matches(rows, None, _columns(spec.select or ("*",)))
+    return matches, [float(s) for s in scores.tolist()]
+
+
 async def hybrid_search(
     store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
 ) -> list[VectorMatch]:
@@ -397,15 +577,19 @@ async def hybrid_search(
     text = hybrid.text if hybrid.text is not None else getattr(spec.near, "text", None)
     pool = hybrid.pool(spec.limit, spec.offset)
     alpha = hybrid.alpha_for(text)
+
     async def dense_leg() -> list[VectorMatch]:
         if alpha <= 0 or spec.near is None:
             return []
         return await store._search(replace(spec, hybrid=None, limit=pool, offset=0, min_score=None), vector)
 
-    async def lexical_leg() -> list[dict[str, Any]]:
+    async def lexical_leg() -> tuple[list[VectorMatch], list[float]]:
         if alpha >= 1 or not text:
-            return []
+            return [], []
         await ensure_fts_index(coll)
+        found = await memory_lexical(store, coll, spec, text, pool)
+        if found is not None:
+            return found
         query = coll.table.query().nearest_to_text(full_text_query(text, coll.fts_positions))
         if spec.filter is not None:
             query = query.where(to_sql(spec.filter, coll.fields))
@@ -414,13 +598,12 @@ async def hybrid_search(
         query = query.select([*_columns(spec.select or ("*",)), "_score"]).limit(pool)
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
             rows: list[dict[str, Any]] = await query.to_list()
-        return rows
+        return [match_from_row(row, None) for row in rows], [float(row.get("_score") or 0.0) for row in rows]
 
     # Side by side, the full-text leg first: it waits on LanceDB's threads while the dense leg computes
     # (from memory, that leg may never yield).
-    rows, dense = await asyncio.gather(lexical_leg(), dense_leg())
-    lexical = _trim_metadata([match_from_row(row, None) for row in rows], spec.select or ("*",))
-    bm25 = [float(row.get("_score") or 0.0) for row in rows]
+    (lexical, bm25), dense = await asyncio.gather(lexical_leg(), dense_leg())
+    lexical = _trim_metadata(lexical, spec.select or ("*",))
     if hybrid.fusion == "rrf":
         fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=alpha, k=hybrid.rrf_k)
     elif hybrid.fusion == "zscore":

@@ -41,6 +41,7 @@ from turnkit.batteries.vector.store._memory_batch import (
     dot_tolerance,
     scan_threads,
 )
+from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -88,6 +89,11 @@ class MemoryCache:
             that writes a memory every turn and searches the next turn waits
             for LanceDB, not for the reload. The first search of a collection
             reads its copy inline either way.
+        full_text: Whether hybrid search's full-text leg is answered from
+            the copy too, with LanceDB's own BM25 scores and order (posting
+            lists built on a version's first hybrid search: about 8 bytes per
+            distinct word of each row, within ``max_bytes``). Text, queries or
+            an index it cannot score exactly as LanceDB go to LanceDB.
     """
 
     max_rows: int = 50_000
@@ -95,6 +101,7 @@ class MemoryCache:
     max_bytes: int = 512 * 2**20
     threads: int | None = None
     refresh: Literal["background", "inline"] = "background"
+    full_text: bool = True
 
     def __post_init__(self) -> None:
         if self.refresh not in ("background", "inline"):
@@ -185,12 +192,16 @@ class _Snapshot:
         # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
         self.lock = threading.Lock()
         self.product = BatchedProduct(self.matrix, threads=threads)
+        # The full-text leg's posting lists, built after the first hybrid search (`_lexical_index`,
+        # a task meanwhile); False: this version's text or index is one memory does not score exactly.
+        self.lexical: LexicalIndex | asyncio.Task[None] | None | bool = None
         self.loaded_seconds = time.perf_counter() - started
 
     @property
     def nbytes(self) -> int:
         base = self.matrix.nbytes + self.inv_norms.nbytes + self.sq_norms.nbytes + self.id_rank.nbytes
         base += sum(col.nbytes for col in self.columns.values())
+        base += self.lexical.nbytes if isinstance(self.lexical, LexicalIndex) else 0
         return int(base + sum(p.nbytes for p in self.paths.values()) + len(self.masks) * self.rows)
 
     def path(self, segments: tuple[str, ...]) -> PathColumn:
