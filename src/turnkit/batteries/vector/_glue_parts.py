@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GLUE_METADATA_KEYS",
+    "CallbackMapping",
     "DeriveQuery",
     "FilterSpec",
     "InvalidRetrievableGlueConfigError",
@@ -110,8 +111,25 @@ class RetrievableCallbacks(TypedDict):
     delete_retrievable: DeleteRetrievableCallback
 
 
+class CallbackMapping(Mapping[str, Any]):
+    """Callbacks that unpack into `TurnRunnerConfig`: a mapping of the attributes ``NAMES`` lists."""
+
+    NAMES: ClassVar[tuple[str, ...]]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.NAMES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+
 @dataclass(frozen=True)
-class VectorRetrievableCallbacks(Mapping[str, Any]):
+class VectorRetrievableCallbacks(CallbackMapping):
     """The four retrieval callbacks, by attribute and by name.
 
     It is a read-only mapping of the `TurnRunnerConfig` field names, so
@@ -138,17 +156,6 @@ class VectorRetrievableCallbacks(Mapping[str, Any]):
         "mutate_retrievable",
         "delete_retrievable",
     )
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.NAMES:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.NAMES)
-
-    def __len__(self) -> int:
-        return len(self.NAMES)
 
     def as_dict(self) -> RetrievableCallbacks:
         """The four callbacks as a plain dict of `TurnRunnerConfig` keyword arguments."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
@@ -30,7 +30,7 @@ from turnkit._messages import Message
 from turnkit._pipeline import Next
 from turnkit._retrievable import Retrievable, TrustTier, trust_rank, validate_trust_tier
 from turnkit.batteries.vector._errors import CollectionNotFoundError, FilterKeyNotFoundError
-from turnkit.batteries.vector._glue_parts import InvalidRetrievableGlueConfigError
+from turnkit.batteries.vector._glue_parts import CallbackMapping, InvalidRetrievableGlueConfigError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector._retrieve import retrieve
 from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
@@ -76,7 +76,7 @@ def record_id(conversation_id: str, message_id: str) -> str:
     return f"{len(conversation_id)}:{conversation_id}:{message_id}"
 
 
-class VectorMessageStore(Mapping[str, Any]):
+class VectorMessageStore(CallbackMapping):
     """One collection of a `VectorStore` as a `TurnRunner`'s conversation history.
 
     It is a read-only mapping of ``fetch_messages`` and ``store_message``, so
@@ -151,18 +151,6 @@ class VectorMessageStore(Mapping[str, Any]):
         self._tenant = tenant
         self._prepared = False
         self._tails: dict[tuple[str | None, str], int] = {}  # the highest seq seen per conversation
-
-    # -- the mapping --------------------------------------------------------------------------
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.NAMES:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.NAMES)
-
-    def __len__(self) -> int:
-        return len(self.NAMES)
 
     def __repr__(self) -> str:
         tenant = "<function>" if callable(self._tenant) else self._tenant
