@@ -116,6 +116,7 @@ REQUIRES = {
     "docs/integrations/pydantic-ai.md": "pydantic_ai",
     "docs/integrations/langchain.md": "langchain_core",
     "docs/integrations/llamaindex.md": "llama_index.core",
+    "docs/integrations/langgraph.md": "langgraph.graph",
     "docs/integrations/openai-agents.md": "agents",
     # Not installable next to turnkit's pins (see the page): documented, skipped here.
     "docs/integrations/google-adk.md": "google.adk",
