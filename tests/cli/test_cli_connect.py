@@ -14,7 +14,7 @@ from turnkit.cli import EXIT_DEPENDENCY, EXIT_OK, EXIT_USAGE, main
 from turnkit.cli._connect import Connection, connection_of, parse_storage_options
 from turnkit.cli._parser import build_parser
 
-from .conftest import Run
+from .conftest import Result, Run
 
 
 def test_storage_options_parse_and_lower_case_keys() -> None:
@@ -77,18 +77,27 @@ def test_each_command_lists_only_the_variables_it_reads(capsys: pytest.CaptureFi
     assert "RAY_ADDRESS" in epilog("ingest") and "TURNKIT_MCP_TOKEN" not in epilog("ingest")
 
 
-def test_collections_list_path_and_drop(run: Run, corpus: Path, tmp_path: Path) -> None:
-    db = tmp_path / "db"
-    assert run("ingest", str(corpus), "--uri", str(db), "--encoder", "hash", "-c", "one").code == EXIT_OK
-    assert run("ingest", str(corpus), "--uri", str(db), "--encoder", "hash", "-c", "two").code == EXIT_OK
+def test_collections_list_path_and_drop(
+    run: Run, clean_environ: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = clean_environ / "db"
 
-    listed = run("collections", "list", "--uri", str(db), "--json")
+    def cli(*args: str) -> Result:
+        # In process, except the refusal below, whose claim is about a real stdin that is no terminal.
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    assert cli("ingest", str(corpus), "--uri", str(db), "--encoder", "hash", "-c", "one").code == EXIT_OK
+    assert cli("ingest", str(corpus), "--uri", str(db), "--encoder", "hash", "-c", "two").code == EXIT_OK
+
+    listed = cli("collections", "list", "--uri", str(db), "--json")
     assert listed.code == EXIT_OK, listed.err
     data = json.loads(listed.out)
     assert [c["name"] for c in data["collections"]] == ["one", "two"]
     assert all(c["rows"] > 0 for c in data["collections"])
 
-    path = run("collections", "path", "one", "--uri", str(db))
+    path = cli("collections", "path", "one", "--uri", str(db))
     assert path.code == EXIT_OK and Path(path.out.strip()) == db / "one.lance"
     assert Path(path.out.strip()).is_dir()
 
@@ -97,15 +106,15 @@ def test_collections_list_path_and_drop(run: Run, corpus: Path, tmp_path: Path) 
     assert refused.code == EXIT_USAGE and "--yes" in refused.err
     assert (db / "one.lance").is_dir()
 
-    dropped = run("collections", "drop", "one", "--uri", str(db), "--yes")
+    dropped = cli("collections", "drop", "one", "--uri", str(db), "--yes")
     assert dropped.code == EXIT_OK, dropped.err
     assert "Dropped 'one'" in dropped.out
-    after = json.loads(run("collections", "list", "--uri", str(db), "--json").out)
+    after = json.loads(cli("collections", "list", "--uri", str(db), "--json").out)
     assert [c["name"] for c in after["collections"]] == ["two"]
 
-    missing = run("collections", "path", "nope", "--uri", str(db))
+    missing = cli("collections", "path", "nope", "--uri", str(db))
     assert missing.code == EXIT_USAGE and "E_VECTOR_STORE_COLLECTION_NOT_FOUND" in missing.err
-    noname = run("collections", "drop", "--uri", str(db))
+    noname = cli("collections", "drop", "--uri", str(db))
     assert noname.code == EXIT_USAGE and "needs a collection name" in noname.err
 
 

@@ -5,13 +5,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnkit.cli import EXIT_OK, EXIT_USAGE
+import pytest
 
-from .conftest import Run
+from turnkit.cli import EXIT_OK, EXIT_USAGE, main
+
+from .conftest import Result
 
 
-def test_both_spellings_and_did_you_mean(run: Run, corpus: Path, tmp_path: Path) -> None:
-    db = str(tmp_path / "db")
+def test_both_spellings_and_did_you_mean(
+    clean_environ: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In process: the claim is about the parser and the filter keys, not the console script.
+    db = str(clean_environ / "db")
+
+    def run(*args: str) -> Result:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
     assert run("ingest", str(corpus), "--uri", db, "--encoder", "hash").code == EXIT_OK
 
     def query(expression: str) -> list[str]:
