@@ -413,8 +413,10 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
                 0,
                 snapshot.rows,
             )
-            documents = await asyncio.to_thread(snapshot._pylist, "document")
             if covered and config is not None:
+                # Only now: a version with unindexed rows (any write since the index) stays with LanceDB,
+                # and must not pay for a Python copy of every document.
+                documents = await asyncio.to_thread(snapshot._pylist, "document")
                 marks = await asyncio.to_thread(marks_to_learn, documents)
                 if marks:
                     learn_marks(await _mark_letters(marks))
