@@ -16,7 +16,12 @@ with ``ef_search`` raised until recall@10 reaches 0.97. Chroma is optional
 (``pip install 'turnkit[bench]'``); without it its columns are left out.
 
     python bench/peers.py [--sizes 1000,10000,100000] [--big] [--queries 200] [--dim 256]
-        [--filters all,10%] [--chroma-ef 128] [--memory-mib 128] [--db DIR]
+        [--filters all,10%] [--chroma-ef 128] [--memory-mib 128] [--db DIR] [--data synthetic|text|both]
+
+``--data text`` runs the same on WordLlama vectors of real text, the docs and
+docstrings of the packages installed here (``_text_vectors.py``: held-out
+passages are the queries; sizes past what the packages yield are padded with
+the clusters), ``--data both`` on each set in turn.
 
 ``--db DIR`` keeps turnkit's table (and its index) for each size's data there
 and reuses it on a later run with the same data; ``--chroma-ef`` is where
@@ -39,6 +44,7 @@ from typing import Any
 
 import numpy as np
 from _common import alternate, median_ms, p95_ms, table
+from _text_vectors import text_dataset
 
 from turnkit.batteries.vector import MemoryCache, create_vector_store
 from turnkit.batteries.vector.store._index_policy import EXACT_ROWS, apply_knobs, search_knobs
@@ -196,11 +202,23 @@ def recall(found: list[list[int]], truth: list[list[int]]) -> float:
 
 
 def dataset(
-    rng: np.random.Generator, n: int, dim: int, queries: int
+    rng: np.random.Generator, n: int, dim: int, queries: int, data: str = "synthetic"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Numpy]:
-    """One size's clustered vectors, their groups (``group == 3`` selects 10%), the queries, numpy's truth."""
+    """One size's vectors, their groups (``group == 3`` selects 10%), the queries, numpy's truth.
+
+    ``data``: ``synthetic`` (Gaussian clusters) or ``text`` (WordLlama vectors of
+    the environment's docs and docstrings, ``_text_vectors.py``; padded with the
+    clusters past what the packages yield).
+    """
     vectors = clustered(rng, n, dim)
     groups = rng.integers(0, GROUPS, size=n)
+    if data == "text":
+        if dim != 256:
+            raise SystemExit("--data text is WordLlama's 256 dimensions: leave --dim at 256")
+        vectors, qs, real = text_dataset(rng, n, queries, vectors)
+        if real < n:
+            print(f"{n:,} rows: {real:,} of real text, the rest synthetic", flush=True)
+        return vectors, groups, qs, Numpy(vectors, groups)
     return vectors, groups, clustered(rng, queries, dim), Numpy(vectors, groups)
 
 
@@ -211,7 +229,7 @@ def kept_dir(root: str, vectors: np.ndarray, groups: np.ndarray) -> str:
 
 
 def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:
-    vectors, groups, queries, npy = dataset(rng, n, args.dim, args.queries)
+    vectors, groups, queries, npy = dataset(rng, n, args.dim, args.queries, args.data_set)
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -286,7 +304,7 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
                 extra += f" {index}" if s == "turnkit index" else ""
                 out.append(
                     (
-                        f"{n:,}",
+                        f"{n:,}" + ("" if args.data_set == "synthetic" else f" {args.data_set}"),
                         "10%" if filtered else "all",
                         s + extra,
                         f"{p50[s]:.3f}",
@@ -388,15 +406,23 @@ def main() -> None:
     parser.add_argument(
         "--memory-mib", type=int, default=None, help="turnkit's MemoryCache.max_vector_bytes, in MiB"
     )
+    parser.add_argument(
+        "--data",
+        choices=("synthetic", "text", "both"),
+        default="synthetic",
+        help="clustered vectors, WordLlama vectors of real text (bench/_text_vectors.py), or both",
+    )
     parser.add_argument("--db", default=None, help="keep turnkit's tables (and indexes) here and reuse them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.big:
         sizes.append(1_000_000)
-    rng = np.random.default_rng(0)
     out: list[tuple[str, ...]] = []
-    for n in sizes:
-        run_size(n, args, rng, out)
+    for data in ("synthetic", "text") if args.data == "both" else (args.data,):
+        args.data_set = data
+        rng = np.random.default_rng(0)
+        for n in sizes:
+            run_size(n, args, rng, out)
     print()
     print(table(out, HEADER))
 
