@@ -1,7 +1,8 @@
 """Imports flow one way: no cycles between turnkit modules, no upward imports between layers.
 
 The imports are read with ``ast`` (nothing is imported). Imports under ``if TYPE_CHECKING:``
-are exempt; imports inside functions (lazy imports) count for the layer rules but not for cycles.
+are exempt; imports inside functions (lazy imports) count for both the layer rules and cycles:
+a lazy import only hides a cycle until the function runs.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ class Import:
         return f"{path}.py:{self.line} imports {self.imported}"
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -76,22 +77,22 @@ def _known(name: str, modules: set[str]) -> str | None:
     return None
 
 
-def _imports() -> tuple[set[str], list[Import]]:
+def _imports(src: Path = SRC) -> tuple[set[str], list[Import]]:
     # Parsed in a fresh thread: CPython 3.11's ast.parse can fail with "AST constructor recursion
     # depth mismatch" in a thread where an earlier test ran into a RecursionError.
     result: list[tuple[set[str], list[Import]]] = []
-    worker = threading.Thread(target=lambda: result.append(_parse_imports()))
+    worker = threading.Thread(target=lambda: result.append(_parse_imports(src)))
     worker.start()
     worker.join()
     return result[0]
 
 
-def _parse_imports() -> tuple[set[str], list[Import]]:
-    files = sorted(SRC.joinpath("turnkit").rglob("*.py"))
-    modules = {_module_name(f) for f in files}
+def _parse_imports(src: Path) -> tuple[set[str], list[Import]]:
+    files = sorted(src.joinpath("turnkit").rglob("*.py"))
+    modules = {_module_name(f, src) for f in files}
     found: list[Import] = []
     for path in files:
-        module = _module_name(path)
+        module = _module_name(path, src)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node, module_level in _walk(tree, True):
             names: list[str] = []
@@ -197,17 +198,22 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_no_import_cycles() -> None:
-    modules, imports = _imports()
+def _import_cycle(imports: list[Import]) -> list[str]:
+    """The imports of one cycle (a package importing its own submodules is not one), or ``[]``."""
     graph: dict[str, set[str]] = {}
     lines: dict[tuple[str, str], Import] = {}
     for imp in imports:
-        if imp.module_level and not imp.imported.startswith(imp.importer + "."):
+        if not imp.imported.startswith(imp.importer + "."):
             graph.setdefault(imp.importer, set()).add(imp.imported)
-            lines[(imp.importer, imp.imported)] = imp
-    cycle = _cycle(graph)
-    described = [str(lines[(a, b)]) for a, b in zip(cycle, cycle[1:], strict=False)] if cycle else []
-    assert cycle is None, "import cycle:\n  " + "\n  ".join(described)
+            lines.setdefault((imp.importer, imp.imported), imp)
+    cycle = _cycle(graph) or []
+    return [str(lines[(a, b)]) for a, b in zip(cycle, cycle[1:], strict=False)]
+
+
+def test_no_import_cycles() -> None:
+    _, imports = _imports()
+    described = _import_cycle(imports)
+    assert not described, "import cycle:\n  " + "\n  ".join(described)
 
 
 def test_the_checker_sees_violations() -> None:
@@ -217,3 +223,25 @@ def test_the_checker_sees_violations() -> None:
     assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
     assert _violation(Import("turnkit.tools._x", f"{V}.filters._core", 1, True)) is not None
     assert _violation(Import("turnkit.tools._x", V, 1, True)) is None
+
+
+def test_the_checker_sees_a_cycle_closed_inside_a_function(tmp_path: Path) -> None:
+    """A cycle is found when one of its imports is lazy; imports for type checking alone are not one."""
+    package = tmp_path / "turnkit" / "planted"
+    package.mkdir(parents=True)
+    (tmp_path / "turnkit" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from turnkit.planted import _a\n")
+    (package / "_a.py").write_text("from turnkit.planted._b import B\n")
+    (package / "_b.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from turnkit.planted._a import A\n"
+        "B = 1\n"
+    )
+    _, imports = _imports(tmp_path)
+    assert _import_cycle(imports) == []  # a package importing its submodule, and a TYPE_CHECKING import
+    (package / "_b.py").write_text("def b():\n    from ._a import A\n\n    return A\n")
+    _, imports = _imports(tmp_path)
+    assert _import_cycle(imports) == [
+        "turnkit/planted/_a.py:1 imports turnkit.planted._b",
+        "turnkit/planted/_b.py:2 imports turnkit.planted._a",
+    ]

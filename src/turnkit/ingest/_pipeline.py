@@ -418,12 +418,9 @@ async def ingest(
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
     skips = SkipTally(on_skip)
     found = await asyncio.to_thread(find_files, paths, extensions, follow_external_symlinks, files, skips)
-    if engine != "local":
-        from ._ray_engine import RayEngine, run_on_ray  # the ray extra is imported only when asked for
-
-        if isinstance(engine, RayEngine):
-            ray_run = (engine, store, collection, found, settings, files, prune, started)
-            return await asyncio.to_thread(run_on_ray, *ray_run)
+    if not isinstance(engine, str) and callable(getattr(engine, "run", None)):
+        # A RayEngine: its module, and the ray extra, load only where a caller built one.
+        return await asyncio.to_thread(engine.run, store, collection, found, settings, files, prune, started)
     if engine != "local":
         raise InvalidIngestOptionError(
             f"engine must be 'local' or a RayEngine, got {engine!r}.",

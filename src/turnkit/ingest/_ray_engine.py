@@ -32,7 +32,7 @@ from ._walk import Candidate, Found
 if TYPE_CHECKING:
     from ..batteries.vector import Encoder, VectorStore
 
-__all__ = ["RayEngine", "run_on_ray"]
+__all__ = ["RayEngine"]
 
 _DELETE_FILES = 100  # source URIs per delete of replaced rows
 
@@ -159,46 +159,50 @@ class RayEngine:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InvalidIngestOptionError(f"RayEngine {name} must be a positive int; got {value!r}.")
 
+    def run(
+        self,
+        store: VectorStore,
+        collection: str,
+        found: Found,
+        settings: _Settings,
+        files: FileFilter,
+        prune: bool,
+        started: float,
+    ) -> IngestReport:
+        """`ingest`'s run on Ray, once its options are checked and its files found (in a thread).
 
-def run_on_ray(
-    engine: RayEngine,
-    store: VectorStore,
-    collection: str,
-    found: Found,
-    settings: _Settings,
-    files: FileFilter,
-    prune: bool,
-    started: float,
-) -> IngestReport:
-    """`ingest`'s run on Ray, once its options are checked and its files found (in a thread).
+        `ingest` calls it for an engine other than ``"local"``; it never imports this module itself.
 
-    Raises:
-        IngestDependencyMissingError: Ray or pylance is not installed.
-    """
-    ray = _ray()
-    if importlib.util.find_spec("lance") is None:
-        raise IngestDependencyMissingError(
-            "The ray engine needs pylance to write fragments.", hint="Install it: pip install 'turnkit[ray]'."
-        )
-    existed = store.has_collection_sync(collection)
-    run_sync(declare_ingest_fields(store, collection, existed))
-    info = store.create_collection_sync(collection, exist_ok=True, fields=INGEST_FIELDS)
-    try:
-        factory = engine.encoder_factory or _default_factory(store, info.dimension)
-        stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
-        with warnings.catch_warnings():
-            # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
-            # the workers open stores of their own, so nothing of the driver's runtime is used there.
-            warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
-            warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
-            results, fragments = _run_workers(
-                ray, store, collection, found, stored, settings, factory, engine
+        Raises:
+            IngestDependencyMissingError: Ray or pylance is not installed.
+        """
+        ray = _ray()
+        if importlib.util.find_spec("lance") is None:
+            raise IngestDependencyMissingError(
+                "The ray engine needs pylance to write fragments.",
+                hint="Install it: pip install 'turnkit[ray]'.",
             )
-    except BaseException:
-        if not existed and store(collection).count_sync() == 0:  # a failed first run leaves nothing behind
-            store.drop_collection_sync(collection, missing_ok=True)
-        raise
-    return _finish(store, collection, found, results, fragments, prune, started, settings, files)
+        existed = store.has_collection_sync(collection)
+        run_sync(declare_ingest_fields(store, collection, existed))
+        info = store.create_collection_sync(collection, exist_ok=True, fields=INGEST_FIELDS)
+        try:
+            factory = self.encoder_factory or _default_factory(store, info.dimension)
+            stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
+            with warnings.catch_warnings():
+                # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
+                # the workers open stores of their own, so nothing of the driver's runtime is used there.
+                warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
+                warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
+                results, fragments = _run_workers(
+                    ray, store, collection, found, stored, settings, factory, self
+                )
+        except BaseException:
+            if (
+                not existed and store(collection).count_sync() == 0
+            ):  # a failed first run leaves nothing behind
+                store.drop_collection_sync(collection, missing_ok=True)
+            raise
+        return _finish(store, collection, found, results, fragments, prune, started, settings, files)
 
 
 def _run_workers(

@@ -26,9 +26,8 @@ from turnkit._validation import describe_validation
 from turnkit.batteries.vector._errors import InvalidRankingConfigError
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.filters._where import FilterGroup
-from turnkit.batteries.vector.query._builder import MAX_LIMIT
 from turnkit.batteries.vector.query._ranking_specs import HybridSpec, MmrSpec, coerce_hybrid
-from turnkit.batteries.vector.query._spec import NearText
+from turnkit.batteries.vector.query._spec import MAX_LIMIT, NearText
 from turnkit.batteries.vector.ranking._rerank_options import RerankOptions
 
 if TYPE_CHECKING:

@@ -26,15 +26,14 @@ from turnkit.batteries.vector.query._ranking_specs import (
     HybridSpec,
     MmrSpec,
 )
-from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector, QuerySpec
+from turnkit.batteries.vector.query._spec import MAX_LIMIT, NearId, NearText, NearVector, QuerySpec
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.query._executor import QueryExecutor
     from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
-__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_SELECT", "MAX_LIMIT", "QueryBuilder"]
+__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_SELECT", "QueryBuilder"]
 
-MAX_LIMIT = 10_000
 DEFAULT_PAGE_SIZE = 1_000
 """Records `iter_rows` reads per page."""
 _DEFAULT_LIMIT = QuerySpec(collection="_").limit

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from turnkit.batteries.vector.query._spec import MAX_LIMIT
+
 __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_FUSION",
@@ -81,8 +83,6 @@ class HybridSpec:
 
     def pool(self, limit: int, offset: int) -> int:
         """Matches to fetch per leg for a page of ``limit`` after ``offset``."""
-        from turnkit.batteries.vector.query._builder import MAX_LIMIT
-
         wanted = self.candidates if self.candidates is not None else max(_MIN_POOL, 3 * (limit + offset))
         return min(MAX_LIMIT, max(wanted, limit + offset))
 
@@ -112,7 +112,6 @@ def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec 
         InvalidRankingConfigError: an unknown key or a value out of range.
     """
     from turnkit.batteries.vector._errors import InvalidRankingConfigError
-    from turnkit.batteries.vector.query._builder import MAX_LIMIT
 
     def bad(detail: str) -> InvalidRankingConfigError:
         return InvalidRankingConfigError(f"{option}: {detail}", field=option)
@@ -175,7 +174,5 @@ class MmrSpec:
 
     def pool(self, limit: int, offset: int) -> int:
         """Candidates to fetch for a page of ``limit`` after ``offset``."""
-        from turnkit.batteries.vector.query._builder import MAX_LIMIT
-
         wanted = self.fetch_k if self.fetch_k is not None else max(_MIN_MMR_POOL, 4 * (limit + offset))
         return min(MAX_LIMIT, max(wanted, limit + offset))

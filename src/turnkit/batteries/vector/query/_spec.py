@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from turnkit.batteries.vector.filters._ast import FilterNode
-from turnkit.batteries.vector.query._ranking_specs import HybridSpec, MmrSpec
 
-__all__ = ["NearId", "NearText", "NearVector", "QuerySpec"]
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.query._ranking_specs import HybridSpec, MmrSpec
+
+__all__ = ["MAX_LIMIT", "NearId", "NearText", "NearVector", "QuerySpec"]
+
+MAX_LIMIT = 10_000
+"""The most matches one query returns or fetches (``limit``, ``offset``, each ranking leg's pool)."""
 
 
 @dataclass(frozen=True, slots=True)

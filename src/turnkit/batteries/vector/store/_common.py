@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +12,7 @@ from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, No
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._scores import Metric
 
-__all__ = ["CollectionInfo", "UpsertResult", "log", "recency", "record_key"]
+__all__ = ["CollectionInfo", "UpsertResult", "log", "read_columns", "recency", "record_key", "trim_metadata"]
 
 log = logging.getLogger("turnkit.vector")
 
@@ -30,6 +30,43 @@ def record_key(columns: Iterable[str]) -> str:
 def recency(stamp: datetime | None) -> tuple[bool, Any]:
     """A sort key by ``updated_at``: no stamp first, then oldest to newest (the newest copy wins)."""
     return (stamp is not None, stamp)
+
+
+def read_columns(select: Iterable[str]) -> list[str]:
+    """The table columns a selection reads (``id`` always; ``metadata.<key>`` reads ``metadata``)."""
+    wanted: list[str] = ["id"]
+    for name in select:
+        if name == "*":
+            return list(_COLUMNS)
+        if name.startswith("metadata."):
+            name = "metadata"
+        if name in _COLUMNS and name not in wanted:
+            wanted.append(name)
+    return wanted
+
+
+def trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
+    """``matches`` with only the selected ``metadata.<key>`` paths kept in their metadata."""
+    paths = [name.split(".")[1:] for name in select if name.startswith("metadata.")]
+    if not paths or "metadata" in select or "*" in select:
+        return matches
+    out = []
+    for match in matches:
+        source = match.metadata or {}
+        trimmed: dict[str, Any] = {}
+        for path in paths:
+            node: Any = source
+            for key in path:
+                if not isinstance(node, dict) or key not in node:
+                    break
+                node = node[key]
+            else:
+                target = trimmed
+                for key in path[:-1]:
+                    target = target.setdefault(key, {})
+                target[path[-1]] = node
+        out.append(replace(match, metadata=trimmed))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

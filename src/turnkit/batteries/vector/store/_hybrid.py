@@ -25,7 +25,7 @@ import numpy as np
 
 from turnkit._aio import finish_before_exit
 from turnkit.batteries.vector.ranking._rerank import min_max_scaled
-from turnkit.batteries.vector.store._common import log
+from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
@@ -535,7 +535,6 @@ async def memory_lexical(
     """
     from turnkit.batteries.vector.ranking._phrases import query_phrases
     from turnkit.batteries.vector.store._memory_bm25 import top
-    from turnkit.batteries.vector.store._reads import _columns
 
     config = store._memory.config
     if config is None or not config.full_text:
@@ -556,7 +555,7 @@ async def memory_lexical(
     if scored is None:
         return None
     rows, scores = top(*scored, mask, snapshot.id_rank, pool)
-    matches = snapshot.matches(rows, None, _columns(spec.select or ("*",)))
+    matches = snapshot.matches(rows, None, read_columns(spec.select or ("*",)))
     return matches, [float(s) for s in scores.tolist()]
 
 
@@ -571,7 +570,6 @@ async def hybrid_search(
     from turnkit.batteries.vector.filters._core import to_sql
     from turnkit.batteries.vector.store._common import _contains_raw
     from turnkit.batteries.vector.store._lancedb import translate_errors
-    from turnkit.batteries.vector.store._reads import _columns, _trim_metadata
     from turnkit.batteries.vector.store._records import match_from_row
 
     hybrid = spec.hybrid
@@ -597,7 +595,7 @@ async def hybrid_search(
             query = query.where(to_sql(spec.filter, coll.fields))
             if not spec.prefilter:
                 query = query.postfilter()
-        query = query.select([*_columns(spec.select or ("*",)), "_score"]).limit(pool)
+        query = query.select([*read_columns(spec.select or ("*",)), "_score"]).limit(pool)
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
             rows: list[dict[str, Any]] = await query.to_list()
         return [match_from_row(row, None) for row in rows], [float(row.get("_score") or 0.0) for row in rows]
@@ -605,7 +603,7 @@ async def hybrid_search(
     # Side by side, the full-text leg first: it waits on LanceDB's threads while the dense leg computes
     # (from memory, that leg may never yield).
     (lexical, bm25), dense = await asyncio.gather(lexical_leg(), dense_leg())
-    lexical = _trim_metadata(lexical, spec.select or ("*",))
+    lexical = trim_metadata(lexical, spec.select or ("*",))
     if hybrid.fusion == "rrf":
         fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=alpha, k=hybrid.rrf_k)
     elif hybrid.fusion == "zscore":

@@ -21,8 +21,9 @@ from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _COLUMNS, _contains_raw, recency
+from turnkit.batteries.vector.store._common import _contains_raw, read_columns, recency, trim_metadata
 from turnkit.batteries.vector.store._freshness import check_due
+from turnkit.batteries.vector.store._hybrid import hybrid_search
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
@@ -50,11 +51,9 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
         return await mmr_search(store, spec, vector)
     coll = await store._collection(spec.collection)
     if spec.hybrid is not None:
-        from turnkit.batteries.vector.store._hybrid import hybrid_search
-
         return await hybrid_search(store, coll, spec, vector)
     select = spec.select or ("*",)
-    columns = _columns(select)
+    columns = read_columns(select)
     raw = _contains_raw(spec.filter)
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     if isinstance(spec.near, NearId):
@@ -155,13 +154,13 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
     coll, vector, select = current
     snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
     if snapshot is not None:
-        found = await store._memory.answer(snapshot, spec, vector, _columns(select))
+        found = await store._memory.answer(snapshot, spec, vector, read_columns(select))
         if found is not None:
             return _finish(found, spec, select)
     elif not store._memory.nothing_due(coll.name, coll.table, coll.seen_version, spec):
         return None  # the loop reads the copy (or drops a stale one) around LanceDB's answer
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
-    query = _vector_query(store, coll, spec, vector, _columns(select), where)
+    query = _vector_query(store, coll, spec, vector, read_columns(select), where)
     try:
         found = await _answer(coll, query, _contains_raw(spec.filter))
     except SearchFailedError:
@@ -179,7 +178,7 @@ def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
     if loaded is None:
         return None
     snapshot, vector, select = loaded
-    found = snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), _columns(select))
+    found = snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), read_columns(select))
     return None if found is None else _finish(found, spec, select)
 
 
@@ -286,25 +285,13 @@ async def get(store: VectorStore, spec: QuerySpec, ids: list[str]) -> list[Any]:
         if spec.filter is not None:
             node = And((node, spec.filter))
         # integrity: no limit, so an id held twice cannot crowd another out.
-        query = coll.table.query().where(to_sql(node, coll.fields)).select(_columns(select))
+        query = coll.table.query().where(to_sql(node, coll.fields)).select(read_columns(select))
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
             rows = await query.to_list()
         for match in dedupe_matches([match_from_row(row, None) for row in rows]):
             by_id[match.id] = match
     found = [by_id[i] for i in unique if i in by_id]
-    return _trim_metadata(found, select)
-
-
-def _columns(select: Iterable[str]) -> list[str]:
-    wanted: list[str] = ["id"]
-    for name in select:
-        if name == "*":
-            return list(_COLUMNS)
-        if name.startswith("metadata."):
-            name = "metadata"
-        if name in _COLUMNS and name not in wanted:
-            wanted.append(name)
-    return wanted
+    return trim_metadata(found, select)
 
 
 def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[Any]:
@@ -315,32 +302,7 @@ def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[
         matches = [m for m in matches if m.score is not None and m.score >= spec.min_score]
     if spec.max_distance is not None:
         matches = [m for m in matches if m.distance is not None and m.distance <= spec.max_distance]
-    return _trim_metadata(matches, select)
-
-
-def _trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
-    paths = [name.split(".")[1:] for name in select if name.startswith("metadata.")]
-    if not paths or "metadata" in select or "*" in select:
-        return matches
-    from dataclasses import replace
-
-    out = []
-    for match in matches:
-        source = match.metadata or {}
-        trimmed: dict[str, Any] = {}
-        for path in paths:
-            node: Any = source
-            for key in path:
-                if not isinstance(node, dict) or key not in node:
-                    break
-                node = node[key]
-            else:
-                target = trimmed
-                for key in path[:-1]:
-                    target = target.setdefault(key, {})
-                target[path[-1]] = node
-        out.append(replace(match, metadata=trimmed))
-    return out
+    return trim_metadata(matches, select)
 
 
 async def mmr_search(

@@ -17,10 +17,8 @@ from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _contains_raw, recency
+from turnkit.batteries.vector.store._common import _contains_raw, read_columns, recency, trim_metadata
 from turnkit.batteries.vector.store._lancedb import translate_errors
-from turnkit.batteries.vector.store._reads import _columns as columns_of
-from turnkit.batteries.vector.store._reads import _trim_metadata
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import VectorStore
@@ -84,7 +82,7 @@ async def next_page(snap: Snapshot, page_size: int) -> list[Any]:
     if "*" not in select and "updated_at" not in select:
         rows = rows.drop_columns(["updated_at"])
     # No distances here, so the metric goes unused.
-    return _trim_metadata(matches_from_arrow(rows, "cosine"), select)
+    return trim_metadata(matches_from_arrow(rows, "cosine"), select)
 
 
 def _newest_per_id(rows: pa.Table) -> pa.Table:
@@ -130,5 +128,5 @@ async def _read(
 
 def _columns(select: tuple[str, ...]) -> list[str]:
     # updated_at decides which copy of a repeated id is kept, asked for or not.
-    wanted = columns_of(select)
+    wanted = read_columns(select)
     return wanted if "updated_at" in wanted else [*wanted, "updated_at"]
