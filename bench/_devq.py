@@ -213,6 +213,39 @@ def systems(
 DEFAULT_LABEL = "default of every surface: callbacks, no options"
 
 
+def first_right(run: Run, chunks: dict[str, Chunk]) -> int | None:
+    return next((i + 1 for i, c in enumerate(run.ids[:K]) if chunks[c].page in run.question.pages), None)
+
+
+def collapse_headroom(
+    answers: dict[str, list[Run]], plain: str, collapsed: str, chunks: dict[str, Chunk]
+) -> str:
+    """How much hit@3 duplicate collapse could add: where a wrong page's copies hold top-3 slots.
+
+    A copy of the right page in the first three is already a hit, so collapse
+    can raise hit@3 only for a question whose first right page is below 3 while
+    copies of a wrong page sit above it.
+    """
+    with_pair = right_copies = 0
+    room: list[str] = []
+    for run, after in zip(answers[plain], answers[collapsed], strict=True):
+        pairs = duplicate_pairs(run.ids, chunks)
+        if not pairs:
+            continue
+        with_pair += 1
+        wrong = [a for a, _ in pairs if a.page not in run.question.pages]
+        right_copies += len(wrong) < len(pairs)
+        rank = first_right(run, chunks)
+        if wrong and (rank is None or rank > 3):
+            room.append(f"{run.question.id} {rank} -> {first_right(after, chunks)}")
+    return (
+        f"\ncollapse headroom ({plain}): {with_pair} of {len(answers[plain])} answers hold a text twice in"
+        f" their first three; {right_copies} of them copies of a right page (already a hit at 3);"
+        f" {len(room)} where a wrong page's copies sit above a right page below 3 (first right rank,"
+        f" plain -> collapsed): {', '.join(room) or 'none'}"
+    )
+
+
 def devq_section(
     encoders: dict[str, object],
     lexical: Callable[[Sequence[tuple[str, str]]], dict[str, Callable[[str], list[str]]]],
@@ -235,6 +268,8 @@ def devq_section(
     rows: list[tuple[str, ...]] = []
     dups: Counter[tuple[str, str, str]] = Counter()
     done_bm25 = False
+    answers_by_enc: dict[str, dict[str, list[Run]]] = {}
+    chunks_by_enc: dict[str, dict[str, Chunk]] = {}
     for enc, encoder in encoders.items():
         vs, _, chunks, took = ingest_corpus(folder, encoder, enc)
         print(
@@ -248,6 +283,7 @@ def devq_section(
                 continue
             answers[label] = [Run(q, fn(q)) for q in questions]
         done_bm25 = True
+        answers_by_enc[enc], chunks_by_enc[enc] = answers, chunks
         answers[f"{DEFAULT_LABEL} ({enc})"] = [
             Run(q, ids)
             for q, ids in zip(
@@ -268,6 +304,15 @@ def devq_section(
         f"\ncorpus: {', '.join(f'{k} {v}' for k, v in manifest['packages'].items())};"  # type: ignore[union-attr]
         f" dup@3: first three results hold the same text twice from two files (near-copy >= {NEAR_COPY})"
     )
+    for enc in encoders:
+        print(
+            collapse_headroom(
+                answers_by_enc[enc],
+                f".near_text().hybrid() ({enc})",
+                f"{DEFAULT_LABEL} ({enc})",
+                chunks_by_enc[enc],
+            )
+        )
     print("\nRepeated texts in the first three (system: file, file x answers):\n")
     shown: Counter[str] = Counter()
     for (label, a, b), n in sorted(dups.items(), key=lambda kv: (kv[0][0], -kv[1])):
