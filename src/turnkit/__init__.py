@@ -24,37 +24,19 @@ from ._errors import (
 from ._lazy import lazy_exports as _lazy_exports
 
 if typing.TYPE_CHECKING:
-    from ._context import (
-        DeleteRetrievableCallback,
-        FetchMessagesCallback,
-        FetchRetrievablesCallback,
-        MutateRetrievableCallback,
-        StoreMessageCallback,
-        StoreRetrievableCallback,
-        TurnContext,
-    )
-    from ._messages import MESSAGE_ROLES, ChatMessage, InMemoryMessageStore, Message, MessageRole
+    from ._context import TurnContext
+    from ._messages import ChatMessage, InMemoryMessageStore, Message
     from ._models import ChatModel, OpenAIChatModel, ScriptedModel
-    from ._prompt import (
-        CONTEXT_PREAMBLE,
-        SAFETY_DIRECTIVE,
-        RenderedPrompt,
-        TokenCounts,
-        UntrustedPlacement,
-        count_prompt_tokens,
-        render_prompt,
-    )
+    from ._prompt import SAFETY_DIRECTIVE, RenderedPrompt, render_prompt
     from ._retrievable import (
         TRUST_TIERS,
         RawRetrievable,
         Retrievable,
-        RetrievableSet,
         TrustTier,
         trust_rank,
         validate_trust_tier,
     )
     from ._runner import (
-        DEFAULT_SYSTEM_PROMPT,
         GROUNDING_STASH_KEY,
         NO_GROUNDED_ANSWER,
         Middleware,
@@ -65,20 +47,15 @@ if typing.TYPE_CHECKING:
         TurnRunnerConfig,
         fetch_retrievables_stage,
     )
-    from ._tokens import count_tokens, get_encoding
+    from ._tokens import count_tokens
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CONTEXT_PREAMBLE",
     "CallbackNotConfiguredError",
     "ChatMessage",
     "ChatModel",
-    "DEFAULT_SYSTEM_PROMPT",
-    "DeleteRetrievableCallback",
     "ERROR_CODES",
-    "FetchMessagesCallback",
-    "FetchRetrievablesCallback",
     "GROUNDING_STASH_KEY",
     "InMemoryMessageStore",
     "InvalidMessageError",
@@ -86,12 +63,9 @@ __all__ = [
     "InvalidRetrievableError",
     "InvalidTurnContextError",
     "InvalidTurnRunnerConfigError",
-    "MESSAGE_ROLES",
     "Message",
-    "MessageRole",
     "Middleware",
     "ModelError",
-    "MutateRetrievableCallback",
     "NO_GROUNDED_ANSWER",
     "Next",
     "OpenAIChatModel",
@@ -99,16 +73,12 @@ __all__ = [
     "RawRetrievable",
     "RenderedPrompt",
     "Retrievable",
-    "RetrievableSet",
     "RuntimeFailure",
     "SAFETY_DIRECTIVE",
     "ScriptedModel",
-    "StoreMessageCallback",
-    "StoreRetrievableCallback",
     "SyncInLoopThreadError",
     "TRUST_TIERS",
     "TokenBudgetExceededError",
-    "TokenCounts",
     "TokenizerUnavailableError",
     "TrustTier",
     "TrustTierRequiredError",
@@ -119,12 +89,9 @@ __all__ = [
     "TurnRunnerConfig",
     "TurnkitError",
     "UnknownTrustTierError",
-    "UntrustedPlacement",
     "UsageError",
-    "count_prompt_tokens",
     "count_tokens",
     "fetch_retrievables_stage",
-    "get_encoding",
     "render_prompt",
     "trust_rank",
     "validate_trust_tier",

@@ -16,10 +16,10 @@ from turnkit import (
     TurnResult,
     TurnRunner,
     TurnRunnerConfig,
-    count_prompt_tokens,
-    get_encoding,
     render_prompt,
 )
+from turnkit._prompt import count_prompt_tokens
+from turnkit._tokens import get_encoding
 
 SYSTEM = "You answer questions."
 QUESTION = "What do the records say?"

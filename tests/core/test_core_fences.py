@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit import (
-    CONTEXT_PREAMBLE,
     InvalidTurnRunnerConfigError,
     Message,
     Retrievable,
@@ -23,10 +22,10 @@ from turnkit import (
     TurnResult,
     TurnRunner,
     TurnRunnerConfig,
-    count_prompt_tokens,
-    get_encoding,
     render_prompt,
 )
+from turnkit._prompt import CONTEXT_PREAMBLE, count_prompt_tokens
+from turnkit._tokens import get_encoding
 
 
 def hidden(ch: str) -> bool:

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit import (
-    CONTEXT_PREAMBLE,
     SAFETY_DIRECTIVE,
     TRUST_TIERS,
     ChatMessage,
@@ -21,11 +20,10 @@ from turnkit import (
     Retrievable,
     TrustTierRequiredError,
     UnknownTrustTierError,
-    UntrustedPlacement,
-    count_prompt_tokens,
-    get_encoding,
     render_prompt,
 )
+from turnkit._prompt import CONTEXT_PREAMBLE, UntrustedPlacement, count_prompt_tokens
+from turnkit._tokens import get_encoding
 
 SYSTEM = "You are a careful assistant."
 

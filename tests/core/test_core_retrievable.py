@@ -13,12 +13,12 @@ from turnkit import (
     InvalidRetrievableError,
     RawRetrievable,
     Retrievable,
-    RetrievableSet,
     TrustTierRequiredError,
     UnknownTrustTierError,
     trust_rank,
     validate_trust_tier,
 )
+from turnkit._retrievable import RetrievableSet
 
 
 def rec(id: str = "a", tier: str = "first-party", **kw: object) -> Retrievable:

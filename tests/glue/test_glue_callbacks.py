@@ -19,7 +19,6 @@ from turnkit import (
     UnknownTrustTierError,
 )
 from turnkit.batteries.vector import (
-    GLUE_METADATA_KEYS,
     EncoderRequiredError,
     HashEncoder,
     InvalidCollectionNameError,
@@ -38,6 +37,7 @@ from turnkit.batteries.vector import (
     create_vector_store,
 )
 from turnkit.batteries.vector import Raw as RawFilter
+from turnkit.batteries.vector._glue_parts import GLUE_METADATA_KEYS
 
 pytestmark = pytest.mark.anyio
 
@@ -146,7 +146,7 @@ def test_callbacks_are_frozen_and_unpack_into_a_runner_config(vs, collection) ->
         "mutate_retrievable",
         "delete_retrievable",
     ]
-    assert dict(cbs) == dict(cbs.as_dict())
+    assert dict(cbs) == {name: getattr(cbs, name) for name in cbs.NAMES}
     assert cbs["fetch_retrievables"] == cbs.fetch_retrievables
     with pytest.raises(KeyError):
         cbs["glue"]
@@ -154,7 +154,7 @@ def test_callbacks_are_frozen_and_unpack_into_a_runner_config(vs, collection) ->
         cbs.fetch_retrievables = None  # type: ignore[misc]
     for config in (
         TurnRunnerConfig(model=ScriptedModel(["x"]), **cbs),
-        TurnRunnerConfig(model=ScriptedModel(["x"]), **cbs.as_dict()),
+        TurnRunnerConfig(model=ScriptedModel(["x"]), **cbs),
     ):
         assert config.fetch_retrievables == cbs.fetch_retrievables
         assert config.store_retrievable == cbs.store_retrievable
@@ -490,3 +490,15 @@ async def test_storing_a_raw_retrievable_is_refused(vs, collection, harness) -> 
     with pytest.raises(TrustTierRequiredError):
         await cbs.store_retrievable(ctx, CORPUS[0].to_raw())  # type: ignore[arg-type]
     assert not await vs.has_collection(collection)
+
+
+def test_the_factory_takes_exactly_the_glue_options() -> None:
+    import inspect
+
+    from turnkit.batteries.vector import VectorRetrievableGlue, create_vector_retrievable_callbacks
+
+    factory = inspect.signature(create_vector_retrievable_callbacks).parameters
+    glue = dict(inspect.signature(VectorRetrievableGlue).parameters)
+    assert [(p.name, p.kind, p.default) for p in factory.values()] == [
+        (p.name, p.kind, p.default) for p in glue.values()
+    ]

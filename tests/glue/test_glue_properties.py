@@ -10,12 +10,8 @@ from hypothesis import strategies as st
 
 from turnkit import InMemoryMessageStore, Message, Retrievable, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit._aio import run_sync
-from turnkit.batteries.vector import (
-    GLUE_METADATA_KEYS,
-    HashEncoder,
-    create_vector_retrievable_callbacks,
-    create_vector_store,
-)
+from turnkit.batteries.vector import HashEncoder, create_vector_retrievable_callbacks, create_vector_store
+from turnkit.batteries.vector._glue_parts import GLUE_METADATA_KEYS
 
 _names = itertools.count()
 # One store for the module (a connection per example would dominate the run time);

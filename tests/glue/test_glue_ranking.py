@@ -7,7 +7,7 @@ import re
 import pytest
 
 from turnkit import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER, ScriptedModel, TurnRunner, TurnRunnerConfig
-from turnkit.batteries.vector import NO_GROUNDED_ANSWER as BATTERY_NO_GROUNDED_ANSWER
+from turnkit import NO_GROUNDED_ANSWER as BATTERY_NO_GROUNDED_ANSWER
 from turnkit.batteries.vector import (
     InvalidRetrievableGlueConfigError,
     RerankOptions,
@@ -31,7 +31,7 @@ def kb(vs, collection):
 
 def runner_for(callbacks, model=None):
     model = model or ScriptedModel(lambda messages: "answered")
-    return TurnRunner(TurnRunnerConfig(model=model, **callbacks.as_dict())), model
+    return TurnRunner(TurnRunnerConfig(model=model, **callbacks)), model
 
 
 def judge_liking(word):
@@ -119,7 +119,7 @@ def test_abstaining_stage_still_works_and_takes_precedence(kb):
     model = ScriptedModel(["answered"])
     runner = TurnRunner(
         TurnRunnerConfig(
-            model=model, input_pipeline=[abstaining_fetch_stage(0.99, reply="no")], **callbacks.as_dict()
+            model=model, input_pipeline=[abstaining_fetch_stage(0.99, reply="no")], **callbacks
         )
     )
     result = runner.run_sync("quarterly revenue")

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import pytest
 
 from turnkit import (
-    CONTEXT_PREAMBLE,
     ChatMessage,
     Next,
     PipelineError,
@@ -21,6 +20,7 @@ from turnkit import (
     UnknownTrustTierError,
     fetch_retrievables_stage,
 )
+from turnkit._prompt import CONTEXT_PREAMBLE
 from turnkit.batteries.vector import (
     EncoderRequiredError,
     RetrievableSkippedWarning,

@@ -4,12 +4,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit import get_encoding
+from turnkit._tokens import get_encoding
+from turnkit.batteries.vector import PageSpan
 from turnkit.ingest import (
     Chunk,
     InvalidChunkingError,
     LoadedDocument,
-    PageSpan,
     Section,
     chunk_document,
     load_document,

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector import FunctionEncoder, HashEncoder, create_vector_store
 from turnkit.ingest import (
-    SKIP_EXAMPLES,
     DocumentDecodeError,
     DocumentParseError,
     FileIssue,
@@ -23,6 +22,7 @@ from turnkit.ingest import (
     ingest_sync,
     load_document,
 )
+from turnkit.ingest._report import SKIP_EXAMPLES
 
 
 def _store(tmp_path: Path, encoder=None):

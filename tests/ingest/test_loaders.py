@@ -9,7 +9,6 @@ import pytest
 
 from turnkit import ERROR_CODES, TurnkitError
 from turnkit.ingest import (
-    DEFAULT_EXTENSIONS,
     DocumentDecodeError,
     DocumentParseError,
     DocumentReadError,
@@ -20,6 +19,7 @@ from turnkit.ingest import (
     load_document,
     source_uri_for,
 )
+from turnkit.ingest._loaders import DEFAULT_EXTENSIONS
 
 MARKDOWN = """\
 ---

@@ -10,11 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit import InvalidRetrievableError
-from turnkit.batteries.vector import VectorStore
+from turnkit.batteries.vector import PageSpan, VectorStore
 from turnkit.integrations._common import ToolBridge, guard_keys, render_sources, scrub, source_metadata
 from turnkit.tools import (
     InvalidToolConfigError,
-    PageSpan,
     VectorQueryResult,
     VectorQuerySource,
     create_vector_query_tool,

@@ -8,13 +8,9 @@ from mcp import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 
 from turnkit.batteries.vector import HashEncoder, condition, create_vector_store
-from turnkit.mcp import (
-    READ_ONLY_ANNOTATIONS,
-    WRITE_ANNOTATIONS,
-    InvalidMCPServerConfigError,
-    create_mcp_server,
-    encoder_from_spec,
-)
+from turnkit.mcp import InvalidMCPServerConfigError, create_mcp_server
+from turnkit.mcp._encoders import spec_encoder
+from turnkit.mcp._tools import READ_ONLY_ANNOTATIONS, WRITE_ANNOTATIONS
 
 pytestmark = pytest.mark.anyio
 
@@ -263,6 +259,6 @@ def test_server_configuration_errors(disk_store, mem_store):
     create_vector_store(uri=uri + "-empty").list_collections_sync()  # an existing, empty database
     with pytest.raises(InvalidMCPServerConfigError, match="no collections"):
         create_mcp_server(uri=uri + "-empty")
-    assert encoder_from_spec("hash:32").dimension == 32
-    assert isinstance(encoder_from_spec("HASH"), HashEncoder)
+    assert spec_encoder("hash:32").dimension == 32
+    assert isinstance(spec_encoder("HASH"), HashEncoder)
     assert READ_ONLY_ANNOTATIONS.read_only_hint and WRITE_ANNOTATIONS.destructive_hint

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnkit import ScriptedModel, TurnRunner, TurnRunnerConfig
+from turnkit import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit.batteries.vector import (
-    GROUNDING_STASH_KEY,
-    NO_GROUNDED_ANSWER,
     InvalidRankingConfigError,
     VectorStore,
     abstaining_fetch_stage,
@@ -29,7 +27,7 @@ def callbacks(vs: VectorStore, collection: str):
 
 def runner(callbacks, stage, replies=("grounded reply",)) -> tuple[TurnRunner, ScriptedModel]:
     model = ScriptedModel(list(replies))
-    return TurnRunner(TurnRunnerConfig(model=model, input_pipeline=[stage], **callbacks.as_dict())), model
+    return TurnRunner(TurnRunnerConfig(model=model, input_pipeline=[stage], **callbacks)), model
 
 
 def test_a_relevant_match_grounds_the_turn(callbacks) -> None:
@@ -59,7 +57,7 @@ def test_stash_reports_the_best_score(callbacks) -> None:
     model = ScriptedModel(["ok"])
     r = TurnRunner(
         TurnRunnerConfig(
-            model=model, input_pipeline=[abstaining_fetch_stage(0.1), after], **callbacks.as_dict()
+            model=model, input_pipeline=[abstaining_fetch_stage(0.1), after], **callbacks
         )
     )
     r.run_sync("cat")
@@ -69,7 +67,7 @@ def test_stash_reports_the_best_score(callbacks) -> None:
 def test_with_min_score_filters_a_fetch_callback(callbacks) -> None:
     grounded = with_min_score(callbacks.fetch_retrievables, 0.6)
     model = ScriptedModel(["ok"])
-    r = TurnRunner(TurnRunnerConfig(model=model, **{**callbacks.as_dict(), "fetch_retrievables": grounded}))
+    r = TurnRunner(TurnRunnerConfig(model=model, **{**callbacks, "fetch_retrievables": grounded}))
     assert [x.id for x in r.run_sync("the cat sat on the mat").retrievables] == ["cat"]
 
 

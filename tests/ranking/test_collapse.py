@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import NEAR_COPY, VectorMatch, collapse_duplicates
-from turnkit.batteries.vector.ranking._collapse import _shingles, copy_words
+from turnkit.batteries.vector import VectorMatch, collapse_duplicates
+from turnkit.batteries.vector.ranking._collapse import NEAR_COPY, _shingles, copy_words
 
 PAGE = (
     "The process object provides information about, and control over, the current Node.js "

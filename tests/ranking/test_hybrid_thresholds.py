@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnkit import NO_GROUNDED_ANSWER, ScriptedModel, TurnRunner, TurnRunnerConfig
+from turnkit import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit.batteries.vector import (
-    GROUNDING_STASH_KEY,
     VectorStore,
     WordLlamaEncoder,
     create_vector_retrievable_callbacks,
@@ -60,7 +59,7 @@ def test_callbacks_abstain_with_hybrid_search(shop: VectorStore, hybrid: object)
         seen.update(ctx.stash.get(GROUNDING_STASH_KEY, {}))
 
     model = ScriptedModel(lambda messages: "answered")
-    runner = TurnRunner(TurnRunnerConfig(model=model, **callbacks.as_dict()))
+    runner = TurnRunner(TurnRunnerConfig(model=model, **callbacks))
     off = runner.run_sync(OFF_TOPIC)
     assert off.stopped and off.stop_reason == NO_GROUNDED_ANSWER and model.calls == []
     assert off.reply == "Not in the FAQ."
@@ -69,7 +68,7 @@ def test_callbacks_abstain_with_hybrid_search(shop: VectorStore, hybrid: object)
     assert len(model.calls) == 1
     # The verdict reports the dense similarity, so the best score of the off-topic turn is below the bar.
     runner_spy = TurnRunner(
-        TurnRunnerConfig(model=ScriptedModel(["x"]), output_pipeline=[spy], **callbacks.as_dict())
+        TurnRunnerConfig(model=ScriptedModel(["x"]), output_pipeline=[spy], **callbacks)
     )
     runner_spy.run_sync(ON_TOPIC)
     assert seen["grounded"] is True and CUTOFF <= float(seen["best_score"]) < 1.0  # type: ignore[arg-type]

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit import ScriptedModel
-from turnkit.batteries.vector import LLMJudge, RerankOptions, VectorMatch, parse_judge_scores, rerank_sync
+from turnkit.batteries.vector import LLMJudge, RerankOptions, VectorMatch, rerank_sync
+from turnkit.batteries.vector.ranking._judge import parse_judge_scores
 
 LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
 SEMANTIC_ONLY = RerankOptions(weights={"semantic": 1, "vector": 0, "position": 0}, top_k=10)

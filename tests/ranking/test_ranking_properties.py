@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
-    DEFAULT_RERANK_WEIGHTS,
     InvalidRankingConfigError,
     RerankOptions,
     RerankWeights,
     linear_fuse,
-    mmr_select,
     rrf_fuse,
 )
+from turnkit.batteries.vector.ranking._mmr import mmr_select
+from turnkit.batteries.vector.ranking._rerank_options import DEFAULT_RERANK_WEIGHTS
 
 ids = st.lists(st.sampled_from([f"d{i}" for i in range(12)]), max_size=12, unique=True)
 alphas = st.floats(min_value=0.0, max_value=1.0)

@@ -18,11 +18,11 @@ from turnkit.batteries.vector import (
     RerankOptions,
     VectorMatch,
     VectorStore,
-    parse_judge_scores,
     rerank,
     rerank_search,
     rerank_sync,
 )
+from turnkit.batteries.vector.ranking._judge import parse_judge_scores
 
 SEMANTIC_FIRST = RerankOptions(weights={"semantic": 0.8, "vector": 0.1, "position": 0.1}, top_k=3)
 POOL = [VectorMatch(id=f"m{i}", score=0.9 - i * 0.05, document=f"passage {i}") for i in range(8)]

@@ -241,7 +241,8 @@ def test_int_fields_compare_with_numbers_beyond_2_53_as_evaluate_does(op: str, v
 
 def test_fragments_written_before_a_declaration_are_refused_at_commit(tmp_path: Path) -> None:
     pytest.importorskip("lance")
-    from turnkit.batteries.vector import UpsertFailedError, commit_fragments_sync, write_fragments_sync
+    from turnkit.batteries.vector import UpsertFailedError
+    from turnkit.batteries.vector.store._fragments import commit_fragments_sync, write_fragments_sync
 
     vs = create_vector_store(uri=str(tmp_path / "db"), memory_cache=None, fields={"z": str})
     vs("f").upsert_sync(_records([{"z": "a", "late": "L0"}]))

@@ -15,15 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnkit._aio import run_sync
-from turnkit.batteries.vector import (
-    And,
-    RecordNotFoundError,
-    commit_fragments_sync,
-    condition,
-    create_vector_store,
-    write_fragments_sync,
-)
+from turnkit.batteries.vector import And, RecordNotFoundError, condition, create_vector_store
 from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector.store._fragments import commit_fragments_sync, write_fragments_sync
 from turnkit.batteries.vector.store._guarded import KEY, scope_of
 from turnkit.batteries.vector.store._hybrid import _dense_scores
 from turnkit.batteries.vector.store._integrity import remove_duplicates

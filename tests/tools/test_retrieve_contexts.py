@@ -11,7 +11,6 @@ from turnkit.tools import (
     RetrieveContextsResponse,
     ToolOptionMissingError,
     retrieve_contexts,
-    retrieve_contexts_input_schema,
     retrieve_contexts_sync,
 )
 
@@ -200,7 +199,7 @@ def test_async_form_and_schema(kb):
     store, coll = kb
     response = asyncio.run(retrieve_contexts({"query": {"text": "orders"}}, store=store, collection=coll))
     assert len(response.contexts.contexts) == 4
-    schema = retrieve_contexts_input_schema()
+    schema = RetrieveContextsRequest.model_json_schema(by_alias=False)
     assert schema["required"] == ["query"]
     assert "vertex_rag_store" in schema["properties"]
     assert "rag_retrieval_config" in schema["$defs"]["RagQuery"]["properties"]
@@ -218,21 +217,16 @@ def test_query_text_length_is_capped(kb):
 
 
 def test_response_keeps_snake_case_in_python_and_dumps_the_rest_spelling() -> None:
-    from turnkit.tools import PageSpan, RagChunk, RagContext, RagContexts, RetrieveContextsResponse
+    from turnkit.batteries.vector import PageSpan
 
-    response = RetrieveContextsResponse(
-        contexts=RagContexts(
-            contexts=[
-                RagContext(
-                    source_uri="file:///a.pdf",
-                    source_display_name="a.pdf",
-                    text="t",
-                    score=0.1,
-                    chunk=RagChunk(text="t", page_span=PageSpan(first_page=1, last_page=2)),
-                )
-            ]
-        )
-    )
+    context = {
+        "source_uri": "file:///a.pdf",
+        "source_display_name": "a.pdf",
+        "text": "t",
+        "score": 0.1,
+        "chunk": {"text": "t", "page_span": PageSpan(first_page=1, last_page=2)},
+    }
+    response = RetrieveContextsResponse.model_validate({"contexts": {"contexts": [context]}})
     assert response.contexts.contexts[0].source_uri == "file:///a.pdf"
     assert response.model_dump()["contexts"]["contexts"][0]["source_uri"] == "file:///a.pdf"
     rest = response.model_dump(by_alias=True, exclude_none=True)

@@ -9,12 +9,17 @@ from hypothesis import strategies as st
 
 import turnkit.batteries.vector as battery
 from turnkit import ScriptedModel
-from turnkit.batteries.vector import EncoderScorer, HashEncoder, InvalidRankingConfigError, RerankOptions
+from turnkit.batteries.vector import (
+    EncoderScorer,
+    HashEncoder,
+    InvalidRankingConfigError,
+    RerankOptions,
+    RerankWeights,
+)
 from turnkit.batteries.vector.ranking._scorers import _minilm_installed
 from turnkit.tools import (
     InvalidToolConfigError,
     InvalidToolInputError,
-    RerankWeights,
     UnknownModelError,
     create_vector_query_tool,
     retrieve_contexts_sync,

@@ -5,12 +5,8 @@ import numpy as np
 import pytest
 
 from turnkit.batteries.vector import HashEncoder, condition, create_vector_store
-from turnkit.tools import (
-    DEFAULT_DESCRIPTION,
-    InvalidToolConfigError,
-    VectorQueryResult,
-    create_vector_query_tool,
-)
+from turnkit.tools import InvalidToolConfigError, VectorQueryResult, create_vector_query_tool
+from turnkit.tools.vector_query._tool import DEFAULT_DESCRIPTION
 
 
 def run(tool, args, **ctx):

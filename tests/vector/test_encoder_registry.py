@@ -13,9 +13,9 @@ from turnkit.batteries.vector import (
     InvalidVectorStoreConfigError,
     WordLlamaEncoder,
     create_vector_store,
-    encoder_for_recorded,
     encoder_from_spec,
 )
+from turnkit.batteries.vector.encoders._registry import encoder_for_recorded
 from turnkit.cli import EXIT_OK, main
 
 

@@ -17,7 +17,7 @@ from turnkit.batteries.vector import (
 from turnkit.batteries.vector.filters._ast import Op
 from turnkit.batteries.vector.filters._build import _FIELD_OPS
 from turnkit.batteries.vector.filters._fields import OPERATOR_ALIASES
-from turnkit.tools import FILTER_OPERATORS
+from turnkit.tools.vector_query._input import filter_description
 
 OPS: tuple[Op, ...] = get_args(Op)
 SAMPLE: dict[str, Any] = {
@@ -44,7 +44,8 @@ def test_every_operator_has_an_alias_and_a_sample() -> None:
 def test_the_mongo_table_covers_every_operator() -> None:
     # A Mongo dict says "null" as {"key": None}.
     assert set(_FIELD_OPS.values()) | {"null"} == set(OPS)
-    assert FILTER_OPERATORS == MONGO_OPERATORS
+    # The tools tell the model exactly the battery's operators.
+    assert f"Operators: {' '.join(MONGO_OPERATORS)}." in filter_description("any")
     assert set(MONGO_OPERATORS) == {*_FIELD_OPS, "$and", "$or", "$nor", "$not"}
 
 

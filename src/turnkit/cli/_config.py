@@ -76,7 +76,8 @@ def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
     Raises:
         UnknownEncoderError: the registry knows no such encoder.
     """
-    from ..batteries.vector import ENCODER_SPECS, InvalidVectorStoreConfigError, encoder_from_spec
+    from ..batteries.vector import InvalidVectorStoreConfigError, encoder_from_spec
+    from ..batteries.vector.encoders._registry import ENCODER_SPECS
 
     try:
         return encoder_from_spec(spec, dimension=dimension)
@@ -153,7 +154,8 @@ def open_store(
 
 def _mismatch(collection: str, recorded: tuple[str, int], given: str, built: str, source: str) -> Exception:
     """The encoder-mismatch error in the command line's terms: which setting asked for what."""
-    from ..batteries.vector import EncoderMismatchError, encoder_for_recorded
+    from ..batteries.vector import EncoderMismatchError
+    from ..batteries.vector.encoders._registry import encoder_for_recorded
 
     own = encoder_for_recorded(*recorded)
     env_set = os.environ.get(ENV_ENCODER)

@@ -178,7 +178,7 @@ def run_demo(args: argparse.Namespace) -> int:
             model=model if model is not None else _PromptOnly(),
             system_prompt=_SYSTEM_PROMPT,
             token_budget=_TOKEN_BUDGET,
-            **callbacks.as_dict(),
+            **callbacks,
         )
     )
     if not args.json:

@@ -19,16 +19,7 @@ See the "Ingesting documents" docs page for the loaders, the metadata each
 chunk carries, and the idempotency and crash-safety guarantees.
 """
 
-from ._chunking import (
-    DEFAULT_CHUNK_ENCODING,
-    DEFAULT_CHUNK_OVERLAP,
-    DEFAULT_CHUNK_SIZE,
-    Chunk,
-    PageSpan,
-    chunk_document,
-    split_text,
-)
-from ._decode import AUTO_ENCODING
+from ._chunking import Chunk, chunk_document, split_text
 from ._errors import (
     DocumentDecodeError,
     DocumentLoadError,
@@ -44,26 +35,17 @@ from ._errors import (
     SpecialFileError,
     UnsupportedDocumentError,
 )
-from ._loaders import DEFAULT_EXTENSIONS, DEFAULT_MAX_FILE_SIZE, ExtensionMap, load_document, source_uri_for
-from ._model import DocumentKind, LoadedDocument, Section
-from ._pipeline import DEFAULT_BATCH_SIZE, PathInput, ingest, ingest_sync
-from ._report import SKIP_EXAMPLES, FileIssue, IngestProgress, IngestReport, SkipGroup
+from ._loaders import load_document, source_uri_for
+from ._model import LoadedDocument, Section
+from ._pipeline import ingest, ingest_sync
+from ._report import FileIssue, IngestProgress, IngestReport
 
 __all__ = [
-    "AUTO_ENCODING",
     "Chunk",
-    "DEFAULT_BATCH_SIZE",
-    "DEFAULT_CHUNK_ENCODING",
-    "DEFAULT_CHUNK_OVERLAP",
-    "DEFAULT_CHUNK_SIZE",
-    "DEFAULT_EXTENSIONS",
-    "DEFAULT_MAX_FILE_SIZE",
     "DocumentDecodeError",
-    "DocumentKind",
     "DocumentLoadError",
     "DocumentParseError",
     "DocumentReadError",
-    "ExtensionMap",
     "ExternalSymlinkError",
     "FileIssue",
     "FileSkippedError",
@@ -75,11 +57,7 @@ __all__ = [
     "InvalidChunkingError",
     "InvalidIngestOptionError",
     "LoadedDocument",
-    "PageSpan",
-    "PathInput",
-    "SKIP_EXAMPLES",
     "Section",
-    "SkipGroup",
     "SpecialFileError",
     "UnsupportedDocumentError",
     "chunk_document",

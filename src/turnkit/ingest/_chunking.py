@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._tokens import get_encoding
+from ..batteries.vector import PageSpan
 from ._decode import detector_version
 from ._errors import InvalidChunkingError
 from ._model import DocumentKind, LoadedDocument
@@ -49,7 +50,6 @@ __all__ = [
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
     "Chunk",
-    "PageSpan",
     "chunk_document",
     "chunk_id",
     "document_fingerprint",
@@ -83,20 +83,6 @@ _TERMINATORS = _table(".!?…")
 _CJK_TERMINATORS = _table("。！？｡")
 _CLOSERS = _table("\"')]}»”’」』")
 _ZWJ = 0x200D
-
-
-@dataclass(frozen=True, kw_only=True)
-class PageSpan:
-    """The pages a chunk was taken from: 1-indexed and inclusive, as in Vertex AI RAG Engine."""
-
-    first_page: int
-    """The first page of the chunk's text."""
-    last_page: int
-    """The last page of the chunk's text."""
-
-    def to_dict(self) -> dict[str, int]:
-        """``{"first_page": …, "last_page": …}``, the form stored in metadata."""
-        return {"first_page": self.first_page, "last_page": self.last_page}
 
 
 @dataclass(frozen=True, kw_only=True)

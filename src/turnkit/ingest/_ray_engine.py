@@ -84,7 +84,7 @@ class _Worker:
     def run(
         self, job: list[tuple[Candidate, list[Row]]], settings: _Settings
     ) -> tuple[list[_FileResult], list[str]]:
-        from ..batteries.vector import write_fragments_sync
+        from ..batteries.vector.store._fragments import write_fragments_sync
 
         results: list[_FileResult] = []
         records: list[dict[str, Any]] = []
@@ -115,7 +115,8 @@ class _Worker:
 
 
 def _default_factory(store: VectorStore, dimension: int) -> Callable[[], Encoder]:
-    from ..batteries.vector import encoder_for_recorded, encoder_from_spec
+    from ..batteries.vector import encoder_from_spec
+    from ..batteries.vector.encoders._registry import encoder_for_recorded
 
     encoder = store.encoder
     spec = encoder_for_recorded(encoder.name, dimension) if encoder is not None else None
@@ -267,7 +268,7 @@ def _finish(
     files: FileFilter,
 ) -> IngestReport:
     """The driver's part after the workers: one commit, then the rows it replaced, then the report."""
-    from ..batteries.vector import commit_fragments_sync
+    from ..batteries.vector.store._fragments import commit_fragments_sync
 
     q = store(collection)
     written = commit_fragments_sync(store, collection, fragments)

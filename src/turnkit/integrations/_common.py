@@ -97,7 +97,7 @@ def source_metadata(source: VectorQuerySource, trust_tier: TrustTier | None = No
         if getattr(source, key) is not None:
             metadata[key] = getattr(source, key)
     if source.page_span is not None:
-        metadata["page_span"] = source.page_span.model_dump()
+        metadata["page_span"] = source.page_span.to_dict()
     copies = getattr(source, "duplicates", None) or ()
     if copies:
         metadata["duplicates"] = [_copy_label(c) for c in copies]

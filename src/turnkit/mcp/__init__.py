@@ -37,29 +37,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MCPUnavailableError("turnkit.mcp needs the `mcp` package.") from exc
 
 from ._auth import load_principals
-from ._encoders import encoder_from_spec
 from ._errors import MCPInsecureBindError, MCPUnknownPrincipalError
 from ._http import HttpLimits
-from ._serve import ENV_TOKEN, serve
-from ._server import (
-    DEFAULT_READ_CONSISTENCY_INTERVAL,
-    READ_ONLY_ANNOTATIONS,
-    WRITE_ANNOTATIONS,
-    create_mcp_server,
-)
+from ._serve import serve
+from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 
 __all__ = [
     "DEFAULT_READ_CONSISTENCY_INTERVAL",
-    "ENV_TOKEN",
     "HttpLimits",
     "InvalidMCPServerConfigError",
     "MCPInsecureBindError",
     "MCPUnavailableError",
     "MCPUnknownPrincipalError",
-    "READ_ONLY_ANNOTATIONS",
-    "WRITE_ANNOTATIONS",
     "create_mcp_server",
-    "encoder_from_spec",
     "load_principals",
     "serve",
 ]

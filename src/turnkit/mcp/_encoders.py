@@ -9,17 +9,17 @@ from ..batteries.vector import (
     InvalidVectorStoreConfigError,
     VectorStore,
     build_recorded_encoder,
+    encoder_from_spec,
 )
-from ..batteries.vector import encoder_from_spec as registry_spec
 from ._errors import InvalidMCPServerConfigError
 
-__all__ = ["encoder_from_name", "encoder_from_spec", "recorded_encoder"]
+__all__ = ["encoder_from_name", "recorded_encoder", "spec_encoder"]
 
 
-def encoder_from_spec(spec: str, dimension: int | None = None) -> Encoder:
-    """Build an encoder from its name in the battery's one registry (``"hash:64"``, ``"minilm"``…)."""
+def spec_encoder(spec: str) -> Encoder:
+    """`encoder_from_spec`, its refusal reported as a bad ``encoder=`` option of the server."""
     try:
-        return registry_spec(spec, dimension=dimension)
+        return encoder_from_spec(spec)
     except InvalidVectorStoreConfigError as exc:
         raise InvalidMCPServerConfigError(exc.message, hint=exc.hint, option="encoder") from None
 

@@ -19,18 +19,12 @@ from ..batteries.vector import (
     VectorStore,
     create_vector_store,
 )
-from ..tools import (
-    RETRIEVE_CONTEXTS_DESCRIPTION,
-    ModelResolver,
-    RetrieveContextsResponse,
-    ToolLimits,
-    create_vector_query_tool,
-    filter_description,
-    retrieve_contexts_input_schema,
-)
-from ..tools._config import tool_settings
+from ..tools import RetrieveContextsRequest, RetrieveContextsResponse, ToolLimits, create_vector_query_tool
+from ..tools._config import ModelResolver, tool_settings
 from ..tools._filters import compile_guard
-from ._encoders import encoder_from_spec, recorded_encoder
+from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
+from ..tools.vector_query._input import filter_description
+from ._encoders import recorded_encoder, spec_encoder
 from ._errors import InvalidMCPServerConfigError
 from ._tools import (
     DELETE_SCHEMA,
@@ -127,7 +121,7 @@ def _open_store(
             hint="Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
             option="uri",
         )
-    resolved = encoder_from_spec(encoder) if isinstance(encoder, str) else encoder
+    resolved = spec_encoder(encoder) if isinstance(encoder, str) else encoder
     # A server runs for long while other processes ingest: it looks for their writes.
     options = {"read_consistency_interval": read_consistency(consistency), **dict(connect or {})}
     return create_vector_store(uri=uri, encoder=resolved, **options), resolved is None
@@ -307,7 +301,7 @@ def create_mcp_server(
             title="Retrieve contexts (Vertex RAG Engine shape)",
             description=f"{RETRIEVE_CONTEXTS_DESCRIPTION} Corpora (rag_corpus): {', '.join(names)}. "
             f"Each context's score is {SCORE_TEXT[score]}.{ranking_text(models, scorers)}",
-            schema=retrieve_contexts_input_schema(),
+            schema=RetrieveContextsRequest.model_json_schema(by_alias=False),
             annotations=READ_ONLY_ANNOTATIONS,
             handler=handlers.retrieve_contexts,
             output_schema=RetrieveContextsResponse.model_json_schema(by_alias=True),

@@ -24,15 +24,15 @@ from ..batteries.vector import (
 )
 from ..tools import (
     InvalidToolInputError,
-    ModelResolver,
     ToolErrorInfo,
     ToolFailedError,
     ToolLimits,
     VectorQueryTool,
-    filter_description,
     retrieve_contexts,
 )
+from ..tools._config import ModelResolver
 from ..tools._filters import _fields as guard_fields
+from ..tools.vector_query._input import filter_description
 from ._errors import MCPUnknownPrincipalError
 
 __all__ = ["READ_ONLY_ANNOTATIONS", "WRITE_ANNOTATIONS"]

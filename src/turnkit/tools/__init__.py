@@ -22,13 +22,7 @@ print(result.status, result.relevant_context)
 ```
 """
 
-from ._config import (
-    ModelResolver,
-    RerankWeights,
-    StoreResolver,
-    ToolLimits,
-    VectorQueryRequestContext,
-)
+from ._config import ToolLimits, VectorQueryRequestContext
 from ._errors import (
     CollectionNotAllowedError,
     InvalidToolConfigError,
@@ -40,61 +34,20 @@ from ._errors import (
     ToolUsageError,
     UnknownModelError,
 )
-from ._filters import FILTER_OPERATORS, describe_metadata_fields
-from ._results import CollapsedCopy, ErrorKind, PageSpan, ToolErrorInfo, VectorQueryResult, VectorQuerySource
-from ._retrieve import (
-    RETRIEVE_CONTEXTS_DESCRIPTION,
-    retrieve_contexts,
-    retrieve_contexts_input_schema,
-    retrieve_contexts_sync,
-)
-from ._vector_query import DEFAULT_DESCRIPTION, VectorQueryTool
-from ._vertex_models import (
-    HybridSearch,
-    LlmRanker,
-    RagChunk,
-    RagContext,
-    RagContexts,
-    RagFilter,
-    RagQuery,
-    RagResource,
-    RagRetrievalConfig,
-    Ranking,
-    RankService,
-    RetrieveContextsRequest,
-    RetrieveContextsResponse,
-    VertexRagStore,
-)
-from ._vq_create import create_vector_query_tool
-from ._vq_input import VectorQueryInput, filter_description
-from ._vq_options import VectorQueryOptions
+from ._filters import describe_metadata_fields
+from ._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
+from ._retrieve import retrieve_contexts, retrieve_contexts_sync
+from ._vertex_models import RetrieveContextsRequest, RetrieveContextsResponse
+from .vector_query._create import create_vector_query_tool
+from .vector_query._options import VectorQueryOptions
+from .vector_query._tool import VectorQueryTool
 
 __all__ = [
-    "CollapsedCopy",
     "CollectionNotAllowedError",
-    "DEFAULT_DESCRIPTION",
-    "ErrorKind",
-    "FILTER_OPERATORS",
-    "HybridSearch",
     "InvalidToolConfigError",
     "InvalidToolInputError",
-    "LlmRanker",
-    "ModelResolver",
-    "PageSpan",
-    "RETRIEVE_CONTEXTS_DESCRIPTION",
-    "RagChunk",
-    "RagContext",
-    "RagContexts",
-    "RagFilter",
-    "RagQuery",
-    "RagResource",
-    "RagRetrievalConfig",
-    "RankService",
-    "Ranking",
-    "RerankWeights",
     "RetrieveContextsRequest",
     "RetrieveContextsResponse",
-    "StoreResolver",
     "StoreResolverError",
     "ToolErrorInfo",
     "ToolFailedError",
@@ -103,17 +56,13 @@ __all__ = [
     "ToolRuntimeError",
     "ToolUsageError",
     "UnknownModelError",
-    "VectorQueryInput",
     "VectorQueryOptions",
     "VectorQueryRequestContext",
     "VectorQueryResult",
     "VectorQuerySource",
     "VectorQueryTool",
-    "VertexRagStore",
     "create_vector_query_tool",
     "describe_metadata_fields",
-    "filter_description",
     "retrieve_contexts",
-    "retrieve_contexts_input_schema",
     "retrieve_contexts_sync",
 ]

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._validation import describe_validation
 from ..batteries.vector import (
     InvalidRankingConfigError,
-    RerankWeights,
     RetrievalSettings,
     SettingsInput,
 )
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ModelResolver",
-    "RerankWeights",
     "StoreResolver",
     "ToolLimits",
     "VectorQueryRequestContext",

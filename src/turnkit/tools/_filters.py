@@ -13,7 +13,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from ..batteries.vector import (
-    MONGO_OPERATORS,
     And,
     Condition,
     FilterKeyNotFoundError,
@@ -33,7 +32,6 @@ from ._errors import InvalidToolConfigError, InvalidToolInputError
 
 __all__ = [
     "FIELDS_SAMPLE",
-    "FILTER_OPERATORS",
     "check_filter_fields",
     "check_keys_held",
     "compile_guard",
@@ -42,8 +40,6 @@ __all__ = [
     "normalize_filter_fields",
 ]
 
-FILTER_OPERATORS: Final = MONGO_OPERATORS
-"""The operators a model's filter may use: the battery's Mongo operators, never a copy."""
 _PREFIX: Final = "metadata."
 
 

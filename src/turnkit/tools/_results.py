@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from .._errors import RuntimeFailure, TurnkitError
+from ..batteries.vector import PageSpan
 
 if TYPE_CHECKING:
     from ..batteries.vector import VectorMatch
@@ -18,38 +18,12 @@ __all__ = [
     "Citation",
     "CollapsedCopy",
     "ErrorKind",
-    "PageSpan",
     "ToolErrorInfo",
     "VectorQueryResult",
     "VectorQuerySource",
 ]
 
 ErrorKind = Literal["invalid_input", "configuration", "failed"]
-
-
-class PageSpan(BaseModel):
-    """Pages a chunk came from: 1-indexed, inclusive.
-
-    One type for both tools; ``model_dump(by_alias=True)`` gives Vertex's REST
-    spelling (``firstPage``, ``lastPage``).
-    """
-
-    model_config = ConfigDict(
-        frozen=True, alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
-    )
-
-    first_page: int
-    last_page: int
-
-    @classmethod
-    def from_metadata(cls, value: Any) -> PageSpan | None:
-        """The span stored in a chunk's ``page_span`` metadata, if it is a well-formed one."""
-        if isinstance(value, Mapping):
-            first, last = value.get("first_page"), value.get("last_page")
-            if isinstance(first, int) and isinstance(last, int) and not isinstance(first, bool):
-                if not isinstance(last, bool):
-                    return cls(first_page=first, last_page=last)
-        return None
 
 
 class Citation(NamedTuple):

@@ -50,7 +50,6 @@ from ._vertex_models import (
 __all__ = [
     "RETRIEVE_CONTEXTS_DESCRIPTION",
     "retrieve_contexts",
-    "retrieve_contexts_input_schema",
     "retrieve_contexts_sync",
 ]
 
@@ -85,11 +84,6 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
             field=field,
             hint='Minimal request: {"query": {"text": "...", "rag_retrieval_config": {"top_k": 5}}}.',
         ) from None
-
-
-def retrieve_contexts_input_schema() -> dict[str, Any]:
-    """The JSON Schema of a `RetrieveContextsRequest` (snake_case names; camelCase is accepted too)."""
-    return RetrieveContextsRequest.model_json_schema(by_alias=False)
 
 
 Ranker = tuple["ChatModel | None", "RelevanceScorer | None"]

@@ -16,12 +16,12 @@ import math
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from ._results import CollapsedCopy, PageSpan
+from ..batteries.vector import PageSpan
+from ._results import CollapsedCopy
 
 __all__ = [
     "HybridSearch",
     "LlmRanker",
-    "PageSpan",
     "RagChunk",
     "RagContext",
     "RagContexts",

@@ -9,11 +9,10 @@ other. Subclass `VectorRetrievableGlue` to change how a turn becomes a query
 
 from __future__ import annotations
 
-import inspect
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,7 +46,6 @@ from turnkit.batteries.vector._glue_parts import (
     QueryValue,
     RawResult,
     ReservedMetadataKeyError,
-    RetrievableCallbacks,
     RetrievableSkippedWarning,
     TierFunction,
     ToRetrievable,
@@ -70,7 +68,6 @@ __all__ = [
     "GLUE_METADATA_KEYS",
     "InvalidRetrievableGlueConfigError",
     "ReservedMetadataKeyError",
-    "RetrievableCallbacks",
     "RetrievableSkippedWarning",
     "VectorRetrievableCallbacks",
     "VectorRetrievableGlue",
@@ -80,7 +77,6 @@ __all__ = [
 log = logging.getLogger("turnkit.vector.retrievables")
 
 _SELECT = ("id", "document", "metadata", "created_at", "updated_at")
-P = ParamSpec("P")
 
 
 class VectorRetrievableGlue:
@@ -451,19 +447,20 @@ class VectorRetrievableGlue:
         )
 
 
-def _callbacks_of(glue: Callable[P, VectorRetrievableGlue]) -> Callable[P, VectorRetrievableCallbacks]:
-    # The factory takes exactly the glue's options: the signature is written once, on __init__.
-    def create_vector_retrievable_callbacks(*args: P.args, **kwargs: P.kwargs) -> VectorRetrievableCallbacks:
-        return glue(*args, **kwargs).callbacks()
-
-    create_vector_retrievable_callbacks.__doc__ = inspect.cleandoc(_FACTORY_DOC)
-    create_vector_retrievable_callbacks.__signature__ = inspect.signature(glue).replace(  # type: ignore[attr-defined]
-        return_annotation="VectorRetrievableCallbacks"
-    )
-    return create_vector_retrievable_callbacks
-
-
-_FACTORY_DOC = """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
+def create_vector_retrievable_callbacks(
+    *,
+    store: VectorStore,
+    collection: str,
+    trust_tier: TrustTier | TierFunction | None = None,
+    top_k: int | None = None,
+    filter: FilterSpec | None = None,
+    derive_query: DeriveQuery | None = None,
+    to_retrievable: ToRetrievable | None = None,
+    min_score: float | None = None,
+    abstain_reply: str | None = None,
+    settings: SettingsInput = None,
+) -> VectorRetrievableCallbacks:
+    """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
 
     Example:
         ```python
@@ -492,6 +489,17 @@ _FACTORY_DOC = """The four retrievable callbacks of a `TurnRunner`, backed by on
         UnknownTrustTierError: ``trust_tier`` is not a known tier.
         InvalidRetrievableGlueConfigError: ``store``, ``top_k``, ``filter`` or a hook is unusable.
         InvalidFilterError: ``filter`` is malformed.
-"""
-
-create_vector_retrievable_callbacks = _callbacks_of(VectorRetrievableGlue)
+    """
+    glue = VectorRetrievableGlue(
+        store=store,
+        collection=collection,
+        trust_tier=trust_tier,
+        top_k=top_k,
+        filter=filter,
+        derive_query=derive_query,
+        to_retrievable=to_retrievable,
+        min_score=min_score,
+        abstain_reply=abstain_reply,
+        settings=settings,
+    )
+    return glue.callbacks()

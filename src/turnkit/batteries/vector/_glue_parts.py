@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy.typing as npt
 
 from turnkit._context import (
-    DeleteRetrievableCallback,
-    FetchRetrievablesCallback,
-    MutateRetrievableCallback,
-    StoreRetrievableCallback,
     TurnContext,
 )
 from turnkit._retrievable import (
@@ -38,7 +34,6 @@ __all__ = [
     "QueryValue",
     "RawResult",
     "ReservedMetadataKeyError",
-    "RetrievableCallbacks",
     "RetrievableSkippedWarning",
     "TierFunction",
     "ToRetrievable",
@@ -102,15 +97,6 @@ class RetrievableSkippedWarning(UserWarning):
         self.reason = reason
 
 
-class RetrievableCallbacks(TypedDict):
-    """The four callbacks as keyword arguments of `turnkit.TurnRunnerConfig`."""
-
-    fetch_retrievables: FetchRetrievablesCallback
-    store_retrievable: StoreRetrievableCallback
-    mutate_retrievable: MutateRetrievableCallback
-    delete_retrievable: DeleteRetrievableCallback
-
-
 class CallbackMapping(Mapping[str, Any]):
     """Callbacks that unpack into `TurnRunnerConfig`: a mapping of the attributes ``NAMES`` lists."""
 
@@ -133,8 +119,7 @@ class VectorRetrievableCallbacks(CallbackMapping):
     """The four retrieval callbacks, by attribute and by name.
 
     It is a read-only mapping of the `TurnRunnerConfig` field names, so
-    ``TurnRunnerConfig(model=..., **callbacks)`` wires all four;
-    ``**callbacks.as_dict()`` does the same with precise static types.
+    ``TurnRunnerConfig(model=..., **callbacks)`` wires all four.
 
     Attributes:
         fetch_retrievables: ``async (ctx) -> list[Retrievable]``.
@@ -156,15 +141,6 @@ class VectorRetrievableCallbacks(CallbackMapping):
         "mutate_retrievable",
         "delete_retrievable",
     )
-
-    def as_dict(self) -> RetrievableCallbacks:
-        """The four callbacks as a plain dict of `TurnRunnerConfig` keyword arguments."""
-        return RetrievableCallbacks(
-            fetch_retrievables=self.fetch_retrievables,
-            store_retrievable=self.store_retrievable,
-            mutate_retrievable=self.mutate_retrievable,
-            delete_retrievable=self.delete_retrievable,
-        )
 
 
 def declared_tier(raw: RawResult, match: VectorMatch) -> str | None:

@@ -17,7 +17,7 @@ Adding an operator, as a checklist:
    ``_evaluate._eval_condition``, the text formatter in ``_format``, and the
    in-memory masks in ``store/_memory_mask.py``.
 2. Give it its spellings: ``OPERATOR_ALIASES`` (``_fields``), the Mongo table
-   ``_FIELD_OPS`` (``_build``; the tools' ``FILTER_OPERATORS`` follow from it)
+   ``_FIELD_OPS`` (``_build``; ``MONGO_OPERATORS``, which the tools list, follows from it)
    and the text grammar's tokens (``_text``). ``tests/vector/test_filter_operators.py``
    fails until every operator has them.
 3. Extend the hypothesis strategies in ``tests/vector/`` so the compiled SQL is

@@ -20,8 +20,8 @@ from pydantic import (
     field_validator,
 )
 
-from ._errors import InvalidToolInputError
-from ._filters import FILTER_OPERATORS
+from ...batteries.vector import MONGO_OPERATORS
+from .._errors import InvalidToolInputError
 
 __all__ = ["VectorQueryInput", "filter_description", "input_schema", "parse_input"]
 
@@ -131,7 +131,7 @@ def filter_description(fields: Mapping[str, str] | Literal["any"] | None) -> str
     return (
         "Optional metadata filter, a JSON object (not a string) in MongoDB style. "
         "Keys of one object are ANDed; a value is a literal (equality), a list (any of) or an "
-        f"object of operators. Operators: {' '.join(FILTER_OPERATORS)}. "
+        f"object of operators. Operators: {' '.join(MONGO_OPERATORS)}. "
         'Example: {"kind": "faq", "year": {"$gte": 2020}}. ' + keys
     )
 

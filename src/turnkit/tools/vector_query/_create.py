@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
-from ..batteries.vector import Encoder, FilterNode, SettingsInput, VectorStore
-from ._config import ModelResolver, ToolLimits, check_models, tool_settings
-from ._errors import InvalidToolConfigError
-from ._filters import compile_guard, normalize_filter_fields
-from ._vector_query import DEFAULT_DESCRIPTION, FilterFields, Resolver, VectorQueryTool
-from ._vq_options import VectorQueryOptions, check_collection, check_provider_options
+from ...batteries.vector import Encoder, FilterNode, SettingsInput, VectorStore
+from .._config import ModelResolver, StoreResolver, ToolLimits, check_models, tool_settings
+from .._errors import InvalidToolConfigError
+from .._filters import compile_guard, normalize_filter_fields
+from ._options import VectorQueryOptions, check_collection, check_provider_options
+from ._tool import DEFAULT_DESCRIPTION, FilterFields, VectorQueryTool
 
 __all__ = ["create_vector_query_tool"]
 
 
 def create_vector_query_tool(
     *,
-    store: VectorStore | Resolver,
+    store: VectorStore | StoreResolver,
     collection: str | None = None,
     id: str | None = None,
     description: str | None = None,

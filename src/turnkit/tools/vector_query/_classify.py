@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from .._errors import RuntimeFailure, TurnkitError
-from ..batteries.vector import (
+from ..._errors import RuntimeFailure, TurnkitError
+from ...batteries.vector import (
     CollectionNotFoundError,
     EncoderMismatchError,
     InvalidFilterError,
@@ -15,7 +15,7 @@ from ..batteries.vector import (
     UnknownFieldError,
     UnsupportedFilterOperatorError,
 )
-from ._errors import (
+from .._errors import (
     InvalidToolConfigError,
     InvalidToolInputError,
     StoreResolverError,
@@ -23,7 +23,7 @@ from ._errors import (
     ToolOptionMissingError,
     UnknownModelError,
 )
-from ._results import ErrorKind, ToolErrorInfo
+from .._results import ErrorKind, ToolErrorInfo
 
 __all__ = ["ToolCallFailure", "classify"]
 

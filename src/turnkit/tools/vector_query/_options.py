@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
-from ._config import request_overrides, tool_config_errors
-from ._errors import InvalidToolConfigError, ToolOptionMissingError
-from ._filters import compile_guard
+from ...batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
+from .._config import request_overrides, tool_config_errors
+from .._errors import InvalidToolConfigError, ToolOptionMissingError
+from .._filters import compile_guard
 
 __all__ = ["OptionsEncoder", "VectorQueryOptions", "check_collection", "check_provider_options"]
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
-from .._aio import run_sync, sync_form
-from .._errors import TurnkitError
-from ..batteries.vector import (
+from ..._aio import run_sync, sync_form
+from ..._errors import TurnkitError
+from ...batteries.vector import (
     Encoder,
     EncoderMismatchError,
     FilterKeyNotFoundError,
@@ -26,24 +26,24 @@ from ..batteries.vector import (
     local_scorer,
     retrieve,
 )
-from ._config import ModelResolver, ToolLimits
-from ._errors import InvalidToolConfigError, InvalidToolInputError, StoreResolverError, ToolFailedError
-from ._filters import (
+from .._config import ModelResolver, StoreResolver, ToolLimits
+from .._errors import InvalidToolConfigError, InvalidToolInputError, StoreResolverError, ToolFailedError
+from .._filters import (
     check_filter_fields,
     check_keys_held,
     compile_model_filter,
     describe_metadata_fields,
 )
-from ._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
-from ._vq_errors import ToolCallFailure, classify
-from ._vq_input import FieldsCache, input_schema, parse_input, without_values
-from ._vq_options import (
+from .._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
+from ._classify import ToolCallFailure, classify
+from ._input import FieldsCache, input_schema, parse_input, without_values
+from ._options import (
     OptionsEncoder,
     VectorQueryOptions,
     check_provider_options,
 )
 
-__all__ = ["DEFAULT_DESCRIPTION", "FilterFields", "Resolver", "VectorQueryTool"]
+__all__ = ["DEFAULT_DESCRIPTION", "FilterFields", "VectorQueryTool"]
 
 log = logging.getLogger("turnkit.tools")
 
@@ -54,8 +54,6 @@ DEFAULT_DESCRIPTION: Final = "Access the knowledge base to find information need
 _MISS_REFRESH_SECONDS: Final = 5.0
 FilterFields: TypeAlias = "dict[str, str] | Literal['auto', 'any']"
 _OPENAI_NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")
-
-Resolver = Callable[[Mapping[str, Any]], "VectorStore | Awaitable[VectorStore]"]
 
 
 class VectorQueryTool:
@@ -74,7 +72,7 @@ class VectorQueryTool:
         *,
         id: str,
         description: str,
-        store: VectorStore | Resolver,
+        store: VectorStore | StoreResolver,
         encoder: Encoder | None,
         options: VectorQueryOptions,
         enable_filter: bool,
