@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from turnkit.batteries.vector.store._hybrid import linear_fuse, rrf_fuse, zscore_fuse
+from turnkit.batteries.vector import LinearFusion, RRFFusion, ZScoreFusion
 
 Leg = Sequence[tuple[str, float]]
 Fused = list[tuple[str, float]]
@@ -64,11 +64,11 @@ def _combine(dense: Leg, lexical: Leg, parts: list[tuple[float, dict[str, float]
 
 
 def rrf(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5) -> Fused:
-    return rrf_fuse([d for d, _ in dense], [d for d, _ in lexical], alpha=alpha)
+    return RRFFusion(alpha).fuse(dense, lexical)
 
 
 def minmax(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5) -> Fused:
-    return linear_fuse(dense, lexical, alpha=alpha)
+    return LinearFusion(alpha).fuse(dense, lexical)
 
 
 def uz(query: str, dense: Leg, lexical: Leg, *, pool: int = 30, alpha: float = 0.5) -> Fused:
@@ -147,13 +147,13 @@ def uzlead(
 ) -> Fused:
     """``uzlen``, and a short query's best full-text hit stays first when its union z is at least ``lead``.
 
-    This is turnkit's default (`zscore_fuse` with ``lead``): a confident lexical
+    This is turnkit's default (`ZScoreFusion` with ``lead``): a confident lexical
     hit is never pulled below a dense one; passages (over ``long`` words) are
     fused as ``uzlen`` fuses them.
     """
     short = len(query.split()) <= long
     a = alpha if short else 0.5
-    return zscore_fuse(dense, lexical, alpha=a, pool=pool, lead=lead if short else None)
+    return ZScoreFusion(a, pool=pool, lead=lead if short else None).fuse(dense, lexical)
 
 
 def uz_many(query: str, denses: Sequence[Leg], lexical: Leg, *, pool: int = 30, lead: float = 2.5) -> Fused:

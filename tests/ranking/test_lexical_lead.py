@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import HashEncoder, HybridSpec, create_vector_store, zscore_fuse
+from turnkit.batteries.vector import HashEncoder, HybridSpec, ZScoreFusion, create_vector_store
 from turnkit.batteries.vector.query._ranking_specs import LEXICAL_LEAD_Z, PASSAGE_WORDS
 from turnkit.batteries.vector.ranking._phrases import MAX_PHRASES, query_phrases
 
@@ -20,7 +20,7 @@ def legs(draw: st.DrawFn) -> tuple[list[tuple[str, float]], list[tuple[str, floa
 
 
 def _lexical_z(dense: list[tuple[str, float]], lexical: list[tuple[str, float]], pool: int) -> float:
-    """The best lexical hit's z-score over both legs' candidates, as `zscore_fuse` computes it."""
+    """The best lexical hit's z-score over both legs' candidates, as `ZScoreFusion` computes it."""
     union = list(dict.fromkeys([d for d, _ in dense] + [d for d, _ in lexical]))
     scores = dict(lexical)
     floor = 0.0 if len(lexical) < pool else min(scores.values())
@@ -34,8 +34,8 @@ def _lexical_z(dense: list[tuple[str, float]], lexical: list[tuple[str, float]],
 @given(pair=legs(), alpha=st.floats(0.0, 0.99), lead=st.floats(0.0, 4.0))
 def test_a_confident_lexical_hit_leads_and_scores_stay_ordered(pair, alpha, lead) -> None:  # type: ignore[no-untyped-def]
     dense, lexical = pair
-    fused = zscore_fuse(dense, lexical, alpha=alpha, pool=10, lead=lead)
-    plain = zscore_fuse(dense, lexical, alpha=alpha, pool=10)
+    fused = ZScoreFusion(alpha, pool=10, lead=lead).fuse(dense, lexical)
+    plain = ZScoreFusion(alpha, pool=10).fuse(dense, lexical)
     assert {d for d, _ in fused} == {d for d, _ in plain}
     assert all(0.0 < s < 1.0 for _, s in fused)
     assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
@@ -57,7 +57,7 @@ def test_the_lead_never_moves_a_document_that_both_legs_rank_first(pair, alpha) 
         return
     alone = [leg[0][1] > max((s for _, s in leg[1:]), default=-1) for leg in (dense, lexical)]
     if all(alone):
-        assert zscore_fuse(dense, lexical, alpha=alpha, pool=10, lead=LEXICAL_LEAD_Z)[0][0] == dense[0][0]
+        assert ZScoreFusion(alpha, pool=10, lead=LEXICAL_LEAD_Z).fuse(dense, lexical)[0][0] == dense[0][0]
 
 
 @settings(max_examples=200, deadline=None)
@@ -70,8 +70,8 @@ def test_fusion_does_not_depend_on_the_order_the_legs_list_their_hits(pair, alph
     seed.shuffle(shuffled_dense)
     seed.shuffle(shuffled_lexical)
     for lead in (None, 1.0):
-        a = zscore_fuse(dense, lexical, alpha=alpha, pool=10, lead=lead)
-        b = zscore_fuse(shuffled_dense, shuffled_lexical, alpha=alpha, pool=10, lead=lead)
+        a = ZScoreFusion(alpha, pool=10, lead=lead).fuse(dense, lexical)
+        b = ZScoreFusion(alpha, pool=10, lead=lead).fuse(shuffled_dense, shuffled_lexical)
         assert {d: round(s, 9) for d, s in a} == {d: round(s, 9) for d, s in b}
 
 

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
     InvalidRankingConfigError,
+    LinearFusion,
     RerankOptions,
     RerankWeights,
-    linear_fuse,
-    rrf_fuse,
+    RRFFusion,
 )
 from turnkit.batteries.vector.ranking._mmr import mmr_select
 from turnkit.batteries.vector.ranking._rerank_options import DEFAULT_RERANK_WEIGHTS
@@ -24,9 +24,14 @@ alphas = st.floats(min_value=0.0, max_value=1.0)
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
 
+def _ranked(ids: list[str]) -> list[tuple[str, float]]:
+    """A leg as RRF reads it: only the order counts."""
+    return [(d, 0.0) for d in ids]
+
+
 @given(ids, ids, alphas, st.integers(min_value=1, max_value=200))
 def test_rrf_scores_are_in_unit_range_sorted_and_cover_the_weighted_legs(dense, lexical, alpha, k) -> None:
-    fused = rrf_fuse(dense, lexical, alpha=alpha, k=k)
+    fused = RRFFusion(alpha, k=k).fuse(_ranked(dense), _ranked(lexical))
     scores = [s for _, s in fused]
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert scores == sorted(scores, reverse=True)
@@ -37,13 +42,13 @@ def test_rrf_scores_are_in_unit_range_sorted_and_cover_the_weighted_legs(dense, 
 
 @given(ids, ids, st.integers(min_value=1, max_value=200))
 def test_rrf_at_the_extremes_is_one_legs_order(dense, lexical, k) -> None:
-    assert [d for d, _ in rrf_fuse(dense, lexical, alpha=1.0, k=k)] == dense
-    assert [d for d, _ in rrf_fuse(dense, lexical, alpha=0.0, k=k)] == lexical
+    assert [d for d, _ in RRFFusion(1.0, k=k).fuse(_ranked(dense), _ranked(lexical))] == dense
+    assert [d for d, _ in RRFFusion(0.0, k=k).fuse(_ranked(dense), _ranked(lexical))] == lexical
 
 
 @given(ids.filter(bool), alphas)
 def test_rrf_first_in_both_legs_scores_one(dense, alpha) -> None:
-    fused = rrf_fuse(dense, list(dense), alpha=alpha)
+    fused = RRFFusion(alpha).fuse(_ranked(dense), _ranked(list(dense)))
     assert fused[0][0] == dense[0]
     assert math.isclose(fused[0][1], 1.0)
 
@@ -52,9 +57,9 @@ def test_rrf_first_in_both_legs_scores_one(dense, alpha) -> None:
 def test_rrf_promoting_a_document_in_a_leg_never_lowers_its_score(dense, alpha) -> None:
     lexical = list(reversed(dense))
     target = dense[-1]
-    before = dict(rrf_fuse(dense, lexical, alpha=alpha))[target]
+    before = dict(RRFFusion(alpha).fuse(_ranked(dense), _ranked(lexical)))[target]
     promoted = [target, *[d for d in dense if d != target]]
-    after = dict(rrf_fuse(promoted, lexical, alpha=alpha))[target]
+    after = dict(RRFFusion(alpha).fuse(_ranked(promoted), _ranked(lexical)))[target]
     assert after >= before
 
 
@@ -67,7 +72,7 @@ scored = st.lists(st.tuples(st.sampled_from([f"d{i}" for i in range(10)]), unit)
     alphas,
 )
 def test_linear_scores_in_unit_range_and_sorted(dense, lexical, alpha) -> None:
-    fused = linear_fuse(dense, lexical, alpha=alpha)
+    fused = LinearFusion(alpha).fuse(dense, lexical)
     scores = [s for _, s in fused]
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert scores == sorted(scores, reverse=True)
@@ -77,8 +82,8 @@ def test_linear_scores_in_unit_range_and_sorted(dense, lexical, alpha) -> None:
 def test_linear_alpha_means_what_vertex_says() -> None:
     dense = [("a", 0.9), ("b", 0.5)]
     lexical = [("b", 12.0), ("a", 1.0)]
-    assert [d for d, _ in linear_fuse(dense, lexical, alpha=1.0)] == ["a", "b"]
-    assert [d for d, _ in linear_fuse(dense, lexical, alpha=0.0)] == ["b", "a"]
+    assert [d for d, _ in LinearFusion(1.0).fuse(dense, lexical)] == ["a", "b"]
+    assert [d for d, _ in LinearFusion(0.0).fuse(dense, lexical)] == ["b", "a"]
 
 
 vectors = st.integers(min_value=1, max_value=12).flatmap(

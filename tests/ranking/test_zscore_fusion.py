@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import HashEncoder, create_vector_store, zscore_fuse
+from turnkit.batteries.vector import HashEncoder, RRFFusion, ZScoreFusion, create_vector_store
 
 ids = st.lists(st.text("abcdefgh", min_size=1, max_size=3), unique=True, max_size=12)
 scores = st.floats(min_value=0.0, max_value=50.0, allow_nan=False)
@@ -24,7 +24,7 @@ def legs(draw: st.DrawFn) -> tuple[list[tuple[str, float]], list[tuple[str, floa
 @given(pair=legs(), alpha=st.floats(0.0, 1.0))
 def test_scores_in_unit_interval_and_every_candidate_once(pair, alpha) -> None:  # type: ignore[no-untyped-def]
     dense, lexical = pair
-    fused = zscore_fuse(dense, lexical, alpha=alpha, pool=10)
+    fused = ZScoreFusion(alpha, pool=10).fuse(dense, lexical)
     got = [d for d, _ in fused]
     assert len(got) == len(set(got))
     expected = (
@@ -43,9 +43,9 @@ def test_scores_in_unit_interval_and_every_candidate_once(pair, alpha) -> None: 
 @given(pair=legs())
 def test_one_leg_alone_keeps_that_legs_order(pair) -> None:  # type: ignore[no-untyped-def]
     dense, lexical = pair
-    only_dense = [d for d, _ in zscore_fuse(dense, lexical, alpha=1.0)]
+    only_dense = [d for d, _ in ZScoreFusion(1.0).fuse(dense, lexical)]
     assert only_dense == [d for d, _ in dense] or _same_scores_reordered(only_dense, dense)
-    only_lexical = [d for d, _ in zscore_fuse(dense, lexical, alpha=0.0)]
+    only_lexical = [d for d, _ in ZScoreFusion(0.0).fuse(dense, lexical)]
     assert only_lexical == [d for d, _ in lexical] or _same_scores_reordered(only_lexical, lexical)
 
 
@@ -56,14 +56,12 @@ def _same_scores_reordered(order: list[str], leg: list[tuple[str, float]]) -> bo
 
 
 def test_a_lone_exact_lexical_hit_stays_first_where_rrf_drops_it() -> None:
-    from turnkit.batteries.vector import rrf_fuse
-
     # The known-item case: the dense leg ranks the target last, BM25 finds only it clearly.
     dense = [(f"d{i}", 0.80 - i * 0.002) for i in range(20)] + [("target", 0.70)]
     lexical = [("target", 25.0), ("d5", 2.0), ("d7", 1.5)]
-    fused = zscore_fuse(dense, lexical, alpha=0.2, pool=30)  # the measured alpha for short queries
+    fused = ZScoreFusion(0.2, pool=30).fuse(dense, lexical)  # the measured alpha for short queries
     assert fused[0][0] == "target"
-    rrf = rrf_fuse([d for d, _ in dense], [d for d, _ in lexical], alpha=0.2)
+    rrf = RRFFusion(0.2).fuse(dense, lexical)
     assert rrf[0][0] != "target"
 
 

@@ -88,9 +88,11 @@ if typing.TYPE_CHECKING:
     from turnkit.batteries.vector.filters._keys import close_keys, required_keys
     from turnkit.batteries.vector.filters._text import parse_filter_expression
     from turnkit.batteries.vector.query._builder import QueryBuilder
+    from turnkit.batteries.vector.query._ranking_specs import HybridOption, HybridSpec
     from turnkit.batteries.vector.query._spec import QuerySpec
     from turnkit.batteries.vector.ranking._abstain import abstaining_fetch_stage, with_min_score
     from turnkit.batteries.vector.ranking._collapse import collapse_duplicates
+    from turnkit.batteries.vector.ranking._fusion import LinearFusion, RRFFusion, ZScoreFusion
     from turnkit.batteries.vector.ranking._mmr import MmrSpec, diversify
     from turnkit.batteries.vector.ranking._rerank import (
         EncoderScorer,
@@ -105,13 +107,6 @@ if typing.TYPE_CHECKING:
         rerank_sync,
     )
     from turnkit.batteries.vector.store._create import create_vector_store
-    from turnkit.batteries.vector.store._hybrid import (
-        HybridOption,
-        HybridSpec,
-        linear_fuse,
-        rrf_fuse,
-        zscore_fuse,
-    )
     from turnkit.batteries.vector.store._memory_index import MemoryCache
     from turnkit.batteries.vector.store._scores import Metric
     from turnkit.batteries.vector.store._store import (
@@ -156,6 +151,7 @@ __all__ = [
     "InvalidVectorRecordError",
     "InvalidVectorStoreConfigError",
     "LLMJudge",
+    "LinearFusion",
     "MAX_IN_VALUES",
     "MONGO_OPERATORS",
     "MemoryCache",
@@ -170,6 +166,7 @@ __all__ = [
     "QueryBuilder",
     "QueryConflictError",
     "QuerySpec",
+    "RRFFusion",
     "Raw",
     "RawBindingMismatchError",
     "RecordNotFoundError",
@@ -200,6 +197,7 @@ __all__ = [
     "VectorStoreRuntimeError",
     "VectorStoreUsageError",
     "WordLlamaEncoder",
+    "ZScoreFusion",
     "abstaining_fetch_stage",
     "and_",
     "build_recorded_encoder",
@@ -214,7 +212,6 @@ __all__ = [
     "encoder_from_spec",
     "evaluate",
     "format_filter_expression",
-    "linear_fuse",
     "local_scorer",
     "not_",
     "or_",
@@ -226,10 +223,8 @@ __all__ = [
     "rerank_sync",
     "retrieve",
     "retrieve_sync",
-    "rrf_fuse",
     "source_of",
     "to_sql",
     "validate_field",
     "with_min_score",
-    "zscore_fuse",
 ]

@@ -17,15 +17,16 @@ __all__ = [
     "DEFAULT_LAMBDA",
     "LEXICAL_LEAD_Z",
     "DEFAULT_RRF_K",
-    "Fusion",
+    "FusionName",
     "HybridOption",
     "HybridSpec",
     "MmrSpec",
     "coerce_hybrid",
 ]
 
-Fusion = Literal["rrf", "linear", "zscore"]
-DEFAULT_FUSION: Fusion = "zscore"
+FusionName = Literal["rrf", "linear", "zscore"]
+"""The fusions ``fusion=`` names (``ranking/_fusion.py`` holds each)."""
+DEFAULT_FUSION: FusionName = "zscore"
 DEFAULT_ALPHA = 0.5
 # The default alpha follows the query's length (docs/ranking.md, "Measured"): a short query is
 # usually a lookup, where the full-text leg is right far more often; a passage is "more like this".
@@ -58,7 +59,7 @@ class HybridSpec:
     """
 
     alpha: float | None = None
-    fusion: Fusion = DEFAULT_FUSION
+    fusion: FusionName = DEFAULT_FUSION
     rrf_k: int = DEFAULT_RRF_K
     text: str | None = None
     candidates: int | None = None

@@ -1,10 +1,9 @@
 """Hybrid search: LanceDB full-text (BM25) and vector search, fused in Python.
 
-Both legs run with the same filter; their scores are fused by a z-score blend
-(default), a min-max linear blend, or reciprocal rank fusion. ``alpha`` has
-Vertex's meaning: 0 is lexical only, 1 is dense only. Fusion is done here, not
-by LanceDB's hybrid builder, so the legs, the weights and the tie-breaking are
-ours to test.
+Both legs run here with the same filter; their scores are fused by the
+``ranking/_fusion.py`` object the spec names (a z-score blend by default, a
+min-max linear blend, or reciprocal rank fusion), not by LanceDB's hybrid
+builder, so the legs, the weights and the tie-breaking are ours to test.
 
 Fused scores rank; they do not measure relevance (RRF depends only on ranks,
 and linear fusion rescales each leg within its own results, so the best of an
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from turnkit._aio import finish_before_exit
-from turnkit.batteries.vector.ranking._rerank import min_max_scaled
+from turnkit.batteries.vector.ranking._fusion import fusion_for
 from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata
 
 if TYPE_CHECKING:
@@ -35,171 +34,7 @@ if TYPE_CHECKING:
     from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
     from turnkit.batteries.vector.store._store import VectorStore
 
-__all__ = [
-    "DEFAULT_ALPHA",
-    "dense_scores",
-    "DEFAULT_RRF_K",
-    "Fusion",
-    "HybridOption",
-    "HybridSpec",
-    "coerce_hybrid",
-    "linear_fuse",
-    "rrf_fuse",
-    "zscore_fuse",
-]
-
-from turnkit.batteries.vector.query._ranking_specs import (
-    DEFAULT_ALPHA,
-    DEFAULT_RRF_K,
-    Fusion,
-    HybridOption,
-    HybridSpec,
-    coerce_hybrid,
-)
-
-
-def rrf_fuse(
-    dense: Sequence[str], lexical: Sequence[str], *, alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_RRF_K
-) -> list[tuple[str, float]]:
-    """Fuse two rankings by weighted reciprocal rank; best first.
-
-    A document's score is ``alpha/(k + r_dense) + (1 - alpha)/(k + r_lexical)``
-    (ranks from 1; a leg that missed it adds nothing), scaled by ``k + 1`` so a
-    document ranked first by both legs scores 1. Ties keep the dense order,
-    then the lexical order.
-
-    Args:
-        dense: Ids in vector-search order (duplicates after the first are ignored).
-        lexical: Ids in full-text order.
-        alpha: Weight of the dense ranking, in [0, 1].
-        k: Rank offset (>= 1); larger values flatten the head of each ranking.
-
-    Returns:
-        ``(id, score)`` pairs with scores in [0, 1], covering every id given
-        to a leg with a non-zero weight.
-    """
-    scores: dict[str, float] = {}
-    order: dict[str, tuple[int, int]] = {}
-    absent = 1 << 62  # rank of a leg that missed the document, for tie-breaking
-    for weight, ids, leg in ((alpha, dense, 0), (1.0 - alpha, lexical, 1)):
-        if weight <= 0:
-            continue
-        for rank, doc in enumerate(dict.fromkeys(ids), start=1):
-            scores[doc] = scores.get(doc, 0.0) + weight * (k + 1) / (k + rank)
-            first = order.get(doc, (absent, absent))
-            order[doc] = (rank, first[1]) if leg == 0 else (first[0], rank)
-    ranked = sorted(scores, key=lambda d: (-scores[d], order[d][0], order[d][1]))
-    return [(doc, min(1.0, scores[doc])) for doc in ranked]
-
-
-def linear_fuse(
-    dense: Sequence[tuple[str, float]],
-    lexical: Sequence[tuple[str, float]],
-    *,
-    alpha: float = DEFAULT_ALPHA,
-) -> list[tuple[str, float]]:
-    """Fuse two scored lists by ``alpha·dense + (1 - alpha)·lexical``; best first.
-
-    Each leg's scores (higher is better: similarity, BM25) are min-max
-    normalized to [0, 1] within the leg first; a document a leg did not
-    return scores 0 there. Ties keep the dense order, then the lexical order.
-
-    Args:
-        dense: ``(id, similarity)`` in vector-search order.
-        lexical: ``(id, bm25)`` in full-text order.
-        alpha: Weight of the dense leg, in [0, 1].
-
-    Returns:
-        ``(id, score)`` pairs with scores in [0, 1].
-    """
-    legs: list[dict[str, float]] = []
-    for pairs in (dense, lexical):
-        first: dict[str, float] = {}
-        for doc, value in pairs:
-            first.setdefault(doc, float(value))  # the first occurrence of an id wins
-        legs.append(dict(zip(first, min_max_scaled(list(first.values())), strict=True)))
-    position = {d: i for i, d in enumerate(dict.fromkeys([d for d, _ in dense] + [d for d, _ in lexical]))}
-    dense_n, lexical_n = legs
-    docs = set(dense_n) if alpha >= 1 else set(lexical_n) if alpha <= 0 else set(dense_n) | set(lexical_n)
-    scores = {d: alpha * dense_n.get(d, 0.0) + (1.0 - alpha) * lexical_n.get(d, 0.0) for d in docs}
-    ranked = sorted(docs, key=lambda d: (-scores[d], position[d]))
-    return [(d, min(1.0, max(0.0, scores[d]))) for d in ranked]
-
-
-def zscore_fuse(
-    dense: Sequence[tuple[str, float]],
-    lexical: Sequence[tuple[str, float]],
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    pool: int | None = None,
-    lead: float | None = None,
-) -> list[tuple[str, float]]:
-    """Fuse two scored lists by z-scores taken over both legs' candidates; best first.
-
-    Each leg's raw scores are z-scored over the union of both legs' ids. A
-    document a leg did not return scores that leg's floor: the dense leg's
-    lowest similarity, and BM25 0 for the lexical leg when it came back short
-    of ``pool`` (it then returned every document holding a query term), else
-    its lowest score. So a lone exact lexical hit stays far ahead instead of
-    being pulled down to the dense leg's ranks, which is what RRF does. The
-    fused ``alpha·z_dense + (1 - alpha)·z_lexical`` is mapped into (0, 1) by
-    the logistic function, which keeps the order. Ties keep the dense order,
-    then the lexical order.
-
-    With ``lead``, the lexical leg's best hit comes first whenever its own
-    z-score (over the same candidates) is at least ``lead``: a confident
-    full-text hit is never pulled below a dense one. It then scores as much
-    as the best fused score, so scores still fall in order.
-
-    Args:
-        dense: ``(id, similarity)`` in vector-search order.
-        lexical: ``(id, bm25)`` in full-text order.
-        alpha: Weight of the dense leg, in [0, 1].
-        pool: How many results each leg was asked for (``None``: the lexical
-            leg is taken as complete).
-        lead: The lexical z-score from which the lexical leg's best hit leads
-            (``None``: never; ignored when ``alpha`` is 1).
-
-    Returns:
-        ``(id, score)`` pairs with scores in (0, 1).
-    """
-    legs = []
-    for pairs in (dense, lexical):
-        first: dict[str, float] = {}
-        for doc, value in pairs:
-            first.setdefault(doc, float(value))
-        legs.append(first)
-    dense_s, lexical_s = legs
-    # Ties keep the dense order, then the lexical order (only the lexical order when it alone counts).
-    leading = [*lexical_s] if alpha <= 0 else [*dense_s, *lexical_s]
-    position = {d: i for i, d in enumerate(dict.fromkeys(leading))}
-    docs = list(dense_s) if alpha >= 1 else list(lexical_s) if alpha <= 0 else list(position)
-    if not docs:
-        return []
-    floors = (
-        min(dense_s.values(), default=0.0),
-        0.0 if pool is None or len(lexical_s) < pool else min(lexical_s.values(), default=0.0),
-    )
-    fused = np.zeros(len(docs), dtype=np.float64)
-    zs: list[np.ndarray[Any, Any]] = []
-    for weight, leg, floor in ((alpha, dense_s, floors[0]), (1.0 - alpha, lexical_s, floors[1])):
-        values = np.array([leg.get(d, floor) for d in docs], dtype=np.float64)
-        std = float(values.std())
-        z = (values - values.mean()) / std if std > 1e-12 else np.zeros(len(docs))
-        zs.append(z)
-        if weight > 0:
-            fused += weight * z
-    leader = -1
-    if lead is not None and alpha < 1 and lexical_s:
-        best = docs.index(max(lexical_s, key=lambda d: lexical_s[d]))  # the first of equal best
-        if zs[1][best] >= lead:
-            leader = best
-            fused[best] = max(fused[best], float(fused.max()))
-    ranked = sorted(range(len(docs)), key=lambda i: (-fused[i], i != leader, position[docs[i]]))
-    return [(docs[i], float(1.0 / (1.0 + np.exp(-fused[i])))) for i in ranked]
-
-
-# -- the store side ------------------------------------------------------------------------------------
+__all__ = ["dense_scores", "ensure_fts_index", "full_text_query", "hybrid_search"]
 
 
 def full_text_query(text: str, positions: bool) -> Any:
@@ -576,7 +411,7 @@ async def hybrid_search(
     assert hybrid is not None
     text = hybrid.text if hybrid.text is not None else getattr(spec.near, "text", None)
     pool = hybrid.pool(spec.limit, spec.offset)
-    alpha = hybrid.alpha_for(text)
+    alpha = hybrid.alpha_for(text)  # a leg with no weight is not run
 
     async def dense_leg() -> list[VectorMatch]:
         if alpha <= 0 or spec.near is None:
@@ -604,25 +439,7 @@ async def hybrid_search(
     # (from memory, that leg may never yield).
     (lexical, bm25), dense = await asyncio.gather(lexical_leg(), dense_leg())
     lexical = trim_metadata(lexical, spec.select or ("*",))
-    if hybrid.fusion == "rrf":
-        fused = rrf_fuse([m.id for m in dense], [m.id for m in lexical], alpha=alpha, k=hybrid.rrf_k)
-    elif hybrid.fusion == "zscore":
-        fused = zscore_fuse(
-            [(m.id, m.score or 0.0) for m in dense],
-            list(zip([m.id for m in lexical], bm25, strict=True)),
-            alpha=alpha,
-            pool=pool,
-            lead=hybrid.lead_for(text),
-        )
-    else:
-        fused = linear_fuse(
-            [(m.id, m.score or 0.0) for m in dense],
-            list(zip([m.id for m in lexical], bm25, strict=True)),
-            alpha=alpha,
-        )
-    by_id = {m.id: m for m in lexical}
-    by_id.update({m.id: m for m in dense})  # the dense copy carries the raw distance
-    out = [replace(by_id[doc], score=score) for doc, score in fused]
+    out = fusion_for(hybrid, text, pool).fuse_matches(dense, lexical, bm25)
     if spec.min_score is not None and out:
         threshold = spec.min_score
 
