@@ -30,6 +30,7 @@ from turnkit.batteries.vector import (
     VectorMatch,
     create_vector_store,
 )
+from turnkit.batteries.vector.store._catalog import drop
 
 from ._data import DOCS
 
@@ -491,7 +492,7 @@ def test_a_handle_opened_while_another_store_drops_the_collection_is_not_kept(tm
     async def drop_while_b_searches():
         # On turnkit's loop: b's search runs at the drop's first await, after the drop made b's handle stale.
         return await asyncio.gather(
-            a._drop(collection, False), b._search(query.spec, None), return_exceptions=True
+            drop(a, collection, False), b._search(query.spec, None), return_exceptions=True
         )
 
     dropped, _ = run_sync(drop_while_b_searches())

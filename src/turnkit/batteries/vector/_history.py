@@ -37,6 +37,8 @@ from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._build import and_, condition, not_
 from turnkit.batteries.vector.query._builder import QueryBuilder
+from turnkit.batteries.vector.store._catalog import create
+from turnkit.batteries.vector.store._fields import normalize_fields
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._store import VectorStore
 
@@ -341,7 +343,7 @@ class VectorMessageStore(CallbackMapping):
         # Declared once per store object: the conversation, sequence and tenant filters read columns.
         if self._prepared:
             return
-        await on_loop(self.store._create(self.collection, None, None, True, HISTORY_FIELDS))
+        await on_loop(create(self.store, self.collection, None, None, True, normalize_fields(HISTORY_FIELDS)))
         self._prepared = True
 
     async def _read(self, query: QueryBuilder) -> list[VectorMatch]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from turnkit.batteries.vector.query._ranking_specs import (
 from turnkit.batteries.vector.query._spec import MAX_LIMIT, NearId, NearText, NearVector, QuerySpec
 
 if TYPE_CHECKING:
-    from turnkit.batteries.vector.query._executor import QueryExecutor
+    # Only for type checking: query/ never imports store/ at run time (docs/architecture.md).
     from turnkit.batteries.vector.store._store import CollectionInfo, UpsertResult, VectorStore
 
 __all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_SELECT", "QueryBuilder"]
@@ -74,7 +74,7 @@ class QueryBuilder(Filterable):
 
     __slots__ = ("_filter", "_spec", "_store")
 
-    def __init__(self, store: QueryExecutor, spec: QuerySpec) -> None:
+    def __init__(self, store: VectorStore, spec: QuerySpec) -> None:
         self._store = store
         self._spec = spec
         self._filter = spec.filter
@@ -105,7 +105,7 @@ class QueryBuilder(Filterable):
     @property
     def store(self) -> VectorStore:
         """The store this builder searches."""
-        return cast("VectorStore", self._store)
+        return self._store
 
     def __repr__(self) -> str:
         return f"<QueryBuilder {self._spec.to_dict()!r}>"
@@ -331,18 +331,7 @@ class QueryBuilder(Filterable):
                 metadata key that no record of the collection holds (see
                 docs/filters.md, "Keys no record holds").
         """
-        spec = self._check_search()
-        # A small collection already in memory: answered here, no hop to turnkit's loop.
-        found = await self._store._search_now_async(spec)
-        if found is None:
-            vector = None
-            lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
-            if isinstance(spec.near, NearText) and not lexical_only:
-                vector = await self._store._encode_query(spec.collection, spec.near.text)
-            found = await on_loop(self._store._search(spec, vector))
-        if not found and spec.filter is not None:
-            await on_loop(self._store._check_filter_keys(spec))
-        return found
+        return await self._store._execute(self._check_search())
 
     def _check_search(self) -> QuerySpec:
         spec = self._spec
@@ -378,13 +367,7 @@ class QueryBuilder(Filterable):
 
     def search_sync(self) -> list[VectorMatch]:
         """Sync form of `search`."""
-        spec = self._check_search()
-        found = self._store._search_now(spec)
-        if found is None:
-            return run_sync(self.search())
-        if not found and spec.filter is not None:
-            run_sync(on_loop(self._store._check_filter_keys(spec)))
-        return found
+        return self._store._execute_sync(self._check_search())
 
     async def upsert(
         self, records: Iterable[Mapping[str, Any]], *, guard: FilterNode | None = None

@@ -71,7 +71,7 @@ async def _create_new(
     chosen = normalize_metric(metric) if metric else store.metric
     async with store._lock():
         conn = await store._connection()
-        if name in await store._list():
+        if name in await list_(store):
             if not exist_ok:
                 raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
             return False
@@ -135,7 +135,7 @@ async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
         tracker.version += 1
         if coll is not None and coll.maintenance is not None:
             coll.maintenance.cancel()
-        if name not in await store._list():
+        if name not in await list_(store):
             if missing_ok:
                 return False
             raise CollectionNotFoundError(f"Collection {name!r} does not exist.", collection=name)

@@ -1,4 +1,4 @@
-"""What the store's modules share: the logger, the column names, write results, filter shape checks."""
+"""What the store's modules share: the logger, column names and selection, write results, filter checks."""
 
 from __future__ import annotations
 
@@ -6,13 +6,30 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from turnkit.batteries.vector._errors import RecordNotFoundError
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.filters._declared import FieldType
+from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._scores import Metric
 
-__all__ = ["CollectionInfo", "UpsertResult", "log", "read_columns", "recency", "record_key", "trim_metadata"]
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._handles import _Collection
+
+__all__ = [
+    "CollectionInfo",
+    "UpsertResult",
+    "log",
+    "read_columns",
+    "recency",
+    "record_key",
+    "trim_metadata",
+    "vector_of",
+]
 
 log = logging.getLogger("turnkit.vector")
 
@@ -67,6 +84,50 @@ def trim_metadata(matches: list[Any], select: Iterable[str]) -> list[Any]:
                 target[path[-1]] = node
         out.append(replace(match, metadata=trimmed))
     return out
+
+
+async def vector_of(
+    coll: _Collection, record_id: str, where: FilterNode | None = None
+) -> np.ndarray[Any, Any]:
+    """The stored vector of ``record_id`` (its newest copy), read inside ``where``: a ``near_id`` anchor.
+
+    Inside the search's filter (a guard included): another scope may hold the same id.
+    """
+    node: FilterNode = condition("id", "eq", record_id)
+    where = None if where is None else _without_id_terms(where, record_id)
+    sql = to_sql(node if where is None else And((node, where)), coll.fields)
+    with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
+        rows = await coll.table.query().where(sql).select(["vector", "updated_at"]).to_list()
+    if not rows:
+        raise RecordNotFoundError(
+            f"near_id(): no record {record_id!r} in collection {coll.name!r}.",
+            collection=coll.name,
+            record_id=record_id,
+        )
+    newest = max(rows, key=lambda r: recency(r["updated_at"]))  # as reads keep
+    return np.asarray(newest["vector"], dtype=np.float32)
+
+
+def _without_id_terms(node: FilterNode, record_id: str) -> FilterNode | None:
+    """``node`` without a top-level ``where_not("id", record_id)``.
+
+    ``near_id(x).where_not("id", x)`` ("like x, but not x") reads x's vector;
+    every other condition, a guard's included, still applies to the anchor.
+    """
+    parts = node.children if isinstance(node, And) else (node,)
+    kept = tuple(part for part in parts if not _excludes(part, record_id))
+    return None if not kept else kept[0] if len(kept) == 1 else And(kept)
+
+
+def _excludes(node: FilterNode, record_id: str) -> bool:
+    # Only where_not("id", x)'s own shape: a guard's ``id != x`` or ``id nin [...]`` still holds.
+    return (
+        isinstance(node, Not)
+        and isinstance(node.child, Condition)
+        and node.child.field == "id"
+        and node.child.op == "eq"
+        and node.child.value == record_id
+    )
 
 
 @dataclass(frozen=True, slots=True)

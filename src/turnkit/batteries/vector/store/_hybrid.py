@@ -24,7 +24,7 @@ import numpy as np
 
 from turnkit._aio import finish_before_exit
 from turnkit.batteries.vector.ranking._fusion import fusion_for
-from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata
+from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata, vector_of
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
@@ -71,7 +71,7 @@ async def _query_vector(
     if isinstance(near, NearVector):
         return np.asarray(near.vector, dtype=np.float32)
     if isinstance(near, NearId):
-        return await store._vector_of(coll, near.id, spec.filter)
+        return await vector_of(coll, near.id, spec.filter)
     if isinstance(near, NearText):
         return await store._encode_query(coll.name, near.text)
     return None

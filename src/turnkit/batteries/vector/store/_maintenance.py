@@ -42,9 +42,9 @@ def after_write(store: VectorStore, coll: _Collection) -> None:
     if policy is None or (coll.maintenance is not None and not coll.maintenance.done()):
         return
     if coll.writes >= policy.every_writes:
-        task = store._background_optimize(coll)
+        task = background_optimize(store, coll)
     elif policy.unindexed_rows is not None and coll.index_type is not None:
-        task = store._optimize_if_unindexed(coll, policy.unindexed_rows)
+        task = optimize_if_unindexed(store, coll, policy.unindexed_rows)
     else:
         return
     # integrity: one maintenance task per collection per process, whichever store wrote.
@@ -57,7 +57,7 @@ async def optimize_if_unindexed(store: VectorStore, coll: _Collection, threshold
         for index in indices:
             stats = await coll.table.index_stats(index.name)
             if stats is not None and stats.num_unindexed_rows >= threshold:
-                await store._run_optimize(coll)
+                await run_optimize(store, coll)
                 return
     except Exception:  # maintenance must never break the write path
         log.exception("turnkit: checking collection %r for maintenance failed", coll.name)
@@ -65,7 +65,7 @@ async def optimize_if_unindexed(store: VectorStore, coll: _Collection, threshold
 
 async def background_optimize(store: VectorStore, coll: _Collection) -> None:
     try:
-        await store._run_optimize(coll)
+        await run_optimize(store, coll)
     except Exception:
         log.exception("turnkit: background optimize of collection %r failed", coll.name)
 
@@ -91,11 +91,11 @@ async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = 
 
 
 async def optimize(store: VectorStore, name: str) -> None:
-    await store._run_optimize(await store._collection(name), repair=True)
+    await run_optimize(store, await store._collection(name), repair=True)
 
 
 async def repair(store: VectorStore, name: str) -> int:
-    return await store._run_optimize(await store._collection(name), repair=True)
+    return await run_optimize(store, await store._collection(name), repair=True)
 
 
 async def create_index(store: VectorStore, name: str, index_type: str, params: Mapping[str, Any]) -> str:

@@ -12,16 +12,20 @@ import numpy as np
 from turnkit.batteries.vector._errors import (
     DimensionMismatchError,
     InvalidQueryError,
-    RecordNotFoundError,
     SearchFailedError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not
+from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _contains_raw, read_columns, recency, trim_metadata
+from turnkit.batteries.vector.store._common import (
+    _contains_raw,
+    read_columns,
+    trim_metadata,
+    vector_of,
+)
 from turnkit.batteries.vector.store._freshness import check_due
 from turnkit.batteries.vector.store._hybrid import hybrid_search
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
@@ -37,7 +41,7 @@ from turnkit.batteries.vector.store._scores import (
     distance_bound,
 )
 
-__all__ = ["count", "get", "knobs", "mmr_search", "search", "search_now", "search_now_async", "vector_of"]
+__all__ = ["count", "get", "knobs", "mmr_search", "search", "search_now", "search_now_async"]
 
 
 if TYPE_CHECKING:
@@ -57,7 +61,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
     raw = _contains_raw(spec.filter)
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     if isinstance(spec.near, NearId):
-        vector = await store._vector_of(coll, spec.near.id, spec.filter)
+        vector = await vector_of(coll, spec.near.id, spec.filter)
     elif isinstance(spec.near, NearVector):
         vector = np.asarray(spec.near.vector, dtype=np.float32)
     if vector is not None:
@@ -119,7 +123,7 @@ def _vector_query(
     )
     if spec.offset:
         query = query.offset(spec.offset)
-    query = store._knobs(query, coll, spec)
+    query = knobs(query, coll, spec)
     upper = math.inf
     if spec.max_distance is not None:
         upper = spec.max_distance
@@ -215,52 +219,11 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
     return coll, near.vector, spec.select or ("*",)
 
 
-def knobs(store: VectorStore, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
+def knobs(query: Any, coll: _Collection, spec: QuerySpec) -> Any:
     # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
     wanted = spec.limit + spec.offset
     chosen = search_knobs(coll.index_type, coll.index_rows, wanted, spec.nprobes, spec.refine_factor, spec.ef)
     return apply_knobs(query, chosen)
-
-
-async def vector_of(
-    store: VectorStore, coll: _Collection, record_id: str, where: FilterNode | None = None
-) -> np.ndarray[Any, Any]:
-    # Inside the search's filter (a guard included): another scope may hold the same id.
-    node: FilterNode = condition("id", "eq", record_id)
-    where = None if where is None else _without_id_terms(where, record_id)
-    sql = to_sql(node if where is None else And((node, where)), coll.fields)
-    with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
-        rows = await coll.table.query().where(sql).select(["vector", "updated_at"]).to_list()
-    if not rows:
-        raise RecordNotFoundError(
-            f"near_id(): no record {record_id!r} in collection {coll.name!r}.",
-            collection=coll.name,
-            record_id=record_id,
-        )
-    newest = max(rows, key=lambda r: recency(r["updated_at"]))  # as reads keep
-    return np.asarray(newest["vector"], dtype=np.float32)
-
-
-def _without_id_terms(node: FilterNode, record_id: str) -> FilterNode | None:
-    """``node`` without a top-level ``where_not("id", record_id)``.
-
-    ``near_id(x).where_not("id", x)`` ("like x, but not x") reads x's vector;
-    every other condition, a guard's included, still applies to the anchor.
-    """
-    parts = node.children if isinstance(node, And) else (node,)
-    kept = tuple(part for part in parts if not _excludes(part, record_id))
-    return None if not kept else kept[0] if len(kept) == 1 else And(kept)
-
-
-def _excludes(node: FilterNode, record_id: str) -> bool:
-    # Only where_not("id", x)'s own shape: a guard's ``id != x`` or ``id nin [...]`` still holds.
-    return (
-        isinstance(node, Not)
-        and isinstance(node.child, Condition)
-        and node.child.field == "id"
-        and node.child.op == "eq"
-        and node.child.value == record_id
-    )
 
 
 async def count(store: VectorStore, spec: QuerySpec) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -26,12 +26,13 @@ from turnkit.batteries.vector._errors import (
     InvalidVectorStoreConfigError,
     SearchFailedError,
 )
+from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.encoders._registry import build_recorded_encoder, encoder_for_recorded
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.query._builder import QueryBuilder
-from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.query._spec import NearText, QuerySpec
 from turnkit.batteries.vector.store import (
     _catalog,
     _freshness,
@@ -185,7 +186,7 @@ class VectorStore:
                 with translate_errors("open", name):
                     table = await conn.open_table(name)
             except CollectionNotFoundError as missing:
-                if name in await self._list():
+                if name in await _catalog.list_(self):
                     # integrity: listed but not openable is damage (or a create in flight), never "new".
                     table = await reopen_or_corrupt(conn, name, missing)
                 elif create_dimension is None:
@@ -294,12 +295,9 @@ class VectorStore:
         return coll
 
     # -- collection management -------------------------------------------------------------
-    async def _list(self) -> list[str]:
-        return await _catalog.list_(self)
-
     async def list_collections(self) -> list[str]:
         """Names of every collection in the store, sorted."""
-        return await on_loop(self._list())
+        return await on_loop(_catalog.list_(self))
 
     list_collections_sync = sync_form(list_collections)
 
@@ -309,11 +307,6 @@ class VectorStore:
         return name in await self.list_collections()
 
     has_collection_sync = sync_form(has_collection)
-
-    async def _create(
-        self, name: str, dimension: int | None, metric: str | None, exist_ok: bool, fields: Any
-    ) -> None:
-        return await _catalog.create(self, name, dimension, metric, exist_ok, normalize_fields(fields))
 
     async def create_collection(
         self,
@@ -335,13 +328,10 @@ class VectorStore:
                 store's own ``fields`` (see `declare_fields`).
         """
         _check_name(name)
-        await on_loop(self._create(name, dimension, metric, exist_ok, fields))
+        await on_loop(_catalog.create(self, name, dimension, metric, exist_ok, normalize_fields(fields)))
         return await self.collection_info(name)
 
     create_collection_sync = sync_form(create_collection)
-
-    async def _declare(self, name: str, fields: Any) -> int:
-        return await _catalog.declare(self, name, normalize_fields(fields))
 
     async def declare_fields(self, name: str, fields: Mapping[str, Any]) -> CollectionInfo:
         """Keep metadata keys as typed columns with scalar indexes, migrating the rows already stored.
@@ -363,28 +353,22 @@ class VectorStore:
                 already declared with another type.
         """
         _check_name(name)
-        await on_loop(self._declare(name, fields))
+        await on_loop(_catalog.declare(self, name, normalize_fields(fields)))
         return await self.collection_info(name)
 
     declare_fields_sync = sync_form(declare_fields)
 
-    async def _drop(self, name: str, missing_ok: bool) -> bool:
-        return await _catalog.drop(self, name, missing_ok)
-
     async def drop_collection(self, name: str, *, missing_ok: bool = False) -> bool:
         """Delete a collection and all its records; returns whether it existed."""
         _check_name(name)
-        return await on_loop(self._drop(name, missing_ok))
+        return await on_loop(_catalog.drop(self, name, missing_ok))
 
     drop_collection_sync = sync_form(drop_collection)
-
-    async def _info(self, name: str) -> CollectionInfo:
-        return await _catalog.info(self, name)
 
     async def collection_info(self, name: str) -> CollectionInfo:
         """Rows, dimension, metric, encoder, version, indexes and fragments of a collection."""
         _check_name(name)
-        return await on_loop(self._info(name))
+        return await on_loop(_catalog.info(self, name))
 
     collection_info_sync = sync_form(collection_info)
 
@@ -467,53 +451,15 @@ class VectorStore:
         except CollectionNotFoundError:
             return None
 
-    # -- writes --------------------------------------------------------------------------
-    async def _upsert(
-        self,
-        name: str,
-        records: Iterable[Mapping[str, Any]],
-        *,
-        replace: QuerySpec | None = None,
-        guard: FilterNode | None = None,
-    ) -> UpsertResult:
-        return await _writes.upsert(self, name, records, replace=replace, guard=guard)
-
-    async def _write(
-        self,
-        name: str,
-        batch: Any,
-        vectors: np.ndarray[Any, Any],
-        *,
-        replace: FilterNode | None = None,
-        guard: FilterNode | None = None,
-    ) -> UpsertResult:
-        return await _writes.write(self, name, batch, vectors, replace=replace, guard=guard)
-
-    def _check_consent(self, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
-        return _writes.check_consent(self, terminal, spec, all_records=all_records)
-
-    async def _delete(self, spec: QuerySpec, *, all_records: bool) -> int:
-        return await _writes.delete(self, spec, all_records=all_records)
+    # -- the operations a builder runs (each lives in its module and takes the store first) ----------
+    _upsert = _writes.upsert
+    _delete = _writes.delete
+    _optimize = _maintenance.optimize
+    _create_index = _maintenance.create_index
+    _rows_snapshot = _rows.snapshot
+    _rows_page = staticmethod(_rows.next_page)
 
     # -- maintenance -----------------------------------------------------------------------
-    def _after_write(self, coll: _Collection) -> None:
-        return _maintenance.after_write(self, coll)
-
-    async def _optimize_if_unindexed(self, coll: _Collection, threshold: int) -> None:
-        return await _maintenance.optimize_if_unindexed(self, coll, threshold)
-
-    async def _background_optimize(self, coll: _Collection) -> None:
-        return await _maintenance.background_optimize(self, coll)
-
-    async def _run_optimize(self, coll: _Collection, *, repair: bool = False) -> int:
-        return await _maintenance.run_optimize(self, coll, repair=repair)
-
-    async def _optimize(self, name: str) -> None:
-        return await _maintenance.optimize(self, name)
-
-    async def _repair(self, name: str) -> int:
-        return await _maintenance.repair(self, name)
-
     async def repair(self, name: str) -> int:
         """Remove duplicate ids from a collection (keeping each id's newest ``updated_at``) and compact it.
 
@@ -525,12 +471,9 @@ class VectorStore:
             How many older copies were deleted.
         """
         _check_name(name)
-        return await on_loop(self._repair(name))
+        return await on_loop(_maintenance.repair(self, name))
 
     repair_sync = sync_form(repair)
-
-    async def _create_index(self, name: str, index_type: str, params: Mapping[str, Any]) -> str:
-        return await _maintenance.create_index(self, name, index_type, params)
 
     # -- reads ---------------------------------------------------------------------------
     async def _read_again(self, name: str, read: Callable[[], Awaitable[T]]) -> T:
@@ -547,43 +490,33 @@ class VectorStore:
         # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
         return await self._read_again(spec.collection, lambda: _reads.search(self, spec, vector))
 
-    async def _search_now_async(self, spec: QuerySpec) -> list[Any] | None:
-        """`_search_now` for async callers: small products inline, larger ones off the caller's loop."""
-        return await _reads.search_now_async(self, spec)
+    async def _execute(self, spec: QuerySpec) -> list[VectorMatch]:
+        """Run a builder's checked search: on the caller's loop when memory answers, else on turnkit's."""
+        found = await _reads.search_now_async(self, spec)
+        if found is None:
+            vector = None
+            lexical_only = spec.hybrid is not None and spec.hybrid.alpha == 0
+            if isinstance(spec.near, NearText) and not lexical_only:
+                vector = await self._encode_query(spec.collection, spec.near.text)
+            found = await on_loop(self._search(spec, vector))
+        if not found and spec.filter is not None:
+            await on_loop(check_filter_keys(self, spec))
+        return found
 
-    def _search_now(self, spec: QuerySpec) -> list[Any] | None:
-        """A search answered from memory in the caller's thread, or ``None`` to take the loop path.
-
-        Only when nothing needs the loop: a vector query on an open, current
-        collection whose copy is loaded, with no look for other processes'
-        commits due (a look is async).
-        """
-        return _reads.search_now(self, spec)
-
-    async def _check_filter_keys(self, spec: QuerySpec) -> None:
-        """After an empty answer: raise when the filter needs a metadata key no record holds."""
-        await check_filter_keys(self, spec)
-
-    def _knobs(self, query: Any, coll: _Collection, spec: QuerySpec) -> Any:
-        # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
-        return _reads.knobs(self, query, coll, spec)
-
-    async def _vector_of(
-        self, coll: _Collection, record_id: str, where: FilterNode | None = None
-    ) -> np.ndarray[Any, Any]:
-        return await _reads.vector_of(self, coll, record_id, where)
+    def _execute_sync(self, spec: QuerySpec) -> list[VectorMatch]:
+        """`_execute` for sync callers: a search memory answers runs in the caller's thread, no loop hop."""
+        found = _reads.search_now(self, spec)
+        if found is None:
+            return run_sync(self._execute(spec))
+        if not found and spec.filter is not None:
+            run_sync(on_loop(check_filter_keys(self, spec)))
+        return found
 
     async def _count(self, spec: QuerySpec) -> int:
         return await self._read_again(spec.collection, lambda: _reads.count(self, spec))
 
     async def _get(self, spec: QuerySpec, ids: list[str]) -> list[Any]:
         return await self._read_again(spec.collection, lambda: _reads.get(self, spec, ids))
-
-    async def _rows_snapshot(self, spec: QuerySpec) -> _rows.Snapshot:
-        return await _rows.snapshot(self, spec)
-
-    async def _rows_page(self, snapshot: _rows.Snapshot, page_size: int) -> list[Any]:
-        return await _rows.next_page(snapshot, page_size)
 
     async def _update_metadata(
         self, spec: QuerySpec, updates: Mapping[str, Any], *, merge: bool, guard: FilterNode | None

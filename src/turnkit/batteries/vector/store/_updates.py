@@ -32,6 +32,7 @@ from turnkit.batteries.vector.store._guarded import (
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
+from turnkit.batteries.vector.store._maintenance import after_write
 from turnkit.batteries.vector.store._records import MAX_ID_LENGTH, collection_schema, metadata_to_json
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ async def update_metadata(
         merge_on = KEY if coll.keyed else "id"
         with translate_errors("upsert", coll.name):
             result = await coll.table.merge_insert(merge_on).when_matched_update_all().execute(data)
-    store._after_write(coll)
+    after_write(store, coll)
     return int(result.num_updated_rows)
 
 

@@ -33,6 +33,7 @@ from turnkit.batteries.vector.store._guarded import (
 from turnkit.batteries.vector.store._integrity import heal_after_write, superseded
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
+from turnkit.batteries.vector.store._maintenance import after_write
 from turnkit.batteries.vector.store._records import (
     collection_schema,
     prepare_records,
@@ -73,11 +74,11 @@ async def upsert(
     if guard is not None:  # guard: every record must be inside it
         check_inside_guard(batch, guard)
     if replace is not None:
-        store._check_consent("replace", replace, all_records=False)
+        check_consent(store, "replace", replace, all_records=False)
     if not len(batch):
         if replace is None:
             return UpsertResult(0, 0)
-        return UpsertResult(0, 0, await store._delete(replace, all_records=True))
+        return UpsertResult(0, 0, await delete(store, replace, all_records=True))
     coll = await on_loop(store._existing(name))
     # Refused before anything is created or encoded; checked again on the version the write lands on.
     declared_arrays(batch.ids, batch.metadata, store.fields if coll is None else coll.fields)
@@ -87,7 +88,7 @@ async def upsert(
     else:
         array = batch.vector_array(None, source="the first record's")
     replacing = None if replace is None else replace.filter
-    return await on_loop(store._write(name, batch, array, replace=replacing, guard=guard))
+    return await on_loop(write(store, name, batch, array, replace=replacing, guard=guard))
 
 
 async def write(
@@ -156,7 +157,7 @@ async def write(
                     await coll.table.checkout_latest()
     if result is None:
         return UpsertResult(0, 0)
-    store._after_write(coll)
+    after_write(store, coll)
     return UpsertResult(
         int(result.num_inserted_rows),
         int(result.num_updated_rows),
@@ -214,14 +215,14 @@ def check_consent(store: VectorStore, terminal: str, spec: QuerySpec, *, all_rec
 
 
 async def delete(store: VectorStore, spec: QuerySpec, *, all_records: bool) -> int:
-    store._check_consent("delete", spec, all_records=all_records)
+    check_consent(store, "delete", spec, all_records=all_records)
     coll = await store._collection(spec.collection)
     async with coll.lock, collection_lock(store.uri, coll.name):
         await store._fresh(coll)
         sql = "true" if spec.filter is None else to_sql(spec.filter, coll.fields)
         with translate_errors("delete", spec.collection, raw_filter=_contains_raw(spec.filter)):
             result = await coll.table.delete(sql)
-    store._after_write(coll)
+    after_write(store, coll)
     return int(getattr(result, "num_deleted_rows", 0) or 0)
 
 
