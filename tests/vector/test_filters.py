@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from datetime import UTC, datetime, timedelta, timezone
@@ -748,3 +749,14 @@ def test_pathologically_deep_trees_raise_filter_errors() -> None:
         obj = {"$not": obj}
     with pytest.raises(InvalidFilterError, match="nested too deeply"):
         parse_mongo(obj, max_depth=10**6, max_nodes=10**6)
+
+
+def test_where_declares_each_form_it_takes_for_type_checkers() -> None:
+    """One clause, ``(field, value)`` or ``(field, op, value)``, each an overload type checkers read."""
+    import typing
+
+    from turnkit.batteries.vector.filters._where import Filterable
+
+    for name in ("where", "or_where", "where_not", "or_where_not"):
+        forms = typing.get_overloads(getattr(Filterable, name))
+        assert [len(inspect.signature(f).parameters) for f in forms] == [2, 3, 4], name

@@ -8,7 +8,7 @@ everything before it, so ``where(A).where(B).or_where(C)`` is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeAlias, overload
 
 from turnkit.batteries.vector._errors import InvalidFilterError
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
@@ -17,6 +17,8 @@ from turnkit.batteries.vector.filters._core import and_, bind_raw, condition, no
 __all__ = ["FilterGroup", "Filterable"]
 
 _MISSING: Any = object()
+Clause: TypeAlias = "FilterNode | Mapping[str, Any] | Callable[[FilterGroup], FilterGroup]"
+"""A whole condition in one argument: a filter node, a (Mongo-style) dict, or a callable group."""
 _NODE_TYPES = (Condition, And, Or, Not, Raw)
 
 
@@ -56,6 +58,12 @@ class Filterable:
             return condition(args[0], args[1], args[2])
         raise InvalidFilterError(f"{method}() takes 1 to 3 arguments, got {len(args)}.")
 
+    @overload
+    def where(self, clause: Clause, /) -> Self: ...
+    @overload
+    def where(self, field: str, value: Any, /) -> Self: ...
+    @overload
+    def where(self, field: str, op: str, value: Any, /) -> Self: ...
     def where(self, *args: Any, **kwargs: Any) -> Self:
         """AND a condition: ``(field, value)``, ``(field, op, value)``, a dict, a callable group or a node.
 
@@ -64,14 +72,32 @@ class Filterable:
         """
         return self._combine(self._node(args, kwargs, "where"), "and")
 
+    @overload
+    def or_where(self, clause: Clause, /) -> Self: ...
+    @overload
+    def or_where(self, field: str, value: Any, /) -> Self: ...
+    @overload
+    def or_where(self, field: str, op: str, value: Any, /) -> Self: ...
     def or_where(self, *args: Any, **kwargs: Any) -> Self:
         """OR a condition with everything before it (same arguments as `where`)."""
         return self._combine(self._node(args, kwargs, "or_where"), "or")
 
+    @overload
+    def where_not(self, clause: Clause, /) -> Self: ...
+    @overload
+    def where_not(self, field: str, value: Any, /) -> Self: ...
+    @overload
+    def where_not(self, field: str, op: str, value: Any, /) -> Self: ...
     def where_not(self, *args: Any, **kwargs: Any) -> Self:
         """AND the negation of a condition (same arguments as `where`)."""
         return self._combine(not_(self._node(args, kwargs, "where_not")), "and")
 
+    @overload
+    def or_where_not(self, clause: Clause, /) -> Self: ...
+    @overload
+    def or_where_not(self, field: str, value: Any, /) -> Self: ...
+    @overload
+    def or_where_not(self, field: str, op: str, value: Any, /) -> Self: ...
     def or_where_not(self, *args: Any, **kwargs: Any) -> Self:
         """OR the negation of a condition."""
         return self._combine(not_(self._node(args, kwargs, "or_where_not")), "or")

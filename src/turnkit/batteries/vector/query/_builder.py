@@ -545,9 +545,7 @@ class QueryBuilder(Filterable):
         """
         await on_loop(self._store._optimize(self._spec.collection))
 
-    def optimize_sync(self) -> None:
-        """Sync form of `optimize`."""
-        run_sync(self.optimize())
+    optimize_sync = sync_form(optimize)
 
     async def create_index(
         self,

@@ -382,9 +382,7 @@ class VectorStore:
 
         await on_loop(_wait())
 
-    def wait_for_maintenance_sync(self) -> None:
-        """Sync form of `wait_for_maintenance`."""
-        run_sync(self.wait_for_maintenance())
+    wait_for_maintenance_sync = sync_form(wait_for_maintenance)
 
     def cache_stats(self) -> MemoryCacheStats:
         """Which collections this store holds in memory for exact searches, and their size."""
