@@ -21,28 +21,38 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 # A line that cannot be the text of a setext heading: list items, quotes, tables, HTML, fences.
 _NOT_SETEXT_TEXT = re.compile(r"^ {0,3}(?:[-*+>|<]|\d+[.)]\s|`{3}|~{3})")
+# The first character (after at most three spaces) of every line a pattern above can match: any
+# other line changes nothing, so it is passed over without running them (most lines of a document).
+_MARKS = frozenset("#=-`~")
 
 
 def _clean_title(raw: str) -> str:
     """Heading text as a reader sees it: links reduced to their text, code marks dropped."""
-    title = _LINK.sub(r"\1", raw.strip())
+    title = raw.strip()
+    if "[" in title:
+        title = _LINK.sub(r"\1", title)
     return title.replace("`", "").replace("**", "").strip()
 
 
 def split_markdown(text: str) -> tuple[Section, ...]:
     """Split ``text`` at its headings; ``"".join(s.text for s in result) == text``."""
+    return _scan(text, skip_plain=True)
+
+
+def _scan(text: str, *, skip_plain: bool) -> tuple[Section, ...]:
+    """`split_markdown`; ``skip_plain=False`` runs every pattern on every line (what tests compare with)."""
     lines = text.splitlines(keepends=True)
     # Each entry: (first line index, heading path). The text before the first heading has path ().
     starts: list[tuple[int, tuple[str, ...]]] = [(0, ())]
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, tuple[str, ...]]] = []  # (level, heading path down to that level)
     heading_lines: set[int] = set()
 
     def open_section(line_index: int, level: int, title: str) -> None:
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, title))
+        path = (*stack[-1][1], title) if stack else (title,)
+        stack.append((level, path))
         heading_lines.add(line_index)
-        path = tuple(t for _, t in stack)
         if starts[-1][0] == line_index:
             starts[-1] = (line_index, path)  # nothing between: replace the empty section
         else:
@@ -57,7 +67,10 @@ def split_markdown(text: str) -> tuple[Section, ...]:
                 break
     fence: str | None = None
     for n in range(i, len(lines)):
-        line = lines[n].rstrip("\n")
+        line = lines[n]
+        if skip_plain and line[:1] not in _MARKS and (line[:1] != " " or line.lstrip(" ")[:1] not in _MARKS):
+            continue
+        line = line.rstrip("\n")
         fence_match = _FENCE.match(line)
         if fence is not None:
             if (

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote_from_bytes
 
 from ._errors import ExternalSymlinkError, UnsupportedDocumentError
 from ._ignore import FileFilter
@@ -75,10 +76,15 @@ def walk(
         target = path.resolve()
         return not any(target == root or target.is_relative_to(root) for root in roots)
 
-    def consider(path: Path, display_name: str) -> None:
+    def consider(path: Path, display_name: str, folder_uri: str | None = None) -> None:
         try:
-            uri = source_uri_for(path)
-            external = path.is_symlink() and not follow_external_symlinks and outside(path)
+            if folder_uri is not None and not os.path.islink(path):
+                # What source_uri_for returns for a file that is not a symlink, without resolving
+                # every component of its path again (most of the walk's time).
+                uri, external = folder_uri + quote_from_bytes(os.fsencode(path.name)), False
+            else:
+                uri = source_uri_for(path)
+                external = path.is_symlink() and not follow_external_symlinks and outside(path)
         except (OSError, RuntimeError) as exc:  # a symlink loop
             found.errors.append(
                 FileIssue(path=str(path), reason=f"cannot resolve: {exc}", code="E_INGEST_READ_FAILED")
@@ -121,6 +127,7 @@ def walk(
                 rel_dir = here.relative_to(path).as_posix()
                 prefix = "" if rel_dir == "." else rel_dir
                 rules.enter(here, prefix)
+                folder_uri = _folder_uri(here)
                 # Hidden entries (.git, .venv, .DS_Store…) are never documents.
                 kept = []
                 for d in sorted(dirnames):
@@ -135,7 +142,7 @@ def walk(
                     if not name.startswith("."):
                         rel = f"{prefix}/{name}" if prefix else name
                         if rules.reads(rel):
-                            consider(here / name, rel)
+                            consider(here / name, rel, folder_uri)
                         else:
                             found.left_out.add(source_uri_for(here / name))
             found.ignored += rules.ignored
@@ -148,3 +155,14 @@ def walk(
                 FileIssue(path=str(path), reason="no such file or directory", code="E_INGEST_READ_FAILED")
             )
     return found
+
+
+def _folder_uri(folder: Path) -> str | None:
+    """``source_uri_for(folder)`` ending in ``/``: the start of the URI of every file in it, or None."""
+    if str(folder).startswith("~"):  # source_uri_for would expand it
+        return None
+    try:
+        uri = source_uri_for(folder)
+    except (OSError, RuntimeError):  # each file then reports its own error
+        return None
+    return uri if uri.endswith("/") else uri + "/"
