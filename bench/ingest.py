@@ -146,8 +146,12 @@ def thread_cpu() -> dict[str, float]:
 
 
 class ThreadSampler:
-    """Reads every thread's CPU every 50 ms while it runs: threads that end mid-run (a run's
-    own worker pool) keep the last figure read, which a single reading at the end would miss."""
+    """Reads every thread's CPU every 200 ms while it runs: threads that end mid-run (a run's
+    own worker pool) keep the last figure read, which a single reading at the end would miss.
+
+    Every 50 ms, it took 0.2-0.6 s of CPU (and the GIL) in a 4-8 s ingest, which the encoder-alone
+    timing does not pay; 200 ms takes a quarter of that and loses at most 200 ms of a pool's
+    last CPU from the by-thread figures (the process CPU and the wall time are whole)."""
 
     def __init__(self) -> None:
         self.seen: dict[str, float] = {}
@@ -155,7 +159,7 @@ class ThreadSampler:
         self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(0.2):
             self.seen.update(thread_cpu())
 
     def __enter__(self) -> ThreadSampler:
