@@ -71,6 +71,18 @@ def test_star_import_gives_exactly_all(package: str) -> None:
     assert sorted(k for k in namespace if k != "__builtins__") == exported
 
 
+def test_the_public_surface_stays_small() -> None:
+    """At most 140 distinct public names besides exceptions; with at most 40 exception classes, 180."""
+    names: set[str] = set()
+    for package in _packages():
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not (isinstance(obj, type) and issubclass(obj, BaseException)):
+                names.add(name)
+    assert len(names) <= 140, f"{len(names)} public names besides exceptions"
+
+
 @pytest.mark.parametrize(
     "statement",
     ["import turnkit", "import turnkit.batteries.vector", "import turnkit.ingest"],

@@ -144,7 +144,7 @@ async def test_tool_errors_are_structured_and_the_server_keeps_serving(mem_store
 
 
 async def test_guard_filter_is_applied_and_never_shown(mem_store):
-    server = create_mcp_server(mem_store, collections="kb", guard_filter={"tenant": "acme"})
+    server = create_mcp_server(mem_store, collections="kb", guard={"tenant": "acme"})
     async with mcp.Client(server) as client:
         listing = json.dumps([t.model_dump(mode="json") for t in (await client.list_tools()).tools])
         assert "acme" not in listing and "guard" not in listing
@@ -199,9 +199,7 @@ async def test_write_tools_only_with_the_flag_and_marked_destructive(mem_store):
 
 
 async def test_writes_respect_the_guard(mem_store):
-    server = create_mcp_server(
-        mem_store, collections="kb", enable_writes=True, guard_filter={"tenant": "acme"}
-    )
+    server = create_mcp_server(mem_store, collections="kb", enable_writes=True, guard={"tenant": "acme"})
     async with mcp.Client(server) as client:
         outside = await client.call_tool(
             "store_documents", {"records": [{"id": "x", "text": "y", "metadata": {"tenant": "globex"}}]}

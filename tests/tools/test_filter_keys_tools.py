@@ -57,7 +57,7 @@ def test_inside_a_guard_a_missing_key_tells_nothing_about_other_tenants(kb) -> N
     store, coll = kb
     store(coll).upsert_sync([SECRET])
     tool = create_vector_query_tool(
-        store=store, collection=coll, enable_filter=True, filter_fields="any", guard_filter={"tenant": "acme"}
+        store=store, collection=coll, enable_filter=True, filter_fields="any", guard={"tenant": "acme"}
     )
     held_elsewhere = run(tool, {"query_text": "refunds", "filter": {"globex_board": "yes"}})
     held_nowhere = run(tool, {"query_text": "refunds", "filter": {"zzz_board": "yes"}})
@@ -70,7 +70,7 @@ def test_inside_a_guard_a_missing_key_tells_nothing_about_other_tenants(kb) -> N
     assert "Did you mean 'kind'?" in near.error.hint
     # A guard key no record holds answers nothing, and says nothing about the guard.
     empty = create_vector_query_tool(
-        store=store, collection=coll, enable_filter=True, filter_fields="any", guard_filter={"team": "x"}
+        store=store, collection=coll, enable_filter=True, filter_fields="any", guard={"team": "x"}
     )
     assert run(empty, {"query_text": "refunds"}).status == "no_results"
 
@@ -92,7 +92,7 @@ def test_retrieve_contexts_takes_both_spellings_and_says_did_you_mean(kb) -> Non
     store(coll).upsert_sync([SECRET])
     guard = {"tenant": "acme"}
     with pytest.raises(FilterKeyNotFoundError) as scoped:
-        ask('globex_board = "yes"', guard_filter=guard)
+        ask('globex_board = "yes"', guard=guard)
     assert "globex" not in scoped.value.hint and "globex_board" in scoped.value.message
     assert "tenant" not in scoped.value.hint
-    assert ask('kind = "blog"', guard_filter=guard) == ask('tenant = "globex"', guard_filter=guard) == []
+    assert ask('kind = "blog"', guard=guard) == ask('tenant = "globex"', guard=guard) == []

@@ -106,7 +106,7 @@ def test_guard_cannot_be_widened_by_any_model_filter(flt, words):
         collection="shared",
         enable_filter=True,
         filter_fields="any",
-        guard_filter=GUARD,
+        guard=GUARD,
         limits={"max_top_k": 50},
     )
     for ctx in (None, {"filter": {"year": {"$gte": 2015}}}):
@@ -182,7 +182,7 @@ def test_retrieve_contexts_guard_holds_for_any_metadata_filter(expr, top_k):
         },
         store=_store(),
         collection="shared",
-        guard_filter=GUARD,
+        guard=GUARD,
     )
     texts = [c.text for c in response.contexts.contexts]
     assert all(t.endswith(" acme") for t in texts)

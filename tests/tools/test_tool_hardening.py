@@ -23,7 +23,7 @@ def run(tool, args, ctx=None):
 def test_a_none_guard_in_the_request_context_is_refused(kb, enable_filter, creation_guard):
     store, coll = kb
     tool = create_vector_query_tool(
-        store=store, collection=coll, enable_filter=enable_filter, guard_filter=creation_guard
+        store=store, collection=coll, enable_filter=enable_filter, guard=creation_guard
     )
     for args in ({"query_text": "refunds"}, {"query_text": "refunds", "filter": {"tenant": "globex"}}):
         result = run(tool, args, {"filter": None})
@@ -35,7 +35,7 @@ def test_a_none_guard_in_the_request_context_is_refused(kb, enable_filter, creat
 def test_an_empty_guard_node_is_refused(kb):
     store, coll = kb
     with pytest.raises(InvalidToolConfigError, match="empty"):
-        create_vector_query_tool(store=store, collection=coll, guard_filter=And(()))
+        create_vector_query_tool(store=store, collection=coll, guard=And(()))
     tool = create_vector_query_tool(store=store, collection=coll)
     result = run(tool, {"query_text": "refunds"}, {"filter": And(())})
     assert result.error.code == "E_INVALID_TOOL_CONFIG"
@@ -50,7 +50,7 @@ def test_every_combination_of_guards_and_enable_filter(kb):
                 store=store,
                 collection=coll,
                 enable_filter=enable_filter,
-                guard_filter=creation_guard,
+                guard=creation_guard,
                 filter_fields="any",
             )
             for ctx in (None, {}, {"filter": {"tenant": "acme"}}):
@@ -116,7 +116,7 @@ def test_per_request_schema_shows_only_the_tenants_keys_and_values(kb):
 def test_creation_guard_bounds_the_static_schema(kb):
     store, coll = kb
     tool = create_vector_query_tool(
-        store=store, collection=coll, enable_filter=True, guard_filter={"tenant": "globex"}
+        store=store, collection=coll, enable_filter=True, guard={"tenant": "globex"}
     )
     description = tool.input_schema["properties"]["filter"]["description"]
     assert "- kind: string; values seen: 'faq', 'howto'" in description

@@ -302,7 +302,7 @@ def test_hybrid_and_reranking_keep_the_guard(kb):
         store=store,
         collection=coll,
         enable_filter=True,
-        guard_filter={"tenant": "acme"},
+        guard={"tenant": "acme"},
         filter_fields="any",  # the strongest adversary: any key, the guard's own included
         settings={"top_k": 3, "hybrid": 0.0, "rerank": True, "rerank_model": judge_liking("globex")},
     )
@@ -328,7 +328,7 @@ def test_any_complete_weight_set_reranks_within_bounds(kb, semantic, share, rera
     tool = create_vector_query_tool(
         store=store,
         collection=coll,
-        guard_filter={"tenant": "acme"},
+        guard={"tenant": "acme"},
         settings={"hybrid": alpha, "rerank": {"weights": weights}, "rerank_scorer": KeywordScorer("Lyon")},
     )
     # A Mastra reranker's topK caps the results, as the model's top_k does.

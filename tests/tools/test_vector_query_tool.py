@@ -238,7 +238,7 @@ def test_auto_filter_fields_reveal_nothing_outside_the_guard(kb):
         collection=coll,
         enable_filter=True,
         filter_fields="auto",
-        guard_filter={"tenant": "acme"},
+        guard={"tenant": "acme"},
     )
     shown = json.dumps(tool.to_openai_tool())
     # Neither the guard's key nor any value from another tenant's rows reaches the model.
@@ -478,8 +478,8 @@ def test_creation_errors_raise():
         {"store": vs, "settings": {"hybrid": "yes"}},
         {"store": vs, "settings": 5},
         {"store": vs, "enable_filter": "yes"},
-        {"store": vs, "guard_filter": {}},
-        {"store": vs, "guard_filter": {"tenant": {"$bogus": 1}}},
+        {"store": vs, "guard": {}},
+        {"store": vs, "guard": {"tenant": {"$bogus": 1}}},
         {"store": vs, "filter_fields": "kind"},
         {"store": vs, "filter_fields": ["bad key!"]},
         {"store": vs, "encoder": object()},
@@ -502,7 +502,7 @@ def test_guard_nodes_and_records_without_document(store, collection):
         ]
     )
     tool = create_vector_query_tool(
-        store=store, collection=collection, guard_filter=condition("metadata.t", "eq", "x")
+        store=store, collection=collection, guard=condition("metadata.t", "eq", "x")
     )
     result = run(tool, {"query_text": "alpha"})
     assert [s.id for s in result.sources] == ["v1"]

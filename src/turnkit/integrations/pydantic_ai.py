@@ -57,7 +57,7 @@ def vector_query_tool(
         request_context: ``fn(deps) -> mapping`` of other request-context values
             (``collection``, ``top_k``, a tenant id for a store resolver…).
         hide_metadata_keys: Metadata keys never shown to the model besides the
-            guard's own (a creation-time ``guard_filter``'s keys, say).
+            guard's own (a creation-time ``guard``'s keys, say).
         name: The tool name; default ``tool.name``.
         max_retries: Retries the model gets after a wrong call; default the agent's.
 

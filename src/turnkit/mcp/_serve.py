@@ -172,7 +172,7 @@ def serve(
         collections=collections if collections is not None else collection,
         encoder=encoder,
         enable_writes=enable_writes,
-        guard_filter=parse_guard(guard),
+        guard=parse_guard(guard),
         filter_fields=parse_filter_fields(filter_fields),
         enable_filter=enable_filter,
         settings=settings,

@@ -138,7 +138,7 @@ def create_mcp_server(
     enable_writes: bool = False,
     enable_filter: bool = True,
     filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
-    guard_filter: Mapping[str, Any] | FilterNode | None = None,
+    guard: Mapping[str, Any] | FilterNode | None = None,
     settings: SettingsInput = None,
     limits: ToolLimits | Mapping[str, Any] | None = None,
     score: Literal["distance", "similarity"] = "distance",
@@ -173,7 +173,7 @@ def create_mcp_server(
         filter_fields: Metadata keys models may filter on: ``"auto"`` (default,
             or ``None``) reads them from each collection inside the guard and
             refuses others; a list or dict declares them; ``"any"`` allows any key.
-        guard_filter: A filter ANDed with every search and delete (and that
+        guard: A filter ANDed with every search and delete (and that
             every stored record must satisfy); never shown to models.
         settings: `RetrievalSettings` (or a dict of its fields) for both
             tools: ``top_k`` (results when a call gives none), ``hybrid``,
@@ -190,7 +190,7 @@ def create_mcp_server(
             without them, any name selects the offline scorer.
         principal_guards: Per-principal guards: each call runs with the guard of
             its authenticated principal (the access token's ``client_id``; see
-            `serve`'s tokens) ANDed with ``guard_filter``, and the listing shows
+            `serve`'s tokens) ANDed with ``guard``, and the listing shows
             the filter keys seen inside it. A call from a principal not listed
             (or with no authentication) is the tool error
             ``E_MCP_UNKNOWN_PRINCIPAL``. ``None`` for a principal: no guard of its own.
@@ -236,7 +236,7 @@ def create_mcp_server(
         served.encoder = run_sync(recorded_encoder(served, existing))
     if not isinstance(enable_writes, bool):
         raise InvalidMCPServerConfigError("enable_writes must be true or false.", option="enable_writes")
-    guard = compile_guard(guard_filter, option="guard_filter")
+    guard = compile_guard(guard, option="guard")
     per_principal = _principal_guards(principal_guards)
     values, bounds = tool_settings(settings), ToolLimits.of(limits)
 
@@ -252,7 +252,7 @@ def create_mcp_server(
                     id="vector_query",
                     enable_filter=enable_filter,
                     filter_fields="auto" if auto else filter_fields,
-                    guard_filter=scope_guard,
+                    guard=scope_guard,
                     settings=values,
                     models=models,
                     limits=bounds,

@@ -293,7 +293,7 @@ class Tools:
                 store=self.store,
                 collection=self.collections[0] if len(self.collections) == 1 else None,
                 allowed_collections=self.collections,
-                guard_filter=self.scope().guard,
+                guard=self.scope().guard,
                 settings=self.settings,
                 score=self.score,
                 models=self.models,

@@ -136,7 +136,7 @@ async def retrieve_contexts(
     store: VectorStore,
     collection: str | None = None,
     allowed_collections: Collection[str] | None = None,
-    guard_filter: Mapping[str, Any] | FilterNode | None = None,
+    guard: Mapping[str, Any] | FilterNode | None = None,
     settings: SettingsInput = None,
     score: ScoreKind = "distance",
     models: ModelResolver | None = None,
@@ -166,7 +166,7 @@ async def retrieve_contexts(
         store: The store to search.
         collection: The default collection.
         allowed_collections: When set, the only collections a request may name.
-        guard_filter: A host filter ANDed with every query (Mongo dict over
+        guard: A host filter ANDed with every query (Mongo dict over
             metadata keys, or a filter node).
         settings: `RetrievalSettings` (or a dict of its fields): the defaults
             a request's options override; ``top_k`` is the contexts returned
@@ -232,7 +232,7 @@ async def retrieve_contexts(
         )
 
     query: QueryBuilder = store(name).near_text(req.query.text)
-    guard = compile_guard(guard_filter, option="guard_filter")
+    guard = compile_guard(guard, option="guard")
     if guard is not None:
         query = query.where(guard)
     asked: FilterNode | None = None

@@ -33,7 +33,7 @@ class TurnkitRetriever(BaseRetriever):
         trust_tier: When given, every document's metadata carries it as
             ``trust_tier``, for a prompt that renders tiers.
         hide_metadata_keys: Metadata keys removed besides the guard's (a
-            creation-time ``guard_filter``'s keys, say).
+            creation-time ``guard``'s keys, say).
 
     With no options the documents are those of `turnkit.batteries.vector.retrieve`
     with default settings: hybrid search, copies of one text collapsed.

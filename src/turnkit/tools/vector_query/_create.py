@@ -25,7 +25,7 @@ def create_vector_query_tool(
     settings: SettingsInput = None,
     enable_filter: bool = False,
     filter_fields: Sequence[str] | Mapping[str, str] | Literal["auto", "any"] | None = "auto",
-    guard_filter: Mapping[str, Any] | FilterNode | None = None,
+    guard: Mapping[str, Any] | FilterNode | None = None,
     models: ModelResolver | None = None,
     provider_options: Mapping[str, Mapping[str, Any]] | None = None,
     limits: ToolLimits | Mapping[str, Any] | None = None,
@@ -58,7 +58,7 @@ def create_vector_query_tool(
             (declared), or ``"any"`` (any metadata key, unchecked). ``None``
             means ``"auto"``. A filter on another key is an ``invalid_input``
             error that lists the allowed keys.
-        guard_filter: A host filter ANDed with every query and never shown to
+        guard: A host filter ANDed with every query and never shown to
             the model (a Mongo dict over metadata keys, or a filter node).
         models: Chat models by name (a mapping or a function), for a request
             context's ``reranker={"model": "name"}``.
@@ -101,7 +101,7 @@ def create_vector_query_tool(
             f"settings.top_k ({values.top_k}) is above limits.max_top_k ({checked.max_top_k}).",
             option="settings.top_k",
         )
-    guard = compile_guard(guard_filter, option="guard_filter")
+    guard = compile_guard(guard, option="guard")
     check_models(models)
     fields: FilterFields
     if filter_fields is None or filter_fields == "auto":
