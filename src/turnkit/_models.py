@@ -18,6 +18,7 @@ from ._aio import call_maybe_async
 from ._errors import InvalidModelConfigError, ModelError
 from ._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
 from ._messages import ChatMessage
+from ._validation import is_number
 
 __all__ = ["ChatModel", "OpenAIChatModel", "ScriptedModel"]
 
@@ -140,7 +141,7 @@ class OpenAIChatModel:
             raise InvalidModelConfigError(
                 f"base_url must be an http(s) URL, got {base_url!r}.", field="base_url"
             )
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        if not is_number(timeout, finite=False) or not timeout > 0:
             raise InvalidModelConfigError(
                 f"timeout must be a positive number, got {timeout!r}.", field="timeout"
             )

@@ -22,6 +22,7 @@ from ._prompt import SAFETY_DIRECTIVE, UntrustedPlacement
 from ._retrievable import TrustTier, validate_trust_tier
 from ._tokens import DEFAULT_ENCODING, EncodingName
 from ._turn import TurnEvent
+from ._validation import is_int
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TurnRunnerConfig"]
 
@@ -160,7 +161,7 @@ class TurnRunnerConfig:
             # Freeze the pipeline: a later append to the caller's list must not change the runner.
             object.__setattr__(self, name, tuple(stages))
         budget = self.token_budget
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0):
+        if budget is not None and not is_int(budget, 1):
             raise InvalidTurnRunnerConfigError(
                 f"TurnRunnerConfig.token_budget must be a positive int or None, got {budget!r}.",
                 field="token_budget",
@@ -171,7 +172,7 @@ class TurnRunnerConfig:
                 field="encoding",
             )
         limit = self.max_history_messages
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        if limit is not None and not is_int(limit, 0):
             raise InvalidTurnRunnerConfigError(
                 f"TurnRunnerConfig.max_history_messages must be an int >= 0 or None, got {limit!r}.",
                 field="max_history_messages",

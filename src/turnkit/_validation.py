@@ -8,9 +8,12 @@ the failing field the same way.
 
 from __future__ import annotations
 
+import math
+from typing import TypeGuard
+
 from pydantic import ValidationError
 
-__all__ = ["describe_validation", "short_repr"]
+__all__ = ["describe_validation", "is_int", "is_number", "short_repr"]
 
 
 def describe_validation(exc: ValidationError, model: str) -> tuple[str, str]:
@@ -37,3 +40,26 @@ def short_repr(value: object) -> str:
     """``repr(value)``, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def is_int(value: object, low: int | None = None, high: int | None = None) -> TypeGuard[int]:
+    """Whether ``value`` is an int in ``[low, high]`` (bounds left out are open); a bool is no int here."""
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (low is None or value >= low)
+        and (high is None or value <= high)
+    )
+
+
+def is_number(
+    value: object, low: float | None = None, high: float | None = None, *, finite: bool = True
+) -> TypeGuard[float]:
+    """Whether ``value`` is an int or float in ``[low, high]``, finite unless told; a bool is no number."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (math.isfinite(value) or not finite)
+        and (low is None or value >= low)
+        and (high is None or value <= high)
+    )

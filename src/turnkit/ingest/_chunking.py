@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from turnkit._validation import is_int
+
 from .._tokens import get_encoding
 from ..batteries.vector import PageSpan
 from ._decode import detector_version
@@ -164,9 +166,9 @@ class Chunk:
 
 def validate_chunking(chunk_size: int, chunk_overlap: int, encoding: str) -> tiktoken.Encoding:
     """Check the chunking settings and return the tiktoken encoding."""
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    if not is_int(chunk_size, 1):
         raise InvalidChunkingError(f"chunk_size must be a positive int; got {chunk_size!r}.")
-    if isinstance(chunk_overlap, bool) or not isinstance(chunk_overlap, int) or chunk_overlap < 0:
+    if not is_int(chunk_overlap, 0):
         raise InvalidChunkingError(f"chunk_overlap must be an int >= 0; got {chunk_overlap!r}.")
     if chunk_overlap >= chunk_size:
         raise InvalidChunkingError(

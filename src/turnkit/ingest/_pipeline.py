@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from turnkit._validation import is_int
+
 from .._aio import sync_form
 from ._chunking import (
     DEFAULT_CHUNK_ENCODING,
@@ -125,9 +127,7 @@ def checked_settings(
         InvalidChunkingError: invalid chunk size, overlap or encoding.
         InvalidIngestOptionError: another option is invalid, or the store has no encoder.
     """
-    if max_file_size is not None and (
-        isinstance(max_file_size, bool) or not isinstance(max_file_size, int) or max_file_size < 1
-    ):
+    if max_file_size is not None and not is_int(max_file_size, 1):
         raise InvalidIngestOptionError(
             f"max_file_size must be a positive int or None; got {max_file_size!r}."
         )
@@ -408,11 +408,11 @@ async def ingest(
     settings = checked_settings(
         store, chunk_size, chunk_overlap, encoding, max_file_size, fallback_encodings, html_extractor
     )
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= _MAX_BATCH:
+    if not is_int(batch_size, 1, _MAX_BATCH):
         raise InvalidIngestOptionError(f"batch_size must be an int in [1, {_MAX_BATCH}]; got {batch_size!r}.")
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if not is_int(workers, 1):
         raise InvalidIngestOptionError(f"workers must be a positive int; got {workers!r}.")
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)

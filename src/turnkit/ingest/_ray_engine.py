@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from turnkit._validation import is_int
+
 from .._aio import run_sync
 from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
 from ._ignore import FileFilter
@@ -157,7 +159,7 @@ class RayEngine:
     def __post_init__(self) -> None:
         for name in ("workers", "files_per_task"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            if value is not None and not is_int(value, 1):
                 raise InvalidIngestOptionError(f"RayEngine {name} must be a positive int; got {value!r}.")
 
     def run(

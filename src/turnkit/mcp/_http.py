@@ -27,6 +27,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from turnkit._validation import is_int, is_number
+
 from ._auth import TokenVerifier, is_loopback
 from ._errors import InvalidMCPServerConfigError
 
@@ -64,13 +66,13 @@ class HttpLimits:
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_sessions", "max_sessions_per_client"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value, 1):
                 raise InvalidMCPServerConfigError(
                     f"{name} must be a positive integer, got {value!r}.", option=name
                 )
         for name in ("idle_timeout", "uninitialized_timeout"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            if not (is_number(value) and value > 0):
                 raise InvalidMCPServerConfigError(
                     f"{name} must be a positive number of seconds.", option=name
                 )

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import anyio
 
+from turnkit._validation import is_int
+
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression
 from ._auth import Principal, TokenVerifier, is_loopback, load_principals
@@ -150,11 +152,11 @@ def serve(
         raise InvalidMCPServerConfigError(
             f"transport must be 'stdio' or 'http', got {transport!r}.", option="transport"
         )
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+    if not is_int(port, 0, 65535):
         raise InvalidMCPServerConfigError(f"port must be in [0, 65535], got {port!r}.", option="port")
     if not isinstance(path, str) or not path.startswith("/"):
         raise InvalidMCPServerConfigError(f"path must start with '/', got {path!r}.", option="path")
-    if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1:
+    if not is_int(max_message_bytes, 1):
         raise InvalidMCPServerConfigError(
             "max_message_bytes must be a positive integer.", option="max_message_bytes"
         )

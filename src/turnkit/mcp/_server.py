@@ -10,6 +10,8 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Tool as MCPTool
 
+from turnkit._validation import is_number
+
 from .._aio import run_sync
 from ..batteries.vector import (
     Encoder,
@@ -62,7 +64,7 @@ def read_consistency(value: timedelta | float | None) -> timedelta | None:
     if value is None:
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < float("inf"):
+    if not is_number(seconds, 0):
         raise InvalidMCPServerConfigError(
             f"read_consistency_interval must be seconds >= 0, a timedelta, or None; got {value!r}.",
             hint="0 looks for other processes' writes before every read; None never looks.",

@@ -29,6 +29,7 @@ from turnkit._errors import InvalidMessageError, InvalidTurnContextError, Turnki
 from turnkit._messages import Message
 from turnkit._pipeline import Next
 from turnkit._retrievable import Retrievable, TrustTier, trust_rank, validate_trust_tier
+from turnkit._validation import is_int
 from turnkit.batteries.vector._errors import CollectionNotFoundError, FilterKeyNotFoundError
 from turnkit.batteries.vector._glue_parts import CallbackMapping, InvalidRetrievableGlueConfigError
 from turnkit.batteries.vector._matches import VectorMatch
@@ -121,7 +122,7 @@ class VectorMessageStore(CallbackMapping):
                 hint=_HINT,
                 field="tenant",
             )
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        if window is not None and not is_int(window, 1):
             raise InvalidRetrievableGlueConfigError(
                 f"window must be a positive int or None, got {window!r}.", hint=_HINT, field="window"
             )
@@ -265,7 +266,7 @@ class VectorMessageStore(CallbackMapping):
         Raises:
             InvalidTurnContextError: ``conversation_id`` is empty, or ``limit`` is negative.
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        if limit is not None and not is_int(limit, 0):
             raise InvalidTurnContextError(f"limit must be an int >= 0 or None, got {limit!r}.", field="limit")
         rows = await self._rows(self._fixed_tenant(), _checked_id(conversation_id), keep=limit)
         return [row.message for row in rows]
@@ -379,7 +380,7 @@ class VectorMessageStore(CallbackMapping):
             if not isinstance(role, str) or not document.startswith(prefix):
                 raise ValueError("the document does not start with the role")
             seq = meta["seq"]
-            if isinstance(seq, bool) or not isinstance(seq, int):
+            if not is_int(seq):
                 raise ValueError("seq is not an integer")
             message = Message(
                 role=role,  # type: ignore[arg-type]

@@ -172,15 +172,7 @@ class RetrievalSettings(BaseModel):
         data = {"lambda_mult": value} if isinstance(value, int | float) else value
         if not isinstance(data, Mapping) or set(data) - set(_DIVERSIFY_KEYS):
             raise ValueError("must be true, a lambda_mult in [0, 1], or a dict of lambda_mult and fetch_k")
-        lam = data.get("lambda_mult", MmrSpec().lambda_mult)
-        fetch = data.get("fetch_k")
-        if isinstance(lam, bool) or not isinstance(lam, int | float) or not 0.0 <= lam <= 1.0:
-            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lam!r}")
-        if fetch is not None and (
-            isinstance(fetch, bool) or not isinstance(fetch, int) or not 1 <= fetch <= MAX_LIMIT
-        ):
-            raise ValueError(f"fetch_k must be an integer in [1, {MAX_LIMIT}], got {fetch!r}")
-        return MmrSpec(lambda_mult=float(lam), fetch_k=fetch)
+        return MmrSpec.checked(**data)
 
     @field_validator("rerank", mode="before")
     @classmethod

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from turnkit._validation import is_int
+
 __all__ = ["PageSpan", "source_of"]
 
 
@@ -45,9 +47,8 @@ class PageSpan:
         """The span stored in a chunk's ``page_span`` metadata, if it is a well-formed one."""
         if isinstance(value, Mapping):
             first, last = value.get("first_page"), value.get("last_page")
-            if isinstance(first, int) and isinstance(last, int) and not isinstance(first, bool):
-                if not isinstance(last, bool):
-                    return cls(first_page=first, last_page=last)
+            if is_int(first) and is_int(last):
+                return cls(first_page=first, last_page=last)
         return None
 
 

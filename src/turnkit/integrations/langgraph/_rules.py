@@ -13,6 +13,8 @@ from typing import Any
 
 from langgraph.store.base import MatchCondition
 
+from turnkit._validation import is_int
+
 from ...batteries.vector import (
     InvalidFilterError,
     InvalidQueryError,
@@ -213,5 +215,5 @@ def _number(value: Any) -> float | None:
 def check_page(limit: int, offset: int, what: str) -> None:
     """Refuse a negative or non-integer page (LangGraph slices with them, meaning something else)."""
     for name, n in (("limit", limit), ("offset", offset)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        if not is_int(n, 0):
             raise InvalidQueryError(f"{what}: {name} must be a non-negative integer, got {n!r}.")

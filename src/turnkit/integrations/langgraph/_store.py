@@ -39,6 +39,8 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from turnkit._validation import is_int, is_number
+
 from ... import TrustTier, validate_trust_tier
 from ..._aio import run_sync
 from ...batteries.vector import (
@@ -166,7 +168,7 @@ class TurnkitStore(BaseStore):
                 f"store must be a turnkit VectorStore, not {type(store).__name__}.",
                 hint="Create it with turnkit.batteries.vector.create_vector_store(...).",
             )
-        if isinstance(tenant_depth, bool) or not isinstance(tenant_depth, int) or tenant_depth < 0:
+        if not is_int(tenant_depth, 0):
             raise InvalidVectorStoreConfigError(
                 f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.", option="tenant_depth"
             )
@@ -213,7 +215,7 @@ class TurnkitStore(BaseStore):
                     collection=self.collection,
                 )
             return _encoder_index(encoder, fields)
-        if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
+        if not is_int(dims, 1):
             raise InvalidVectorStoreConfigError(
                 f"index['dims'] must be a positive integer with 'embed', got {dims!r}.", option="index"
             )
@@ -303,9 +305,7 @@ class TurnkitStore(BaseStore):
             value_text(op.value, namespace=tuple(op.namespace), key=op.key)
         if op.index is not None and op.index is not False:
             _check_fields(op.index, "index")
-        if op.ttl is not None and (
-            isinstance(op.ttl, bool) or not isinstance(op.ttl, int | float) or op.ttl <= 0
-        ):
+        if op.ttl is not None and not (is_number(op.ttl, finite=False) and op.ttl > 0):
             raise InvalidVectorRecordError(
                 f"ttl is in minutes and must be a positive number or None, got {op.ttl!r}.", record_id=op.key
             )

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from turnkit._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
+from turnkit._validation import is_int
 from turnkit.batteries.vector._errors import EncoderFailedError, InvalidVectorStoreConfigError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 
@@ -52,12 +53,12 @@ class OpenAIEmbeddingEncoder:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidVectorStoreConfigError("OpenAIEmbeddingEncoder needs a model name.", field="model")
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        if not is_int(dimension, 1):
             raise InvalidVectorStoreConfigError(f"dimension must be a positive int, got {dimension!r}.")
         parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise InvalidVectorStoreConfigError(f"base_url must be an http(s) URL, got {base_url!r}.")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if not is_int(batch_size, 1):
             raise InvalidVectorStoreConfigError(f"batch_size must be a positive int, got {batch_size!r}.")
         self.model = model
         self.name = f"openai:{model}" + (f"@{dimension}" if send_dimensions else "")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, TypeAlias, get_args
 
+from turnkit._validation import is_int, is_number
+
 __all__ = ["FIELD_TYPES", "MAX_EXACT_INT", "FieldType", "fits"]
 
 FieldType: TypeAlias = Literal["str", "int", "float", "bool", "list[str]"]
@@ -30,9 +32,9 @@ def fits(kind: FieldType, value: Any) -> bool:
         case "bool":
             return isinstance(value, bool)
         case "int":
-            return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_EXACT_INT
+            return is_int(value, -MAX_EXACT_INT, MAX_EXACT_INT)
         case "float":
-            return isinstance(value, int | float) and not isinstance(value, bool)
+            return is_number(value, finite=False)
         case "list[str]":
             return isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
     return False

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final, assert_never
 
+from turnkit._validation import is_number
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
 )
@@ -78,10 +79,6 @@ def _lookup(field: str, record: Mapping[str, Any]) -> Any:
     return current
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _as_float(value: _Number) -> float | None:
     try:
         return float(value)
@@ -96,7 +93,7 @@ def _json_eq(value: Any, literal: Any) -> bool:
         return isinstance(value, bool) and value == literal
     if isinstance(literal, str):
         return isinstance(value, str) and value == literal
-    if _is_number(value):
+    if is_number(value, finite=False):
         number = _as_float(value)
         return number is not None and number == float(literal)
     return False
@@ -151,7 +148,7 @@ def _compare(op: str, value: Any, literal: Any, is_column: bool) -> bool:
     if isinstance(literal, str):
         # Python orders str by code point, which is UTF-8 byte order: the same as DataFusion.
         return isinstance(value, str) and compare(value, literal)
-    if _is_number(value):
+    if is_number(value, finite=False):
         number = _as_float(value)
         return number is not None and compare(number, float(literal))
     return False

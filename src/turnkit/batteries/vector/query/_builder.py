@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Literal
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from turnkit._aio import on_loop, run_sync, sync_form
+from turnkit._validation import is_int, is_number
 from turnkit.batteries.vector._errors import (
     InvalidQueryError,
     QueryConflictError,
@@ -43,7 +43,7 @@ DEFAULT_SELECT: tuple[str, ...] = ("id", "document", "metadata")
 
 
 def _positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value, minimum):
         raise InvalidQueryError(f"{name}() takes an integer >= {minimum}, got {value!r}.")
     if maximum is not None and value > maximum:
         raise InvalidQueryError(f"{name}() takes at most {maximum}, got {value}.")
@@ -199,18 +199,13 @@ class QueryBuilder(Filterable):
         With `hybrid` it reads each match's dense similarity (the score it has in
         a plain vector search), never the fused score, which only ranks.
         """
-        if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
+        if not is_number(score, 0.0, 1.0):
             raise InvalidQueryError(f"min_score() takes a number in [0, 1], got {score!r}.")
         return self._with(min_score=float(score))
 
     def max_distance(self, distance: float) -> QueryBuilder:
         """Keep matches whose raw metric distance is at most ``distance``."""
-        if (
-            isinstance(distance, bool)
-            or not isinstance(distance, int | float)
-            or not math.isfinite(distance)
-            or distance < 0
-        ):
+        if not is_number(distance, 0.0):
             raise InvalidQueryError(f"max_distance() takes a finite number >= 0, got {distance!r}.")
         return self._with(max_distance=float(distance))
 
@@ -280,23 +275,12 @@ class QueryBuilder(Filterable):
             candidates: Matches per leg before fusing (default
                 ``max(30, 3 × (limit + offset))``).
         """
-        if alpha is not None and (
-            isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0
-        ):
-            raise InvalidQueryError(f"hybrid() takes alpha in [0, 1] or None, got {alpha!r}.")
-        if fusion not in ("rrf", "linear", "zscore"):
-            raise InvalidQueryError(f"hybrid() takes fusion='rrf', 'linear' or 'zscore', got {fusion!r}.")
         if text is not None and (not isinstance(text, str) or not text.strip()):
             raise InvalidQueryError("hybrid(text=...) needs a non-empty string.")
-        spec = HybridSpec(
-            alpha=None if alpha is None else float(alpha),
-            fusion=fusion,
-            rrf_k=_positive_int(rrf_k, "hybrid(rrf_k=...)", maximum=10_000),
-            text=text,
-            candidates=None
-            if candidates is None
-            else _positive_int(candidates, "hybrid(candidates=...)", maximum=MAX_LIMIT),
-        )
+        try:
+            spec = HybridSpec.checked(alpha, fusion, rrf_k, text, candidates)
+        except ValueError as exc:
+            raise InvalidQueryError(f"hybrid(): {exc}.") from None
         return self._with(hybrid=spec)
 
     def diversify(self, lambda_mult: float = DEFAULT_LAMBDA, *, fetch_k: int | None = None) -> QueryBuilder:
@@ -307,14 +291,10 @@ class QueryBuilder(Filterable):
                 favour results unlike those already picked.
             fetch_k: Candidates fetched first (default ``max(20, 4 × (limit + offset))``).
         """
-        if (
-            isinstance(lambda_mult, bool)
-            or not isinstance(lambda_mult, int | float)
-            or not 0.0 <= lambda_mult <= 1.0
-        ):
-            raise InvalidQueryError(f"diversify() takes lambda_mult in [0, 1], got {lambda_mult!r}.")
-        fetch = None if fetch_k is None else _positive_int(fetch_k, "diversify(fetch_k)", maximum=MAX_LIMIT)
-        return self._with(mmr=MmrSpec(lambda_mult=float(lambda_mult), fetch_k=fetch))
+        try:
+            return self._with(mmr=MmrSpec.checked(lambda_mult, fetch_k))
+        except ValueError as exc:
+            raise InvalidQueryError(f"diversify(): {exc}.") from None
 
     # -- terminals ----------------------------------------------------------------------
     def __await__(self) -> Generator[Any, None, list[VectorMatch]]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, get_args
 
+from turnkit._validation import is_int, is_number
 from turnkit.batteries.vector.query._spec import MAX_LIMIT
 
 __all__ = [
@@ -88,6 +89,28 @@ class HybridSpec:
         return min(MAX_LIMIT, max(wanted, limit + offset))
 
     @classmethod
+    def checked(
+        cls,
+        alpha: Any = None,
+        fusion: Any = DEFAULT_FUSION,
+        rrf_k: Any = DEFAULT_RRF_K,
+        text: str | None = None,
+        candidates: Any = None,
+    ) -> HybridSpec:
+        """A spec of these values, or a `ValueError` naming the first bad one (the caller words the error)."""
+        if alpha is not None and not is_number(alpha, 0.0, 1.0):
+            raise ValueError(
+                f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}"
+            )
+        if fusion not in get_args(FusionName):
+            raise ValueError(f"fusion must be 'rrf', 'linear' or 'zscore', got {fusion!r}")
+        for key, number, ceiling in (("rrf_k", rrf_k, 10_000), ("candidates", candidates, MAX_LIMIT)):
+            if number is not None and not is_int(number, 1, ceiling):
+                raise ValueError(f"{key} must be an integer in [1, {ceiling}], got {number!r}")
+        alpha = None if alpha is None else float(alpha)
+        return cls(alpha=alpha, fusion=fusion, rrf_k=rrf_k, text=text, candidates=candidates)
+
+    @classmethod
     def from_option(cls, value: HybridOption, *, option: str = "hybrid") -> HybridSpec | None:
         """A `HybridOption` as a spec, or ``None`` when hybrid search is off.
 
@@ -134,26 +157,10 @@ def coerce_hybrid(value: HybridOption, *, option: str = "hybrid") -> HybridSpec 
             raise bad(f"unknown keys {unknown}; use {', '.join(_HYBRID_KEYS)}.")
     else:
         raise bad(f"must be true, an alpha, a dict or a HybridSpec, got {type(value).__name__}.")
-    alpha = data.get("alpha")
-    if alpha is not None and (
-        isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= alpha <= 1.0
-    ):
-        raise bad(f"alpha must be a number in [0, 1] (0 full-text only, 1 vector only), got {alpha!r}.")
-    fusion = data.get("fusion", DEFAULT_FUSION)
-    if fusion not in ("rrf", "linear", "zscore"):
-        raise bad(f"fusion must be 'rrf', 'linear' or 'zscore', got {fusion!r}.")
-    for key, default, ceiling in (("rrf_k", DEFAULT_RRF_K, 10_000), ("candidates", None, MAX_LIMIT)):
-        number = data.get(key, default)
-        if number is not None and (
-            isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= ceiling
-        ):
-            raise bad(f"{key} must be an integer in [1, {ceiling}], got {number!r}.")
-    return HybridSpec(
-        alpha=None if alpha is None else float(alpha),
-        fusion=fusion,
-        rrf_k=data.get("rrf_k", DEFAULT_RRF_K),
-        candidates=data.get("candidates"),
-    )
+    try:
+        return HybridSpec.checked(**data)
+    except ValueError as exc:
+        raise bad(f"{exc}.") from None
 
 
 DEFAULT_LAMBDA = 0.5
@@ -172,6 +179,15 @@ class MmrSpec:
 
     lambda_mult: float = DEFAULT_LAMBDA
     fetch_k: int | None = None
+
+    @classmethod
+    def checked(cls, lambda_mult: Any = DEFAULT_LAMBDA, fetch_k: Any = None) -> MmrSpec:
+        """A spec of these values, or a `ValueError` naming the first bad one (the caller words the error)."""
+        if not is_number(lambda_mult, 0.0, 1.0):
+            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        if fetch_k is not None and not is_int(fetch_k, 1, MAX_LIMIT):
+            raise ValueError(f"fetch_k must be an integer in [1, {MAX_LIMIT}], got {fetch_k!r}")
+        return cls(lambda_mult=float(lambda_mult), fetch_k=fetch_k)
 
     def pool(self, limit: int, offset: int) -> int:
         """Candidates to fetch for a page of ``limit`` after ``offset``."""

@@ -9,7 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnkit.batteries.vector.ranking._rerank_options import _bad, _int_in, _number
+from turnkit._validation import is_int, is_number
+from turnkit.batteries.vector.ranking._rerank_options import _bad, _int_in
 
 if TYPE_CHECKING:
     from turnkit._messages import ChatMessage
@@ -139,7 +140,7 @@ def _valid(value: Any) -> float | None:
             value = float(value.strip())
         except ValueError:
             return None
-    if not _number(value) or not 0.0 <= value <= 1.0:
+    if not is_number(value, 0.0, 1.0):
         return None
     return float(value)
 
@@ -242,8 +243,8 @@ def parse_judge_scores(reply: str, n: int) -> list[float | None]:
         #> [0.9, 0.2]
         ```
     """
-    if not isinstance(reply, str) or isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-        return [None] * (n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0)
+    if not isinstance(reply, str) or not is_int(n, 1):
+        return [None] * (n if is_int(n, 1) else 0)
     best: list[float | None] | None = None
     for value in _json_values(reply):
         parsed = _from_json(value, n)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from turnkit._validation import describe_validation
+from turnkit._validation import describe_validation, is_int, is_number
 from turnkit.batteries.vector._errors import InvalidRankingConfigError
 from turnkit.batteries.vector._matches import VectorMatch
 
@@ -17,15 +17,11 @@ _WEIGHT_KEYS = ("semantic", "vector", "position")
 
 def check_min_score(min_score: Any) -> float:
     """``min_score`` as a float, or `InvalidRankingConfigError` when it is not a number in [0, 1]."""
-    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
+    if not is_number(min_score):
         raise InvalidRankingConfigError(f"min_score must be a number in [0, 1], got {min_score!r}.")
     if not 0.0 <= min_score <= 1.0:
         raise InvalidRankingConfigError(f"min_score must be in [0, 1], got {min_score!r}.")
     return float(min_score)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _bad(detail: str, **context: Any) -> InvalidRankingConfigError:
@@ -33,7 +29,7 @@ def _bad(detail: str, **context: Any) -> InvalidRankingConfigError:
 
 
 def _int_in(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_int(value, low, high):
         raise _bad(f"{name} must be an integer in [{low}, {high}], got {value!r}.", field=name)
     return value
 
