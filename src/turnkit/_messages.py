@@ -9,21 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Self, get_args
 
-from pydantic import (
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    ModelWrapValidatorHandler,
-    StrictStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import AwareDatetime, ConfigDict, Field, JsonValue, StrictStr, field_validator, model_validator
 
 from ._errors import InvalidMessageError
-from ._validation import describe_validation
+from ._validation import CheckedModel
 
 if TYPE_CHECKING:
     from ._context import TurnContext
@@ -37,7 +26,7 @@ MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
 """Every message role."""
 
 
-class Message(BaseModel):
+class Message(CheckedModel):
     """One message of a conversation, as stored by the message callbacks.
 
     Example:
@@ -50,6 +39,7 @@ class Message(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    invalid_error = InvalidMessageError
 
     role: MessageRole
     """``"system"``, ``"user"`` or ``"assistant"``."""
@@ -87,15 +77,6 @@ class Message(BaseModel):
         if self.updated_at is None:
             object.__setattr__(self, "updated_at", self.created_at)
         return self
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _friendly_errors(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        try:
-            return handler(data)
-        except ValidationError as exc:
-            message, field = describe_validation(exc, cls.__name__)
-            raise InvalidMessageError(message, field=field) from exc
 
     def __hash__(self) -> int:
         return hash((self.id, self.role, self.content))

@@ -17,19 +17,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, cast, get_args
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
     ConfigDict,
     Field,
     JsonValue,
-    ModelWrapValidatorHandler,
     StrictStr,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from ._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
-from ._validation import describe_validation
+from ._errors import InvalidRetrievableError, TrustTierRequiredError, TurnkitError, UnknownTrustTierError
+from ._validation import CheckedModel
 
 __all__ = [
     "TRUST_TIERS",
@@ -107,10 +105,11 @@ Timestamp = datetime | str | int | float
 offset, or epoch seconds."""
 
 
-class _RetrievableFields(BaseModel):
+class _RetrievableFields(CheckedModel):
     """Fields and checks shared by `RawRetrievable` and `Retrievable`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    invalid_error = InvalidRetrievableError
 
     # Strict strings: pydantic would otherwise decode bytes into text silently.
     id: StrictStr
@@ -177,19 +176,10 @@ class _RetrievableFields(BaseModel):
             object.__setattr__(self, "updated_at", self.created_at)
         return self
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _friendly_errors(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        cls._check_input(data)
-        try:
-            return handler(data)
-        except ValidationError as exc:
-            message, field = describe_validation(exc, cls.__name__)
-            raise InvalidRetrievableError(message, field=field, errors=exc.errors(include_url=False)) from exc
-
-    @classmethod
-    def _check_input(cls, data: Any) -> None:
-        """Hook for class-specific checks that need their own error class."""
+    def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
+        errors = [] if exc is None else exc.errors(include_url=False)
+        return InvalidRetrievableError(message, field=field, errors=errors)
 
     def __hash__(self) -> int:
         # Equal records share id, content and tier; metadata (a dict) is not hashable.

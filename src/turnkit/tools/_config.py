@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from .._validation import describe_validation
+from .._errors import TurnkitError
+from .._validation import CheckedModel
 from ..batteries.vector import (
     InvalidRankingConfigError,
     RetrievalSettings,
@@ -62,7 +63,7 @@ def tool_settings(value: SettingsInput, option: str = "settings") -> RetrievalSe
         return RetrievalSettings.of(value)
 
 
-class ToolLimits(BaseModel):
+class ToolLimits(CheckedModel):
     """What a model's request may ask of a tool, and how the automatic filter keys are read.
 
     A frozen value; ``limits=`` also takes a dict of its fields.
@@ -89,26 +90,11 @@ class ToolLimits(BaseModel):
     fields_sample: int = Field(default=FIELDS_SAMPLE, ge=1, le=1_000_000)
     fields_ttl: float = Field(default=60.0, ge=0, le=86_400, allow_inf_nan=False)
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            message, field = describe_validation(exc, "ToolLimits")
-            raise InvalidToolConfigError(message, option=f"limits.{field}") from None
+    option = "limits"
 
     @classmethod
-    def of(cls, value: ToolLimits | Mapping[str, Any] | None) -> ToolLimits:
-        """``value`` as limits: as it is, a dict of fields over the defaults, or ``None`` (the defaults)."""
-        if value is None:
-            return cls()
-        if isinstance(value, ToolLimits):
-            return value
-        if not isinstance(value, Mapping):
-            raise InvalidToolConfigError(
-                f"limits must be ToolLimits or a dict of its fields, got {type(value).__name__}.",
-                option="limits",
-            )
-        return cls(**value)
+    def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
+        return InvalidToolConfigError(message, option=field if exc is None else f"limits.{field}")
 
 
 ModelResolver: TypeAlias = "Mapping[str, ChatModel] | Callable[[str], ChatModel | None]"

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from turnkit._validation import describe_validation
+from turnkit._errors import TurnkitError
+from turnkit._validation import CheckedModel
 from turnkit.batteries.vector._errors import InvalidRankingConfigError
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.filters._where import FilterGroup
@@ -65,7 +66,7 @@ def to_filter_node(spec: Any, *, option: str = "filter") -> FilterNode | None:
     )
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(CheckedModel):
     """Every retrieval knob, as one frozen value (see the module docstring).
 
     Shorthands are accepted where a knob is a small value: ``hybrid=True`` /
@@ -133,12 +134,11 @@ class RetrievalSettings(BaseModel):
 
     FIELDS: ClassVar[tuple[str, ...]]
 
+    option = "settings"
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
-        except ValidationError as exc:
-            message, field = describe_validation(exc, "RetrievalSettings")
-            raise InvalidRankingConfigError(message, hint=_HINTS.get(field), field=field) from None
         except InvalidRankingConfigError as exc:
             # Raised by a knob's own check (hybrid's, the rerank weights'): the knob's hint, not the class's.
             field = str(exc.context.get("field", ""))
@@ -218,18 +218,13 @@ class RetrievalSettings(BaseModel):
 
     # -- merging --------------------------------------------------------------------------------
     @classmethod
+    def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
+        return InvalidRankingConfigError(message, hint=_HINTS.get(field), field=field)
+
+    @classmethod
     def of(cls, value: SettingsInput = None) -> RetrievalSettings:
         """``value`` as settings: as it is, a dict of fields over the defaults, or ``None`` (the defaults)."""
-        if isinstance(value, RetrievalSettings):
-            return value
-        if value is None:
-            return _DEFAULT
-        if not isinstance(value, Mapping):
-            raise InvalidRankingConfigError(
-                f"settings must be RetrievalSettings or a dict of its fields, got {type(value).__name__}.",
-                field="settings",
-            )
-        return cls(**value)
+        return _DEFAULT if value is None else super().of(value)
 
     def merge(self, overrides: SettingsInput = None, /, **changes: Any) -> RetrievalSettings:
         """These settings with ``overrides`` on top: a dict, or the fields another value set explicitly.
