@@ -13,21 +13,6 @@ from __future__ import annotations
 
 from .._errors import TurnkitError, UsageError
 
-__all__ = [
-    "CliUsageError",
-    "DependencyMissingError",
-    "EXIT_DEPENDENCY",
-    "EXIT_FAILURE",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_PARTIAL",
-    "EXIT_USAGE",
-    "DEPENDENCY_SUFFIXES",
-    "UnknownEncoderError",
-    "exit_status",
-    "missing_extra",
-]
-
 EXIT_OK = 0
 """The command did what it was asked."""
 EXIT_FAILURE = 1

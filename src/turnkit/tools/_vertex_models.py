@@ -19,23 +19,6 @@ from pydantic.alias_generators import to_camel
 from ..batteries.vector import PageSpan
 from ._results import CollapsedCopy
 
-__all__ = [
-    "HybridSearch",
-    "LlmRanker",
-    "RagChunk",
-    "RagContext",
-    "RagContexts",
-    "RagFilter",
-    "RagQuery",
-    "RagResource",
-    "RagRetrievalConfig",
-    "RankService",
-    "Ranking",
-    "RetrieveContextsRequest",
-    "RetrieveContextsResponse",
-    "VertexRagStore",
-]
-
 
 class _Request(BaseModel):
     model_config = ConfigDict(
