@@ -26,14 +26,7 @@ from ._connect import ENV_API_KEY, ENV_REGION
 from ._errors import CliUsageError
 from ._query_flags import add_query_flags
 
-__all__ = [
-    "add_filter_arguments",
-    "add_http_arguments",
-    "add_retrieval_arguments",
-    "build_parser",
-    "retrieval_settings",
-    "serve_options",
-]
+__all__ = ["add_serve_arguments", "build_parser", "retrieval_settings", "serve_options"]
 
 # Every environment variable the command line reads; each subcommand's help lists only its own.
 _ENV_HELP = {
@@ -235,6 +228,20 @@ def retrieval_settings(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags `serve_options` reads: ``turnkit serve`` and ``python -m turnkit.mcp`` share them."""
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP interface (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument(
+        "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
+    )
+    add_retrieval_arguments(p)
+    add_filter_arguments(p)
+    add_http_arguments(p)
+
+
 def add_http_arguments(p: argparse.ArgumentParser) -> None:
     """The network flags of ``turnkit serve --transport http``, shared with ``python -m turnkit.mcp``."""
     g = p.add_argument_group("serving over a network (--transport http)")
@@ -279,7 +286,11 @@ def add_http_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def serve_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The `turnkit.mcp.serve` keywords of `add_http_arguments`' flags, and ``--read-consistency``."""
+    """The `turnkit.mcp.serve` keywords of the flags `turnkit serve` and ``python -m turnkit.mcp`` share.
+
+    Transport, writes, retrieval, filter and HTTP flags, and ``--read-consistency``;
+    the store, its connection, the collections and the encoder are each entry point's.
+    """
     from ..mcp import HttpLimits
 
     given = {
@@ -292,6 +303,15 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
     if "max_sessions" in limits and "max_sessions_per_client" not in limits:
         limits["max_sessions_per_client"] = min(limits["max_sessions"], HttpLimits().max_sessions_per_client)
     options: dict[str, Any] = {
+        "transport": args.transport,
+        "host": args.host,
+        "port": args.port,
+        "path": args.path,
+        "enable_writes": args.enable_writes,
+        "settings": retrieval_settings(args),
+        "guard": args.guard,
+        "filter_fields": args.filter_fields,
+        "enable_filter": args.enable_filter,
         "token": args.token,
         "tokens_file": args.tokens_file,
         "allow_hosts": args.allow_host,
@@ -458,16 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-c", "--collection", metavar="NAME", help=f"only this collection [${ENV_COLLECTION}, default: all]"
     )
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP interface (default 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
-    p.add_argument(
-        "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
-    )
-    add_retrieval_arguments(p)
-    add_filter_arguments(p)
-    add_http_arguments(p)
+    add_serve_arguments(p)
 
     p = _add(
         subs,

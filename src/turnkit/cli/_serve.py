@@ -36,22 +36,13 @@ def run_serve(args: argparse.Namespace) -> int:
             hint="pip install 'turnkit[mcp]'",
             package="mcp",
         ) from exc
-    from ._parser import retrieval_settings, serve_options
+    from ._parser import serve_options
 
     serve(
         uri=store_uri(conn.uri),
         connect=conn.connect_options(),
         collection=collection,
-        transport=args.transport,
-        host=args.host,
-        port=args.port,
-        path=args.path,
-        enable_writes=args.enable_writes,
         encoder=encoder,
-        settings=retrieval_settings(args),
-        guard=args.guard,
-        filter_fields=args.filter_fields,
-        enable_filter=args.enable_filter,
         **serve_options(args),
     )
     return EXIT_OK

@@ -10,14 +10,7 @@ from .._errors import TurnkitError
 
 # The flag set is the CLI's, so `turnkit serve` and this entry point cannot drift apart.
 from ..cli._connect import connection_of
-from ..cli._parser import (
-    add_connection_arguments,
-    add_filter_arguments,
-    add_http_arguments,
-    add_retrieval_arguments,
-    retrieval_settings,
-    serve_options,
-)
+from ..cli._parser import add_connection_arguments, add_serve_arguments, serve_options
 from ._serve import serve
 
 
@@ -30,16 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--collection", action="append", help="a collection to serve (repeatable; default all)"
     )
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--path", default="/mcp")
     parser.add_argument("--encoder", default=None, help="hash[:dim] or wordllama[:dim]; default: as recorded")
-    parser.add_argument("--enable-writes", action="store_true", help="add destructive store/delete tools")
-    add_retrieval_arguments(parser)
     add_connection_arguments(parser)
-    add_filter_arguments(parser)
-    add_http_arguments(parser)
+    add_serve_arguments(parser)
     args = parser.parse_args(argv)
     try:
         conn = connection_of(args)
@@ -48,16 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.uri,
             connect=conn.connect_options(),
             collections=args.collection,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            path=args.path,
-            enable_writes=args.enable_writes,
             encoder=args.encoder,
-            settings=retrieval_settings(args),
-            guard=args.guard,
-            filter_fields=args.filter_fields,
-            enable_filter=args.enable_filter,
             **serve_options(args),
         )
     except TurnkitError as exc:
