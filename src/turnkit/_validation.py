@@ -39,7 +39,7 @@ class CheckedModel(BaseModel):
             return handler(data)
         except ValidationError as exc:
             message, field = describe_validation(exc, cls.__name__)
-            raise cls.invalid(message, field, exc) from None
+            raise cls.invalid(message, field, exc) from exc
 
     @classmethod
     def _check_input(cls, data: Any) -> None:
