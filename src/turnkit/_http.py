@@ -1,7 +1,7 @@
 """One JSON POST over urllib for the OpenAI-compatible clients (chat model, embeddings).
 
-Stdlib only, so the core needs no HTTP dependency. Callers turn the two
-failures into their own error class (`ModelError`, `EncoderFailedError`).
+Stdlib only, so the core needs no HTTP dependency. A failure is raised as the
+caller's own error class (`ModelError`, `EncoderFailedError`), worded here.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ import functools
 import json
 import time
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["HttpStatusError", "HttpUnreachableError", "error_detail", "post_json", "status_hint"]
+from ._errors import TurnkitError
+
+__all__ = ["error_detail", "post_json", "status_hint"]
 
 _STATUS_HINTS = {
     400: "The endpoint rejected the request; check the model name and the request format.",
@@ -60,13 +63,45 @@ def error_detail(raw: bytes, limit: int = 300) -> str:
 
 
 def post_json(
-    url: str, data: bytes, *, headers: Mapping[str, str], api_key: str | None, timeout: float
+    url: str,
+    data: bytes,
+    /,
+    *,
+    headers: Mapping[str, str],
+    api_key: str | None,
+    timeout: float,
+    endpoint: str,
+    error: type[TurnkitError],
+    **context: Any,
 ) -> bytes:
-    """POST ``data`` (JSON) and return the response body; raises the two errors above.
+    """POST ``data`` (JSON) and return the response body.
 
     ``timeout`` bounds the whole exchange (connecting, each read, and the body as
     a whole); redirects are refused.
+
+    Raises:
+        TurnkitError: ``error``, naming the ``endpoint`` (``"model endpoint"``),
+            with ``status`` (``None`` when nothing answered) and ``context``.
     """
+    try:
+        return _post(url, data, headers=headers, api_key=api_key, timeout=timeout)
+    except HttpStatusError as exc:
+        raise error(
+            f"The {endpoint} answered HTTP {exc.status}: {exc.detail}",
+            hint=status_hint(exc.status),
+            status=exc.status,
+            **context,
+        ) from exc
+    except HttpUnreachableError as exc:
+        raise error(
+            f"Could not reach the {endpoint} {url}: {exc.reason}",
+            hint="Check base_url and that the server is running.",
+            status=None,
+            **context,
+        ) from exc
+
+
+def _post(url: str, data: bytes, *, headers: Mapping[str, str], api_key: str | None, timeout: float) -> bytes:
     # Imported here: urllib.request costs ~30 ms and `import turnkit` stays light.
     import http.client
     import urllib.error

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._aio import call_maybe_async
 from ._errors import InvalidModelConfigError, ModelError
-from ._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
+from ._http import post_json
 from ._messages import ChatMessage
 from ._validation import is_number
 
@@ -196,22 +196,16 @@ class OpenAIChatModel:
 
     def _post(self, data: bytes) -> bytes:
         url = f"{self.base_url}/chat/completions"
-        try:
-            return post_json(url, data, headers=self._headers, api_key=self._api_key, timeout=self.timeout)
-        except HttpStatusError as exc:
-            raise ModelError(
-                f"The model endpoint answered HTTP {exc.status}: {exc.detail}",
-                hint=status_hint(exc.status),
-                status=exc.status,
-                url=url,
-            ) from exc
-        except HttpUnreachableError as exc:
-            raise ModelError(
-                f"Could not reach the model endpoint {url}: {exc.reason}",
-                hint="Check base_url and that the server is running.",
-                status=None,
-                url=url,
-            ) from exc
+        return post_json(
+            url,
+            data,
+            headers=self._headers,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            endpoint="model endpoint",
+            error=ModelError,
+            url=url,
+        )
 
     def _parse(self, raw: bytes) -> str:
         try:

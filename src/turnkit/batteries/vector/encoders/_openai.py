@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from turnkit._http import HttpStatusError, HttpUnreachableError, post_json, status_hint
+from turnkit._http import post_json
 from turnkit._validation import is_int
 from turnkit.batteries.vector._errors import EncoderFailedError, InvalidVectorStoreConfigError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
@@ -89,23 +89,16 @@ class OpenAIEmbeddingEncoder:
         return np.concatenate(parts).astype(np.float32, copy=False)
 
     def _post(self, data: bytes) -> bytes:
-        url = f"{self.base_url}/embeddings"
-        try:
-            return post_json(url, data, headers=self._headers, api_key=self._api_key, timeout=self.timeout)
-        except HttpStatusError as exc:
-            raise EncoderFailedError(
-                f"The embeddings endpoint answered HTTP {exc.status}: {exc.detail}",
-                hint=status_hint(exc.status),
-                encoder=self.name,
-                status=exc.status,
-            ) from exc
-        except HttpUnreachableError as exc:
-            raise EncoderFailedError(
-                f"Could not reach the embeddings endpoint {url}: {exc.reason}",
-                hint="Check base_url and that the server is running.",
-                encoder=self.name,
-                status=None,
-            ) from exc
+        return post_json(
+            f"{self.base_url}/embeddings",
+            data,
+            headers=self._headers,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            endpoint="embeddings endpoint",
+            error=EncoderFailedError,
+            encoder=self.name,
+        )
 
     def _parse(self, raw: bytes, n: int) -> Vectors:
         try:
