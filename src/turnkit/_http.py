@@ -9,12 +9,15 @@ from __future__ import annotations
 import functools
 import json
 import time
+import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import TurnkitError
+from ._validation import is_number
 
-__all__ = ["error_detail", "post_json", "status_hint"]
+__all__ = ["JsonEndpoint", "error_detail", "status_hint"]
 
 _STATUS_HINTS = {
     400: "The endpoint rejected the request; check the model name and the request format.",
@@ -62,43 +65,63 @@ def error_detail(raw: bytes, limit: int = 300) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-def post_json(
-    url: str,
-    data: bytes,
-    /,
-    *,
-    headers: Mapping[str, str],
-    api_key: str | None,
-    timeout: float,
-    endpoint: str,
-    error: type[TurnkitError],
-    **context: Any,
-) -> bytes:
-    """POST ``data`` (JSON) and return the response body.
+@dataclass(frozen=True, slots=True)
+class JsonEndpoint:
+    """An OpenAI-compatible API: its base URL, key, extra headers and timeout (checked once)."""
 
-    ``timeout`` bounds the whole exchange (connecting, each read, and the body as
-    a whole); redirects are refused.
+    base_url: str
+    api_key: str | None = field(repr=False)  # never printed
+    headers: Mapping[str, str]
+    timeout: float
 
-    Raises:
-        TurnkitError: ``error``, naming the ``endpoint`` (``"model endpoint"``),
-            with ``status`` (``None`` when nothing answered) and ``context``.
-    """
-    try:
-        return _post(url, data, headers=headers, api_key=api_key, timeout=timeout)
-    except HttpStatusError as exc:
-        raise error(
-            f"The {endpoint} answered HTTP {exc.status}: {exc.detail}",
-            hint=status_hint(exc.status),
-            status=exc.status,
-            **context,
-        ) from exc
-    except HttpUnreachableError as exc:
-        raise error(
-            f"Could not reach the {endpoint} {url}: {exc.reason}",
-            hint="Check base_url and that the server is running.",
-            status=None,
-            **context,
-        ) from exc
+    @classmethod
+    def checked(
+        cls,
+        base_url: Any,
+        *,
+        api_key: str | None,
+        headers: Mapping[str, str] | None,
+        timeout: Any,
+        error: type[TurnkitError],
+    ) -> JsonEndpoint:
+        """The endpoint, or ``error`` naming the bad ``base_url`` or ``timeout``."""
+        parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+        # urllib also opens file:// and ftp:// URLs; an API endpoint is only ever http(s).
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise error(f"base_url must be an http(s) URL, got {base_url!r}.", field="base_url")
+        if not is_number(timeout, finite=False) or not timeout > 0:
+            raise error(f"timeout must be a positive number, got {timeout!r}.", field="timeout")
+        return cls(base_url.rstrip("/"), api_key, dict(headers or {}), float(timeout))
+
+    def post(
+        self, path: str, data: bytes, *, endpoint: str, error: type[TurnkitError], **context: Any
+    ) -> bytes:
+        """POST ``data`` (JSON) to ``base_url + path`` and return the response body.
+
+        ``timeout`` bounds the whole exchange (connecting, each read, and the body as
+        a whole); redirects are refused.
+
+        Raises:
+            TurnkitError: ``error``, naming the ``endpoint`` (``"model endpoint"``),
+                with ``status`` (``None`` when nothing answered) and ``context``.
+        """
+        url = self.base_url + path
+        try:
+            return _post(url, data, headers=self.headers, api_key=self.api_key, timeout=self.timeout)
+        except HttpStatusError as exc:
+            raise error(
+                f"The {endpoint} answered HTTP {exc.status}: {exc.detail}",
+                hint=status_hint(exc.status),
+                status=exc.status,
+                **context,
+            ) from exc
+        except HttpUnreachableError as exc:
+            raise error(
+                f"Could not reach the {endpoint} {url}: {exc.reason}",
+                hint="Check base_url and that the server is running.",
+                status=None,
+                **context,
+            ) from exc
 
 
 def _post(url: str, data: bytes, *, headers: Mapping[str, str], api_key: str | None, timeout: float) -> bytes:

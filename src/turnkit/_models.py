@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._aio import call_maybe_async
 from ._errors import InvalidModelConfigError, ModelError
-from ._http import post_json
+from ._http import JsonEndpoint
 from ._messages import ChatMessage
-from ._validation import is_number
 
 __all__ = ["ChatModel", "OpenAIChatModel", "ScriptedModel"]
 
@@ -135,23 +133,14 @@ class OpenAIChatModel:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidModelConfigError("OpenAIChatModel needs a model name.", field="model")
-        parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-        # urllib also opens file:// and ftp:// URLs; a model endpoint is only ever http(s).
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise InvalidModelConfigError(
-                f"base_url must be an http(s) URL, got {base_url!r}.", field="base_url"
-            )
-        if not is_number(timeout, finite=False) or not timeout > 0:
-            raise InvalidModelConfigError(
-                f"timeout must be a positive number, got {timeout!r}.", field="timeout"
-            )
+        self._api = JsonEndpoint.checked(
+            base_url, api_key=api_key, headers=headers, timeout=timeout, error=InvalidModelConfigError
+        )
         self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.timeout = float(timeout)
+        self.base_url = self._api.base_url
+        self.timeout = self._api.timeout
         self.temperature = temperature
         self.extra_body = dict(extra_body or {})
-        self._api_key = api_key
-        self._headers = dict(headers or {})
 
     @classmethod
     def from_env(cls, **overrides: Any) -> OpenAIChatModel:
@@ -195,16 +184,9 @@ class OpenAIChatModel:
         return self._parse(raw)
 
     def _post(self, data: bytes) -> bytes:
-        url = f"{self.base_url}/chat/completions"
-        return post_json(
-            url,
-            data,
-            headers=self._headers,
-            api_key=self._api_key,
-            timeout=self.timeout,
-            endpoint="model endpoint",
-            error=ModelError,
-            url=url,
+        path = "/chat/completions"
+        return self._api.post(
+            path, data, endpoint="model endpoint", error=ModelError, url=self.base_url + path
         )
 
     def _parse(self, raw: bytes) -> str:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from turnkit._http import post_json
+from turnkit._http import JsonEndpoint
 from turnkit._validation import is_int
 from turnkit.batteries.vector._errors import EncoderFailedError, InvalidVectorStoreConfigError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
@@ -55,20 +54,18 @@ class OpenAIEmbeddingEncoder:
             raise InvalidVectorStoreConfigError("OpenAIEmbeddingEncoder needs a model name.", field="model")
         if not is_int(dimension, 1):
             raise InvalidVectorStoreConfigError(f"dimension must be a positive int, got {dimension!r}.")
-        parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise InvalidVectorStoreConfigError(f"base_url must be an http(s) URL, got {base_url!r}.")
+        self._api = JsonEndpoint.checked(
+            base_url, api_key=api_key, headers=headers, timeout=timeout, error=InvalidVectorStoreConfigError
+        )
         if not is_int(batch_size, 1):
             raise InvalidVectorStoreConfigError(f"batch_size must be a positive int, got {batch_size!r}.")
         self.model = model
         self.name = f"openai:{model}" + (f"@{dimension}" if send_dimensions else "")
         self.dimension = dimension
-        self.base_url = base_url.rstrip("/")
+        self.base_url = self._api.base_url
         self.batch_size = batch_size
-        self.timeout = float(timeout)
+        self.timeout = self._api.timeout
         self.send_dimensions = send_dimensions
-        self._api_key = api_key
-        self._headers = dict(headers or {})
 
     def __repr__(self) -> str:
         # Never print the key.
@@ -89,15 +86,8 @@ class OpenAIEmbeddingEncoder:
         return np.concatenate(parts).astype(np.float32, copy=False)
 
     def _post(self, data: bytes) -> bytes:
-        return post_json(
-            f"{self.base_url}/embeddings",
-            data,
-            headers=self._headers,
-            api_key=self._api_key,
-            timeout=self.timeout,
-            endpoint="embeddings endpoint",
-            error=EncoderFailedError,
-            encoder=self.name,
+        return self._api.post(
+            "/embeddings", data, endpoint="embeddings endpoint", error=EncoderFailedError, encoder=self.name
         )
 
     def _parse(self, raw: bytes, n: int) -> Vectors:
