@@ -293,9 +293,7 @@ class TurnContext:
             CallbackNotConfiguredError: the runner has no ``store_retrievable``.
             TrustTierRequiredError: ``retrievable`` has no trust tier.
         """
-        r = self.capped(as_retrievable(retrievable, where="The record to store"))
-        await invoke(self._require("store_retrievable"), self, r)
-        self.turn_retrievables.add(r)
+        self.turn_retrievables.add(await self._write("store_retrievable", retrievable))
 
     async def mutate_retrievable(self, retrievable: Retrievable) -> None:
         """Update a record through ``mutate_retrievable``; replace it in this turn, in place.
@@ -308,9 +306,7 @@ class TurnContext:
             CallbackNotConfiguredError: the runner has no ``mutate_retrievable``.
             TrustTierRequiredError: ``retrievable`` has no trust tier.
         """
-        r = self.capped(as_retrievable(retrievable, where="The record to mutate"))
-        await invoke(self._require("mutate_retrievable"), self, r)
-        self.turn_retrievables.replace(r)
+        self.turn_retrievables.replace(await self._write("mutate_retrievable", retrievable))
 
     async def delete_retrievable(self, id: str) -> None:
         """Delete a record through ``delete_retrievable``, and drop it from this turn.
@@ -325,6 +321,12 @@ class TurnContext:
             )
         await invoke(self._require("delete_retrievable"), self, id)
         self.turn_retrievables.discard(id)
+
+    async def _write(self, name: str, retrievable: Retrievable) -> Retrievable:
+        verb = name.removesuffix("_retrievable")
+        r = self.capped(as_retrievable(retrievable, where=f"The record to {verb}"))
+        await invoke(self._require(name), self, r)
+        return r
 
     def _require(self, name: str) -> Callable[..., Any]:
         fn: Callable[..., Any] | None = getattr(self._callbacks, name)

@@ -34,6 +34,7 @@ from ._pipeline import (
 from ._prompt import RenderedPrompt
 from ._runner_config import DEFAULT_SYSTEM_PROMPT, TurnRunnerConfig
 from ._turn import TurnEvent, TurnResult, _Turn
+from ._validation import expect
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -67,12 +68,8 @@ class TurnRunner:
     """
 
     def __init__(self, config: TurnRunnerConfig) -> None:
-        if not isinstance(config, TurnRunnerConfig):
-            raise InvalidTurnRunnerConfigError(
-                f"TurnRunner takes a TurnRunnerConfig, got {type(config).__name__}.",
-                hint="Write TurnRunner(TurnRunnerConfig(model=..., ...)).",
-                field="config",
-            )
+        hint = "Write TurnRunner(TurnRunnerConfig(model=..., ...))."
+        expect(config, TurnRunnerConfig, "config", InvalidTurnRunnerConfigError, hint, field="config")
         self._config = config
         self._store: InMemoryMessageStore | None = None
         if config.fetch_messages is None or config.store_message is None:

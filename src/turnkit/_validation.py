@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self, TypeGuard
+from typing import Any, ClassVar, Self, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationError, model_validator
 
 from ._errors import TurnkitError
 
-__all__ = ["CheckedModel", "describe_validation", "is_int", "is_number", "short_repr"]
+__all__ = ["STORE_HINT", "CheckedModel", "describe_validation", "expect", "is_int", "is_number", "short_repr"]
+
+T = TypeVar("T")
+
+STORE_HINT = "Create it with turnkit.batteries.vector.create_vector_store(...)."
 
 
 class CheckedModel(BaseModel):
@@ -114,3 +118,12 @@ def is_number(
         and (low is None or value >= low)
         and (high is None or value <= high)
     )
+
+
+def expect(value: object, cls: type[T], name: str, error: type[TurnkitError], hint: str, **context: Any) -> T:
+    """``value`` when it is a ``cls``; else ``error`` saying what ``name`` must be, with ``hint``."""
+    if not isinstance(value, cls):
+        raise error(
+            f"{name} must be a turnkit {cls.__name__}, not {type(value).__name__}.", hint=hint, **context
+        )
+    return value

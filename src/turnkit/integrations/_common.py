@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
+from .._validation import expect
 from ..batteries.vector import And, Condition, FilterNode, Not, Or, parse_mongo
 from ..tools import (
     InvalidToolConfigError,
@@ -201,12 +202,8 @@ class ToolBridge(Generic[DepsT]):
         request_context: Callable[[DepsT], Mapping[str, Any]] | None = None,
         hide_metadata_keys: Iterable[str] = (),
     ) -> None:
-        if not isinstance(tool, VectorQueryTool):
-            raise InvalidToolConfigError(
-                f"tool must be a VectorQueryTool, not {type(tool).__name__}.",
-                hint="Create it with turnkit.tools.create_vector_query_tool(...).",
-                option="tool",
-            )
+        hint = "Create it with turnkit.tools.create_vector_query_tool(...)."
+        expect(tool, VectorQueryTool, "tool", InvalidToolConfigError, hint, option="tool")
         if trust_tier is not None and not callable(trust_tier):
             validate_trust_tier(trust_tier)
         for option, fn in (("guard", guard), ("request_context", request_context)):

@@ -24,6 +24,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
+from .._validation import STORE_HINT, expect
 from ..batteries.vector import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,
@@ -110,11 +111,7 @@ class TurnkitMemoryService(BaseMemoryService):
         settings: SettingsInput = None,
         fence: bool = True,
     ) -> None:
-        if not isinstance(store, VectorStore):
-            raise InvalidVectorStoreConfigError(
-                f"store must be a VectorStore, not {type(store).__name__}.",
-                hint="Create it with turnkit.batteries.vector.create_vector_store(...).",
-            )
+        expect(store, VectorStore, "store", InvalidVectorStoreConfigError, STORE_HINT)
         if store.encoder is None:
             raise InvalidVectorStoreConfigError(
                 "TurnkitMemoryService needs a store with an encoder: it encodes each event's text.",

@@ -16,6 +16,7 @@ from agents.tool_context import ToolContext
 
 from .._errors import InvalidMessageError, InvalidTurnContextError
 from .._messages import Message, MessageRole
+from .._validation import expect
 from ..batteries.vector import VectorMessageStore
 from ..tools import VectorQueryTool
 from ._common import GuardFilter, TierRule, ToolBridge
@@ -113,12 +114,8 @@ class TurnkitSession:
             raise InvalidTurnContextError(
                 f"session_id must be a non-empty string, got {session_id!r}.", field="session_id"
             )
-        if not isinstance(history, VectorMessageStore):
-            raise InvalidTurnContextError(
-                f"history must be a VectorMessageStore, got {type(history).__name__}.",
-                hint="Pass what create_vector_message_store(...) returned (or its .for_tenant(...)).",
-                field="history",
-            )
+        hint = "Pass what create_vector_message_store(...) returned (or its .for_tenant(...))."
+        expect(history, VectorMessageStore, "history", InvalidTurnContextError, hint, field="history")
         self.session_id = session_id
         self.history = history
         self.session_settings = session_settings

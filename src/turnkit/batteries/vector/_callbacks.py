@@ -32,6 +32,7 @@ from turnkit._retrievable import (
     validate_trust_tier,
 )
 from turnkit._runner import GROUNDING_STASH_KEY
+from turnkit._validation import STORE_HINT, expect
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,
@@ -145,12 +146,7 @@ class VectorRetrievableGlue:
             self._tier_fn = trust_tier
         else:
             self._tier = validate_trust_tier(trust_tier)
-        if not isinstance(store, VectorStore):
-            raise InvalidRetrievableGlueConfigError(
-                f"store must be a VectorStore, got {type(store).__name__}.",
-                hint="Pass the object create_vector_store(...) returned.",
-                field="store",
-            )
+        expect(store, VectorStore, "store", InvalidRetrievableGlueConfigError, STORE_HINT, field="store")
         for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
             if hook is not None and not callable(hook):
                 raise InvalidRetrievableGlueConfigError(

@@ -29,7 +29,7 @@ from turnkit._errors import InvalidMessageError, InvalidTurnContextError, Turnki
 from turnkit._messages import Message
 from turnkit._pipeline import Next
 from turnkit._retrievable import Retrievable, TrustTier, trust_rank, validate_trust_tier
-from turnkit._validation import is_int
+from turnkit._validation import STORE_HINT, expect, is_int
 from turnkit.batteries.vector._errors import CollectionNotFoundError, FilterKeyNotFoundError
 from turnkit.batteries.vector._glue_parts import CallbackMapping, InvalidRetrievableGlueConfigError
 from turnkit.batteries.vector._matches import VectorMatch
@@ -108,12 +108,7 @@ class VectorMessageStore(CallbackMapping):
         recall_scope: RecallScope = "conversation",
         trust_tier: TrustTier = "third-party",
     ) -> None:
-        if not isinstance(store, VectorStore):
-            raise InvalidRetrievableGlueConfigError(
-                f"store must be a VectorStore, got {type(store).__name__}.",
-                hint="Pass the object create_vector_store(...) returned.",
-                field="store",
-            )
+        expect(store, VectorStore, "store", InvalidRetrievableGlueConfigError, STORE_HINT, field="store")
         store(collection)  # a bad collection name fails now, not at the first turn
         if tenant is not None and not callable(tenant) and not _is_name(tenant):
             raise InvalidRetrievableGlueConfigError(

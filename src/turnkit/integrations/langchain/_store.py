@@ -11,6 +11,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore as LangChainVectorStore
 
 from ... import UsageError
+from ..._validation import STORE_HINT, expect
 from ...batteries.vector import (
     MAX_IN_VALUES,
     CollectionNotFoundError,
@@ -55,11 +56,7 @@ class TurnkitVectorStore(LangChainVectorStore):
         embedding: Embeddings | None = None,
         guard: GuardFilter | None = None,
     ) -> None:
-        if not isinstance(store, TurnkitStore):
-            raise UsageError(
-                f"store must be a turnkit VectorStore, not {type(store).__name__}.",
-                hint="Create it with turnkit.batteries.vector.create_vector_store(...).",
-            )
+        expect(store, TurnkitStore, "store", UsageError, STORE_HINT)
         self.store = store
         self.collection = collection
         self._embedding = embedding

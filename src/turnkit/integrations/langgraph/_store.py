@@ -39,7 +39,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from turnkit._validation import is_int, is_number
+from turnkit._validation import STORE_HINT, expect, is_int, is_number
 
 from ... import TrustTier, validate_trust_tier
 from ..._aio import run_sync
@@ -163,11 +163,7 @@ class TurnkitStore(BaseStore):
         tenant_depth: int = 0,
         trust_tier: TrustTier = "third-party",
     ) -> None:
-        if not isinstance(store, VectorStore):
-            raise InvalidVectorStoreConfigError(
-                f"store must be a turnkit VectorStore, not {type(store).__name__}.",
-                hint="Create it with turnkit.batteries.vector.create_vector_store(...).",
-            )
+        expect(store, VectorStore, "store", InvalidVectorStoreConfigError, STORE_HINT)
         if not is_int(tenant_depth, 0):
             raise InvalidVectorStoreConfigError(
                 f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.", option="tenant_depth"

@@ -19,6 +19,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from ... import TrustTier, UsageError, validate_trust_tier
+from ..._validation import STORE_HINT, expect
 from ...batteries.vector import (
     MAX_IN_VALUES,
     And,
@@ -108,11 +109,7 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         settings: SettingsInput = None,
         flat_metadata: bool = False,
     ) -> None:
-        if not isinstance(store, TurnkitStore):
-            raise UsageError(
-                f"store must be a turnkit VectorStore, not {type(store).__name__}.",
-                hint="Create it with turnkit.batteries.vector.create_vector_store(...).",
-            )
+        expect(store, TurnkitStore, "store", UsageError, STORE_HINT)
         # Declared fields of the pydantic model (its generated __init__ knows only the base's).
         fields: dict[str, Any] = {
             "collection": collection,

@@ -296,10 +296,7 @@ def and_(*nodes: FilterNode) -> FilterNode:
 
     ``and_()`` with no nodes is the always-true filter.
     """
-    children: list[FilterNode] = []
-    for node in map(_check_node, nodes):
-        children.extend(node.children if isinstance(node, And) else (node,))
-    return children[0] if len(children) == 1 else And(tuple(children))
+    return _flat(And, nodes)
 
 
 def or_(*nodes: FilterNode) -> FilterNode:
@@ -307,10 +304,14 @@ def or_(*nodes: FilterNode) -> FilterNode:
 
     ``or_()`` with no nodes is the always-false filter.
     """
+    return _flat(Or, nodes)
+
+
+def _flat(group: type[And] | type[Or], nodes: tuple[FilterNode, ...]) -> FilterNode:
     children: list[FilterNode] = []
     for node in map(_check_node, nodes):
-        children.extend(node.children if isinstance(node, Or) else (node,))
-    return children[0] if len(children) == 1 else Or(tuple(children))
+        children.extend(node.children if isinstance(node, group) else (node,))
+    return children[0] if len(children) == 1 else group(tuple(children))
 
 
 def not_(node: FilterNode) -> FilterNode:

@@ -229,24 +229,21 @@ class _Parser:
         return node
 
     def parse_or(self, depth: int) -> FilterNode:
-        first = self.tok
-        parts = [self.parse_and(depth)]
-        while self.is_keyword("or"):
-            self.advance()
-            parts.append(self.parse_and(depth))
-        if len(parts) > 1:
-            self.count(first.col)
-        return or_(*parts)
+        return or_(*self.parse_chain("or", self.parse_and, depth))
 
     def parse_and(self, depth: int) -> FilterNode:
+        return and_(*self.parse_chain("and", self.parse_unary, depth))
+
+    def parse_chain(self, keyword: str, operand: Callable[[int], FilterNode], depth: int) -> list[FilterNode]:
+        """``operand (keyword operand)*``: the operands; a chain of two or more counts as one condition."""
         first = self.tok
-        parts = [self.parse_unary(depth)]
-        while self.is_keyword("and"):
+        parts = [operand(depth)]
+        while self.is_keyword(keyword):
             self.advance()
-            parts.append(self.parse_unary(depth))
+            parts.append(operand(depth))
         if len(parts) > 1:
             self.count(first.col)
-        return and_(*parts)
+        return parts
 
     def parse_unary(self, depth: int) -> FilterNode:
         token = self.tok
