@@ -16,9 +16,20 @@ import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["lazy_exports"]
+if TYPE_CHECKING:
+    from ._errors import TurnkitError
+
+__all__ = ["import_optional", "lazy_exports"]
+
+
+def import_optional(name: str, error: type[TurnkitError], needs: str, hint: str, **context: Any) -> Any:
+    """Import the optional module ``name``, or raise ``error``: "``needs`` (why the import failed)"."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise error(f"{needs} ({exc}).", hint=hint, **context) from exc
 
 
 def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from turnkit._validation import is_int
 
 from .._aio import run_sync
+from .._lazy import import_optional
 from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
 from ._ignore import FileFilter
 from ._pipeline import _process, _Settings, make_report, settings_record
@@ -52,13 +53,8 @@ class _FileResult:
 
 
 def _ray() -> Any:
-    try:
-        return importlib.import_module("ray")
-    except ImportError as exc:
-        raise IngestDependencyMissingError(
-            f"The ray engine needs Ray and pylance ({exc}).",
-            hint="Install them: pip install 'turnkit[ray]'.",
-        ) from None
+    hint = "Install them: pip install 'turnkit[ray]'."
+    return import_optional("ray", IngestDependencyMissingError, "The ray engine needs Ray and pylance", hint)
 
 
 class _Worker:

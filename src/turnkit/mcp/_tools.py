@@ -183,6 +183,7 @@ class Scope:
 ScopeFactory = Callable[[FilterNode | None], Scope]
 
 
+@dataclass(eq=False, kw_only=True)
 class Tools:
     """The handlers, bound to one store; each call runs in the scope of its principal.
 
@@ -192,44 +193,33 @@ class Tools:
     call from a principal not listed is refused.
     """
 
-    def __init__(
-        self,
-        *,
-        store: VectorStore,
-        collections: list[str],
-        make_scope: ScopeFactory,
-        guard: FilterNode | None,
-        principal_guards: Mapping[str, FilterNode | None] | None,
-        auto_listing: bool,
-        settings: RetrievalSettings,
-        limits: ToolLimits,
-        score: Literal["distance", "similarity"],
-        models: ModelResolver | None,
-        scorers: Mapping[str, RelevanceScorer] | None,
-    ) -> None:
-        self.models = models
-        self.scorers = scorers
-        self.store = store
-        self.collections = collections
-        self.settings = settings
-        self.limits = limits
-        self.score = score
-        self.auto_listing = auto_listing
-        self._make_scope = make_scope
-        self._principal_guards = principal_guards
+    store: VectorStore
+    collections: list[str]
+    make_scope: ScopeFactory
+    guard: FilterNode | None
+    principal_guards: Mapping[str, FilterNode | None] | None
+    auto_listing: bool
+    settings: RetrievalSettings
+    limits: ToolLimits
+    score: Literal["distance", "similarity"]
+    models: ModelResolver | None
+    scorers: Mapping[str, RelevanceScorer] | None
+
+    def __post_init__(self) -> None:
+        guard = self.guard
         self._scopes: dict[str | None, Scope] = {}
-        if principal_guards is None:
-            self._scopes[None] = make_scope(guard)
+        if self.principal_guards is None:
+            self._scopes[None] = self.make_scope(guard)
         else:
             self._combined = {
                 name: g if guard is None else (guard if g is None else and_(guard, g))
-                for name, g in principal_guards.items()
+                for name, g in self.principal_guards.items()
             }
 
     @property
     def multi_principal(self) -> bool:
         """Whether calls run with their principal's guard."""
-        return self._principal_guards is not None
+        return self.principal_guards is not None
 
     def scope(self) -> Scope:
         """The scope of the current request.
@@ -238,7 +228,7 @@ class Tools:
             MCPUnknownPrincipalError: Per-principal guards are configured and the
                 request has no principal, or one that is not listed.
         """
-        if self._principal_guards is None:
+        if self.principal_guards is None:
             return self._scopes[None]
         token = get_access_token()
         name = token.client_id if token is not None else None
@@ -246,7 +236,7 @@ class Tools:
             raise MCPUnknownPrincipalError("This request is not authenticated as a known principal.")
         found = self._scopes.get(name)
         if found is None:
-            found = self._scopes[name] = self._make_scope(self._combined[name])
+            found = self._scopes[name] = self.make_scope(self._combined[name])
         return found
 
     async def listed_fields(self, scope: Scope) -> dict[str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import inspect
 import re
 import threading
@@ -21,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from turnkit._lazy import import_optional
 from turnkit.batteries.vector._errors import DriverUnavailableError, EncoderFailedError
 
 __all__ = [
@@ -127,13 +127,11 @@ def _windows(text: str, size: int) -> list[str]:
 
 def optional_module(name: str, needs: str, extra: str, package: str | None = None) -> Any:
     """Import ``name`` for an encoder, or `DriverUnavailableError` naming the extra to install."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        package = package or name
-        raise DriverUnavailableError(
-            f"{needs} needs the `{package}` package.", hint=f"pip install 'turnkit[{extra}]'", package=package
-        ) from exc
+    package = package or name
+    hint = f"pip install 'turnkit[{extra}]'"
+    return import_optional(
+        name, DriverUnavailableError, f"{needs} needs the `{package}` package", hint, package=package
+    )
 
 
 class LazyModel:

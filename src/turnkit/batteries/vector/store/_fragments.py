@@ -10,13 +10,13 @@ until that commit, so a worker that dies leaves only unreferenced files, which
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from turnkit._aio import on_loop, sync_form
+from turnkit._lazy import import_optional
 from turnkit.batteries.vector._errors import (
     DriverUnavailableError,
     InvalidVectorRecordError,
@@ -36,13 +36,11 @@ __all__ = ["commit_fragments", "commit_fragments_sync", "write_fragments", "writ
 
 
 def _lance() -> Any:
-    try:
-        return importlib.import_module("lance")
-    except ImportError as exc:
-        raise DriverUnavailableError(
-            f"Writing fragments needs the `pylance` package ({exc}).",
-            hint="Install it with the ray extra: pip install 'turnkit[ray]'.",
-        ) from None
+    needs, hint = (
+        "Writing fragments needs the `pylance` package",
+        "Install it with the ray extra: pip install 'turnkit[ray]'.",
+    )
+    return import_optional("lance", DriverUnavailableError, needs, hint)
 
 
 async def write_fragments(
