@@ -13,7 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, cast, get_args
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Self,
+    TypedDict,
+    Unpack,
+    cast,
+    get_args,
+)
 
 from pydantic import (
     AwareDatetime,
@@ -103,6 +114,25 @@ _Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Timestamp = datetime | str | int | float
 """What a timestamp field accepts: an aware datetime, an ISO-8601 string with an
 offset, or epoch seconds."""
+
+
+class _RawInput(TypedDict):
+    """What `RawRetrievable` accepts, for type checkers."""
+
+    id: str
+    content: str
+    source: NotRequired[str | None]
+    kind: NotRequired[str | None]
+    score: NotRequired[float | None]
+    created_at: NotRequired[Timestamp]
+    updated_at: NotRequired[Timestamp | None]
+    metadata: NotRequired[Mapping[str, Any]]
+
+
+class _Input(_RawInput):
+    """What `Retrievable` accepts, for type checkers."""
+
+    trust_tier: TrustTier
 
 
 class _RetrievableFields(CheckedModel):
@@ -229,18 +259,7 @@ class RawRetrievable(_RetrievableFields):
     if TYPE_CHECKING:
         # The accepted input types (pydantic's generated signature would claim
         # `created_at: datetime` only, and strict type checkers would reject ISO strings).
-        def __init__(
-            self,
-            *,
-            id: str,
-            content: str,
-            source: str | None = None,
-            kind: str | None = None,
-            score: float | None = None,
-            created_at: Timestamp = ...,
-            updated_at: Timestamp | None = None,
-            metadata: Mapping[str, Any] = ...,
-        ) -> None: ...
+        def __init__(self, **data: Unpack[_RawInput]) -> None: ...
 
 
 class Retrievable(_RetrievableFields):
@@ -275,19 +294,7 @@ class Retrievable(_RetrievableFields):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            id: str,
-            content: str,
-            trust_tier: TrustTier,
-            source: str | None = None,
-            kind: str | None = None,
-            score: float | None = None,
-            created_at: Timestamp = ...,
-            updated_at: Timestamp | None = None,
-            metadata: Mapping[str, Any] = ...,
-        ) -> None: ...
+        def __init__(self, **data: Unpack[_Input]) -> None: ...
 
     @classmethod
     def _check_input(cls, data: Any) -> None:

@@ -21,7 +21,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict, Unpack
 
 from turnkit._aio import on_loop, sync_form
 from turnkit._context import TurnContext
@@ -548,16 +548,19 @@ def _checked_id(conversation_id: object) -> str:
     return conversation_id
 
 
-def create_vector_message_store(
-    *,
-    store: VectorStore,
-    collection: str,
-    tenant: TenantRule | None = None,
-    window: int | None = None,
-    recall: bool | SettingsInput = False,
-    recall_scope: RecallScope = "conversation",
-    trust_tier: TrustTier = "third-party",
-) -> VectorMessageStore:
+class _MessageStoreOptions(TypedDict):
+    """`VectorMessageStore`'s keyword arguments, for type checkers (the defaults are its own)."""
+
+    store: VectorStore
+    collection: str
+    tenant: NotRequired[TenantRule | None]
+    window: NotRequired[int | None]
+    recall: NotRequired[bool | SettingsInput]
+    recall_scope: NotRequired[RecallScope]
+    trust_tier: NotRequired[TrustTier]
+
+
+def create_vector_message_store(**options: Unpack[_MessageStoreOptions]) -> VectorMessageStore:
     """A `TurnRunner`'s ``fetch_messages`` and ``store_message``, backed by one collection.
 
     Example:
@@ -598,12 +601,4 @@ def create_vector_message_store(
         InvalidRetrievableGlueConfigError: an option is unusable (``field`` names it).
         InvalidCollectionNameError: ``collection`` is not a valid name.
     """
-    return VectorMessageStore(
-        store=store,
-        collection=collection,
-        tenant=tenant,
-        window=window,
-        recall=recall,
-        recall_scope=recall_scope,
-        trust_tier=trust_tier,
-    )
+    return VectorMessageStore(**options)
