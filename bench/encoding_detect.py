@@ -30,7 +30,7 @@ from collections.abc import Callable
 from _common import table
 
 from turnkit.ingest._decode import check_fallback_encodings, decode_text
-from turnkit.ingest._errors import DocumentDecodeError
+from turnkit.ingest._errors import DocumentLoadError
 
 SAMPLES = {
     "utf-8": "Le café est très apprécié à Paris — naïve “quotes” and emoji 🙂 in UTF-8. ",
@@ -86,7 +86,9 @@ def main() -> None:
     def attempt(data: bytes, fallbacks: tuple[str, ...]) -> str | None:
         try:
             return decode_text(data, path="bench", fallbacks=fallbacks)
-        except DocumentDecodeError:
+        except DocumentLoadError as exc:
+            if exc.code != "E_INGEST_DECODE_FAILED":
+                raise
             return None
 
     modes: dict[str, Callable[[str, bytes], str | None]] = {

@@ -18,7 +18,7 @@ PACKAGES = [
 
 
 def render() -> str:
-    """The text of the page, from every registered error class."""
+    """The text of the page, from every registered error code and the class that carries it."""
     for name in PACKAGES:
         try:
             module = importlib.import_module(name)
@@ -36,6 +36,8 @@ def render() -> str:
         "Every error turnkit raises is a `TurnkitError` with a stable `code`, a message,",
         "a `hint` (what to do next) and context attributes. Match on `code`; it never",
         "changes meaning. `error.to_dict()` gives the same fields as JSON-ready data.",
+        "The class is the one to catch: several codes share a class where callers need not",
+        "tell them apart by type (`except VectorStoreUsageError as exc:` then `exc.code`).",
         "The table is generated from the registry (`python scripts/errors_doc.py`).",
         "",
         "| Code | Class | Raised from | Default hint |",
@@ -43,7 +45,7 @@ def render() -> str:
     ]
     for code, cls in sorted(ERROR_CODES.items()):
         package = cls.__module__.rsplit("._", 1)[0]
-        hint = (cls.default_hint or "").replace("|", "\\|")
+        hint = cls.hints[code].replace("|", "\\|")
         lines.append(f"| `{code}` | `{cls.__name__}` | `{package}` | {hint} |")
     return "\n".join(lines) + "\n"
 

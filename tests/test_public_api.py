@@ -102,7 +102,41 @@ def test_errors_carry_codes_and_hints() -> None:
     for code, cls in ERROR_CODES.items():
         assert issubclass(cls, TurnkitError)
         assert code.startswith("E_") and code.upper() == code
-        assert (cls.default_hint or "").strip(), f"{cls.__name__} has no default hint"
+        assert cls.hints[code].strip(), f"{code} ({cls.__name__}) has no default hint"
+        assert cls.code == next(iter(cls.hints)), "a class's own code is the first it lists"
+
+
+def test_an_error_refuses_a_code_its_class_does_not_carry() -> None:
+    from turnkit import UsageError
+    from turnkit.batteries.vector import VectorStoreUsageError
+
+    err = VectorStoreUsageError("bad limit", code="E_VECTOR_STORE_INVALID_QUERY")
+    assert (err.code, err.hint) == ("E_VECTOR_STORE_INVALID_QUERY", VectorStoreUsageError.hints[err.code])
+    assert VectorStoreUsageError("x").code == "E_VECTOR_STORE_USAGE"
+    with pytest.raises(ValueError, match="does not carry"):
+        UsageError("x", code="E_VECTOR_STORE_INVALID_QUERY")
+
+
+_EXCEPTION_BASES = ("Error", "Exception", "Warning", "Failure", "Unsupported", "TooBig")
+
+
+def test_error_classes_live_in_one_module_per_layer_and_stay_few() -> None:
+    import ast
+    from pathlib import Path
+
+    import turnkit
+
+    root = Path(turnkit.__file__).parent
+    found: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
+            if any(base.endswith(_EXCEPTION_BASES) for base in bases):
+                found.setdefault(str(path.relative_to(root)), []).append(node.name)
+    assert all(Path(module).name == "_errors.py" for module in found), found
+    assert sum(map(len, found.values())) <= 40
 
 
 LAZY_PACKAGES = ["turnkit", "turnkit.batteries.vector"]

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-from ._errors import SyncInLoopThreadError
+from ._errors import UsageError
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -122,7 +122,9 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """
     if _BG.in_loop_thread():
         coro.close()
-        raise SyncInLoopThreadError("A sync turnkit call was made from turnkit's own event-loop thread.")
+        raise UsageError(
+            "A sync turnkit call was made from turnkit's own event-loop thread.", code="E_SYNC_IN_LOOP_THREAD"
+        )
     future = asyncio.run_coroutine_threadsafe(coro, _BG.get())
     try:
         return future.result()

@@ -23,11 +23,7 @@ from typing import Any, TypeVar
 
 from ._aio import run_sync
 from ._errors import (
-    CallbackNotConfiguredError,
-    InvalidMessageError,
-    InvalidRetrievableError,
-    SyncInLoopThreadError,
-    TurnkitError,
+    UsageError,
 )
 from ._messages import Message
 from ._retrievable import Retrievable, RetrievableSet, TrustTier, as_retrievable, trust_rank
@@ -240,11 +236,11 @@ class TurnContext:
         appended, so the current user message is always there.
 
         Raises:
-            InvalidMessageError: the callback returned something that is not a
+            UsageError: ``E_INVALID_MESSAGE``: the callback returned something that is not a
                 list of `Message`.
         """
         result = await invoke(self._callbacks.fetch_messages, self)
-        messages = _checked_list(result, Message, "fetch_messages", InvalidMessageError)
+        messages = _checked_list(result, Message, "fetch_messages", "E_INVALID_MESSAGE")
         seen = {m.id for m in messages}
         messages.extend(m for m in self._turn_messages if m.id not in seen)
         return messages
@@ -273,14 +269,14 @@ class TurnContext:
 
         Raises:
             TrustTierRequiredError: the callback returned a `RawRetrievable`.
-            InvalidRetrievableError: it returned something else that is not a
+            UsageError: ``E_INVALID_RETRIEVABLE``: it returned something else that is not a
                 `Retrievable`, or not a list.
         """
         fetch = self._callbacks.fetch_retrievables
         if fetch is None:
             return []
         result = await invoke(fetch, self)
-        items = _checked_list(result, object, "fetch_retrievables", InvalidRetrievableError)
+        items = _checked_list(result, object, "fetch_retrievables", "E_INVALID_RETRIEVABLE")
         return [as_retrievable(r, where=f"fetch_retrievables() item {i}") for i, r in enumerate(items)]
 
     async def store_retrievable(self, retrievable: Retrievable) -> None:
@@ -290,7 +286,7 @@ class TurnContext:
         `write_tier` (``TurnRunnerConfig.turn_write_tier``).
 
         Raises:
-            CallbackNotConfiguredError: the runner has no ``store_retrievable``.
+            UsageError: ``E_CALLBACK_NOT_CONFIGURED``: the runner has no ``store_retrievable``.
             TrustTierRequiredError: ``retrievable`` has no trust tier.
         """
         self.turn_retrievables.add(await self._write("store_retrievable", retrievable))
@@ -303,7 +299,7 @@ class TurnContext:
         A record this turn does not hold is updated in storage only.
 
         Raises:
-            CallbackNotConfiguredError: the runner has no ``mutate_retrievable``.
+            UsageError: ``E_CALLBACK_NOT_CONFIGURED``: the runner has no ``mutate_retrievable``.
             TrustTierRequiredError: ``retrievable`` has no trust tier.
         """
         self.turn_retrievables.replace(await self._write("mutate_retrievable", retrievable))
@@ -312,12 +308,14 @@ class TurnContext:
         """Delete a record through ``delete_retrievable``, and drop it from this turn.
 
         Raises:
-            CallbackNotConfiguredError: the runner has no ``delete_retrievable``.
-            InvalidRetrievableError: ``id`` is not a non-empty string.
+            UsageError: ``E_CALLBACK_NOT_CONFIGURED``: the runner has no ``delete_retrievable``.
+            UsageError: ``E_INVALID_RETRIEVABLE``: ``id`` is not a non-empty string.
         """
         if not isinstance(id, str) or not id:
-            raise InvalidRetrievableError(
-                f"delete_retrievable needs a non-empty string id, got {id!r}.", field="id"
+            raise UsageError(
+                f"delete_retrievable needs a non-empty string id, got {id!r}.",
+                code="E_INVALID_RETRIEVABLE",
+                field="id",
             )
         await invoke(self._require("delete_retrievable"), self, id)
         self.turn_retrievables.discard(id)
@@ -331,7 +329,9 @@ class TurnContext:
     def _require(self, name: str) -> Callable[..., Any]:
         fn: Callable[..., Any] | None = getattr(self._callbacks, name)
         if fn is None:
-            raise CallbackNotConfiguredError(f"This runner has no `{name}` callback.", callback=name)
+            raise UsageError(
+                f"This runner has no `{name}` callback.", code="E_CALLBACK_NOT_CONFIGURED", callback=name
+            )
         return fn
 
     # -- sync forms -----------------------------------------------------------------
@@ -370,8 +370,9 @@ class TurnContext:
             running = None
         if running is not None and running is loop:
             coro.close()
-            raise SyncInLoopThreadError(
+            raise UsageError(
                 "A TurnContext *_sync method was called from the turn's own event loop; it would deadlock.",
+                code="E_SYNC_IN_LOOP_THREAD",
                 hint="In async code use the async form: `await ctx.fetch_messages()`.",
             )
         if loop is not None and loop.is_running():
@@ -379,18 +380,20 @@ class TurnContext:
         return run_sync(coro)
 
 
-def _checked_list(result: object, item_type: type, callback: str, error: type[TurnkitError]) -> list[Any]:
+def _checked_list(result: object, item_type: type, callback: str, code: str) -> list[Any]:
     if result is None or isinstance(result, str | bytes) or not isinstance(result, Iterable):
-        raise error(
+        raise UsageError(
             f"The `{callback}` callback returned {type(result).__name__}; it must return a list.",
+            code=code,
             callback=callback,
         )
     items = list(result)
     for i, item in enumerate(items):
         if not isinstance(item, item_type):
-            raise error(
+            raise UsageError(
                 f"The `{callback}` callback returned a {type(item).__name__} at index {i}, "
                 f"not a {item_type.__name__}.",
+                code=code,
                 callback=callback,
             )
     return items

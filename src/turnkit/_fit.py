@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ._context import TurnContext
-from ._errors import TokenBudgetExceededError
+from ._errors import UsageError
 from ._messages import Message
 from ._prompt import RenderedPrompt, TokenCounts, count_prompt_tokens, render_prompt
 from ._retrievable import Retrievable, rank_order
@@ -58,9 +58,10 @@ async def fit_prompt(
         h, rendered, tokens = keep_h
         return rendered, tokens, tuple(reversed(ranked)), tuple(history[: len(history) - h])
     smallest = attempt(0, 0)[1]
-    raise TokenBudgetExceededError(
+    raise UsageError(
         f"The prompt needs {smallest.prompt} tokens without any retrievables or history; "
         f"the budget is {budget}.",
+        code="E_TOKEN_BUDGET_EXCEEDED",
         budget=budget,
         prompt_tokens=smallest.prompt,
     )

@@ -1,7 +1,8 @@
 """One JSON POST over urllib for the OpenAI-compatible clients (chat model, embeddings).
 
 Stdlib only, so the core needs no HTTP dependency. A failure is raised as the
-caller's own error class (`ModelError`, `EncoderFailedError`), worded here.
+caller's own error (`ModelError`, or `VectorStoreRuntimeError` with code
+E_VECTOR_STORE_ENCODER_FAILED), worded here.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import functools
 import json
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import TurnkitError
+from ._errors import HttpStatusError, HttpUnreachableError, TurnkitError
 from ._validation import is_number
 
 __all__ = ["JsonEndpoint", "error_detail", "status_hint"]
@@ -30,22 +31,6 @@ _STATUS_HINTS = {
     308: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
     429: "Rate limited or out of quota; retry later or send fewer requests.",
 }
-
-
-class HttpStatusError(Exception):
-    """The server answered with an error status."""
-
-    def __init__(self, status: int, detail: str, url: str) -> None:
-        super().__init__(f"HTTP {status}: {detail}")
-        self.status, self.detail, self.url = status, detail, url
-
-
-class HttpUnreachableError(Exception):
-    """No answer: connection refused, DNS failure, timeout."""
-
-    def __init__(self, reason: object, url: str) -> None:
-        super().__init__(str(reason))
-        self.reason, self.url = reason, url
 
 
 def status_hint(status: int) -> str:
@@ -82,7 +67,7 @@ class JsonEndpoint:
         api_key: str | None,
         headers: Mapping[str, str] | None,
         timeout: Any,
-        error: type[TurnkitError],
+        error: Callable[..., TurnkitError],
     ) -> JsonEndpoint:
         """The endpoint, or ``error`` naming the bad ``base_url`` or ``timeout``."""
         parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
@@ -94,7 +79,7 @@ class JsonEndpoint:
         return cls(base_url.rstrip("/"), api_key, dict(headers or {}), float(timeout))
 
     def post(
-        self, path: str, data: bytes, *, endpoint: str, error: type[TurnkitError], **context: Any
+        self, path: str, data: bytes, *, endpoint: str, error: Callable[..., TurnkitError], **context: Any
     ) -> bytes:
         """POST ``data`` (JSON) to ``base_url + path`` and return the response body.
 

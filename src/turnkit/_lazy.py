@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["import_optional", "lazy_exports"]
 
 
-def import_optional(name: str, error: type[TurnkitError], needs: str, hint: str, **context: Any) -> Any:
+def import_optional(
+    name: str, error: Callable[..., TurnkitError], needs: str, hint: str, **context: Any
+) -> Any:
     """Import the optional module ``name``, or raise ``error``: "``needs`` (why the import failed)"."""
     try:
         return importlib.import_module(name)

@@ -7,11 +7,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Self, get_args
 
 from pydantic import AwareDatetime, ConfigDict, Field, JsonValue, StrictStr, field_validator, model_validator
 
-from ._errors import InvalidMessageError
+from ._errors import UsageError
 from ._validation import CheckedModel
 
 if TYPE_CHECKING:
@@ -35,11 +36,11 @@ class Message(CheckedModel):
         ```
 
     Raises:
-        InvalidMessageError: a field is missing or invalid (the message names it).
+        UsageError: ``E_INVALID_MESSAGE``: a field is missing or invalid (the message names it).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    invalid_error = InvalidMessageError
+    invalid_error = partial(UsageError, code="E_INVALID_MESSAGE")
 
     role: MessageRole
     """``"system"``, ``"user"`` or ``"assistant"``."""

@@ -11,10 +11,11 @@ import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from ._aio import call_maybe_async
-from ._errors import InvalidModelConfigError, ModelError
+from ._errors import ModelError, UsageError
 from ._http import JsonEndpoint
 from ._messages import ChatMessage
 
@@ -67,8 +68,9 @@ class ScriptedModel:
             self._queue: list[Reply] = []
         elif isinstance(replies, str):
             # A bare string is a sequence of characters: almost certainly a mistake.
-            raise InvalidModelConfigError(
+            raise UsageError(
                 "ScriptedModel takes a list of replies, not a single string.",
+                code="E_INVALID_MODEL_CONFIG",
                 hint=f"Write ScriptedModel([{replies!r}]).",
             )
         else:
@@ -116,7 +118,7 @@ class OpenAIChatModel:
         headers: Extra HTTP headers.
 
     Raises:
-        InvalidModelConfigError: ``model`` is empty, ``base_url`` is not an
+        UsageError: ``E_INVALID_MODEL_CONFIG``: ``model`` is empty, ``base_url`` is not an
             ``http(s)`` URL, or ``timeout`` is not positive.
     """
 
@@ -132,9 +134,15 @@ class OpenAIChatModel:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise InvalidModelConfigError("OpenAIChatModel needs a model name.", field="model")
+            raise UsageError(
+                "OpenAIChatModel needs a model name.", field="model", code="E_INVALID_MODEL_CONFIG"
+            )
         self._api = JsonEndpoint.checked(
-            base_url, api_key=api_key, headers=headers, timeout=timeout, error=InvalidModelConfigError
+            base_url,
+            api_key=api_key,
+            headers=headers,
+            timeout=timeout,
+            error=partial(UsageError, code="E_INVALID_MODEL_CONFIG"),
         )
         self.model = model
         self.base_url = self._api.base_url
@@ -152,13 +160,15 @@ class OpenAIChatModel:
         override what the environment says.
 
         Raises:
-            InvalidModelConfigError: no model name is set.
+            UsageError: ``E_INVALID_MODEL_CONFIG``: no model name is set.
         """
         env = os.environ
         model = overrides.pop("model", None) or env.get("TURNKIT_MODEL") or env.get("OPENAI_MODEL")
         if not model:
-            raise InvalidModelConfigError(
-                "No model name: set TURNKIT_MODEL (or pass model=...).", field="model"
+            raise UsageError(
+                "No model name: set TURNKIT_MODEL (or pass model=...).",
+                code="E_INVALID_MODEL_CONFIG",
+                field="model",
             )
         overrides.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
         overrides.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or None)

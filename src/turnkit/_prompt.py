@@ -50,7 +50,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Literal
 
-from ._errors import InvalidRetrievableError
+from ._errors import UsageError
 from ._messages import ChatMessage, Message
 from ._retrievable import TRUST_TIERS, Retrievable, as_retrievable, rank_order, validate_trust_tier
 from ._tokens import DEFAULT_ENCODING, get_encoding
@@ -269,7 +269,7 @@ def render_prompt(
 
     Raises:
         TrustTierRequiredError: a record is a `RawRetrievable`.
-        InvalidRetrievableError: a record is not a `Retrievable`, or two
+        UsageError: ``E_INVALID_RETRIEVABLE``: a record is not a `Retrievable`, or two
             records share an id.
         ValueError: ``untrusted_placement`` is neither ``"user"`` nor ``"system"``.
 
@@ -292,8 +292,11 @@ def render_prompt(
     seen: set[str] = set()
     for r in records:
         if r.id in seen:
-            raise InvalidRetrievableError(
-                f"Two records share the id {r.id!r}; each record is rendered once.", field="id", id=r.id
+            raise UsageError(
+                f"Two records share the id {r.id!r}; each record is rendered once.",
+                code="E_INVALID_RETRIEVABLE",
+                field="id",
+                id=r.id,
             )
         seen.add(r.id)
         # model_copy(update=...) skips validation; a tier the renderer has no
@@ -391,7 +394,7 @@ def count_prompt_tokens(prompt: RenderedPrompt, *, encoding: str = DEFAULT_ENCOD
         encoding: ``"o200k_base"`` (default) or ``"cl100k_base"``.
 
     Raises:
-        TokenizerUnavailableError: the encoding cannot be built offline.
+        RuntimeFailure: ``E_TOKENIZER_UNAVAILABLE``: the encoding cannot be built offline.
     """
     enc = get_encoding(encoding)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import (
     TYPE_CHECKING,
     Annotated,
@@ -37,7 +38,7 @@ from pydantic import (
     model_validator,
 )
 
-from ._errors import InvalidRetrievableError, TrustTierRequiredError, TurnkitError, UnknownTrustTierError
+from ._errors import TrustTierRequiredError, TurnkitError, UnknownTrustTierError, UsageError
 from ._validation import CheckedModel
 
 __all__ = [
@@ -139,7 +140,7 @@ class _RetrievableFields(CheckedModel):
     """Fields and checks shared by `RawRetrievable` and `Retrievable`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-    invalid_error = InvalidRetrievableError
+    invalid_error = partial(UsageError, code="E_INVALID_RETRIEVABLE")
 
     # Strict strings: pydantic would otherwise decode bytes into text silently.
     id: StrictStr
@@ -209,7 +210,7 @@ class _RetrievableFields(CheckedModel):
     @classmethod
     def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
         errors = [] if exc is None else exc.errors(include_url=False)
-        return InvalidRetrievableError(message, field=field, errors=errors)
+        return UsageError(message, field=field, errors=errors, code="E_INVALID_RETRIEVABLE")
 
     def __hash__(self) -> int:
         # Equal records share id, content and tier; metadata (a dict) is not hashable.
@@ -222,7 +223,7 @@ class _RetrievableFields(CheckedModel):
         so an invalid change raises instead of producing a broken record.
 
         Raises:
-            InvalidRetrievableError: a changed value is invalid.
+            UsageError: ``E_INVALID_RETRIEVABLE``: a changed value is invalid.
         """
         data = self.model_dump()
         data.update(changes)
@@ -243,15 +244,16 @@ class RawRetrievable(_RetrievableFields):
         ```
 
     Raises:
-        InvalidRetrievableError: a field is missing or invalid (the message
+        UsageError: ``E_INVALID_RETRIEVABLE``: a field is missing or invalid (the message
             names it), or ``trust_tier`` was passed.
     """
 
     @classmethod
     def _check_input(cls, data: Any) -> None:
         if isinstance(data, Mapping) and "trust_tier" in data:
-            raise InvalidRetrievableError(
+            raise UsageError(
                 "RawRetrievable has no 'trust_tier' field.",
+                code="E_INVALID_RETRIEVABLE",
                 hint="Build a `Retrievable` instead, or use `Retrievable.from_raw(raw, trust_tier=...)`.",
                 field="trust_tier",
             )
@@ -284,7 +286,7 @@ class Retrievable(_RetrievableFields):
     Raises:
         TrustTierRequiredError: ``trust_tier`` is missing or ``None``.
         UnknownTrustTierError: ``trust_tier`` is not one of `TRUST_TIERS`.
-        InvalidRetrievableError: another field is missing or invalid (the
+        UsageError: ``E_INVALID_RETRIEVABLE``: another field is missing or invalid (the
             message names it).
     """
 
@@ -322,7 +324,7 @@ class Retrievable(_RetrievableFields):
         Raises:
             TrustTierRequiredError: ``trust_tier`` is ``None``.
             UnknownTrustTierError: ``trust_tier`` is unknown.
-            InvalidRetrievableError: ``raw`` has a missing or invalid field.
+            UsageError: ``E_INVALID_RETRIEVABLE``: ``raw`` has a missing or invalid field.
         """
         tier = validate_trust_tier(trust_tier)
         if isinstance(raw, _RetrievableFields):
@@ -330,8 +332,9 @@ class Retrievable(_RetrievableFields):
         elif isinstance(raw, Mapping):
             data = dict(raw)
         else:
-            raise InvalidRetrievableError(
+            raise UsageError(
                 f"Cannot build a Retrievable from {type(raw).__name__}; pass a RawRetrievable or a mapping.",
+                code="E_INVALID_RETRIEVABLE",
                 field="<root>",
             )
         data["trust_tier"] = tier
@@ -353,7 +356,7 @@ def as_retrievable(value: object, *, where: str) -> Retrievable:
 
     Raises:
         TrustTierRequiredError: ``value`` is a `RawRetrievable` (no tier).
-        InvalidRetrievableError: ``value`` is anything else.
+        UsageError: ``E_INVALID_RETRIEVABLE``: ``value`` is anything else.
     """
     if isinstance(value, Retrievable):
         return value
@@ -363,8 +366,9 @@ def as_retrievable(value: object, *, where: str) -> Retrievable:
             hint="Assign a tier explicitly: `Retrievable.from_raw(raw, trust_tier=...)`.",
             id=value.id,
         )
-    raise InvalidRetrievableError(
+    raise UsageError(
         f"{where} is a {type(value).__name__}, not a Retrievable.",
+        code="E_INVALID_RETRIEVABLE",
         hint="Return `turnkit.Retrievable` instances (build them with an explicit trust_tier).",
     )
 
@@ -388,7 +392,7 @@ class RetrievableSet:
 
         Raises:
             TrustTierRequiredError: ``retrievable`` is a `RawRetrievable`.
-            InvalidRetrievableError: ``retrievable`` is not a `Retrievable`.
+            UsageError: ``E_INVALID_RETRIEVABLE``: ``retrievable`` is not a `Retrievable`.
         """
         r = as_retrievable(retrievable, where="The record added to turn_retrievables")
         self._items[r.id] = r

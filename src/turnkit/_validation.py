@@ -10,7 +10,7 @@ every surface names the failing field the same way.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationError, model_validator
@@ -32,7 +32,7 @@ class CheckedModel(BaseModel):
     error where a class needs more than ``field=``.
     """
 
-    invalid_error: ClassVar[type[TurnkitError]]
+    invalid_error: ClassVar[Callable[..., TurnkitError]]
     option: ClassVar[str] = "value"
 
     @model_validator(mode="wrap")
@@ -120,7 +120,9 @@ def is_number(
     )
 
 
-def expect(value: object, cls: type[T], name: str, error: type[TurnkitError], hint: str, **context: Any) -> T:
+def expect(
+    value: object, cls: type[T], name: str, error: Callable[..., TurnkitError], hint: str, **context: Any
+) -> T:
     """``value`` when it is a ``cls``; else ``error`` saying what ``name`` must be, with ``hint``."""
     if not isinstance(value, cls):
         raise error(

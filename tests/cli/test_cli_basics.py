@@ -140,4 +140,4 @@ def test_cli_error_codes_have_hints() -> None:
         "E_CLI_DEPENDENCY_MISSING",
         "E_CLI_DOCS_NOT_FOUND",
     }
-    assert all(cls.default_hint.strip() for cls in cli_codes.values())
+    assert all(cls.hints[code].strip() for code, cls in cli_codes.items())

@@ -12,10 +12,10 @@ from turnkit import (
     Message,
     Retrievable,
     ScriptedModel,
-    TokenBudgetExceededError,
     TurnResult,
     TurnRunner,
     TurnRunnerConfig,
+    UsageError,
     render_prompt,
 )
 from turnkit._prompt import count_prompt_tokens
@@ -153,7 +153,7 @@ def test_then_the_oldest_history_is_dropped() -> None:
 
 
 def test_budget_too_small_for_the_question_is_a_clear_error() -> None:
-    with pytest.raises(TokenBudgetExceededError) as info:
+    with pytest.raises(UsageError) as info:
         run(records([0.5]), 10)
     err = info.value
     assert err.code == "E_TOKEN_BUDGET_EXCEEDED" and err.budget == 10 and err.prompt_tokens > 10

@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit import (
-    InvalidTurnRunnerConfigError,
     Message,
     Retrievable,
     ScriptedModel,
     TurnResult,
     TurnRunner,
     TurnRunnerConfig,
+    UsageError,
     render_prompt,
 )
 from turnkit._prompt import CONTEXT_PREAMBLE, count_prompt_tokens
@@ -165,8 +165,9 @@ def test_only_first_party_records_mean_no_context_message() -> None:
 def test_an_unknown_placement_is_refused() -> None:
     with pytest.raises(ValueError, match="untrusted_placement"):
         render_prompt(retrievables=RECORDS, untrusted_placement="assistant")  # type: ignore[arg-type]
-    with pytest.raises(InvalidTurnRunnerConfigError) as info:
+    with pytest.raises(UsageError) as info:
         TurnRunnerConfig(model=ScriptedModel(["x"]), untrusted_placement="tool")  # type: ignore[arg-type]
+    assert info.value.code == "E_INVALID_TURN_RUNNER_CONFIG"
     assert info.value.field == "untrusted_placement"
 
 

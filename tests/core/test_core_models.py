@@ -14,12 +14,12 @@ import pytest
 from turnkit import (
     ChatMessage,
     ChatModel,
-    InvalidModelConfigError,
     ModelError,
     OpenAIChatModel,
     ScriptedModel,
     TurnRunner,
     TurnRunnerConfig,
+    UsageError,
 )
 
 pytestmark = pytest.mark.anyio
@@ -42,8 +42,9 @@ async def test_scripted_model_replays_strings_and_functions() -> None:
 
 
 async def test_scripted_model_misuse() -> None:
-    with pytest.raises(InvalidModelConfigError, match=r"ScriptedModel\(\['hello'\]\)"):
+    with pytest.raises(UsageError, match=r"ScriptedModel\(\['hello'\]\)") as exc_info:
         ScriptedModel("hello")
+    assert exc_info.value.code == "E_INVALID_MODEL_CONFIG"
     model = ScriptedModel([lambda msgs: 42])  # type: ignore[list-item,return-value]
     with pytest.raises(ModelError, match="int"):
         await model.complete(MESSAGES)
@@ -149,16 +150,18 @@ async def test_openai_adapter_calls_run_concurrently(loopback: Any) -> None:
 )
 def test_openai_adapter_config_is_validated(kwargs: dict[str, object], field: str) -> None:
     kwargs.setdefault("model", "m")
-    with pytest.raises(InvalidModelConfigError) as info:
+    with pytest.raises(UsageError) as info:
         OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
+    assert info.value.code == "E_INVALID_MODEL_CONFIG"
     assert info.value.field == field
 
 
 def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("TURNKIT_MODEL", "OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
-    with pytest.raises(InvalidModelConfigError, match="TURNKIT_MODEL"):
+    with pytest.raises(UsageError, match="TURNKIT_MODEL") as exc_info:
         OpenAIChatModel.from_env()
+    assert exc_info.value.code == "E_INVALID_MODEL_CONFIG"
     monkeypatch.setenv("OPENAI_MODEL", "fallback")
     assert OpenAIChatModel.from_env().model == "fallback"
     monkeypatch.setenv("TURNKIT_MODEL", "llama3")

@@ -13,13 +13,13 @@ from turnkit import (
     SAFETY_DIRECTIVE,
     TRUST_TIERS,
     ChatMessage,
-    InvalidRetrievableError,
     Message,
     RawRetrievable,
     RenderedPrompt,
     Retrievable,
     TrustTierRequiredError,
     UnknownTrustTierError,
+    UsageError,
     render_prompt,
 )
 from turnkit._prompt import CONTEXT_PREAMBLE, UntrustedPlacement, count_prompt_tokens
@@ -306,8 +306,9 @@ def test_custom_safety_directive() -> None:
 def test_duplicate_ids_and_untiered_records_are_refused() -> None:
     a = Retrievable(id="d", content="one", trust_tier="first-party")
     b = Retrievable(id="d", content="two", trust_tier="third-party")
-    with pytest.raises(InvalidRetrievableError, match="share the id"):
+    with pytest.raises(UsageError, match="share the id") as exc_info:
         render_prompt(retrievables=[a, b])
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE"
     with pytest.raises(TrustTierRequiredError):
         render_prompt(retrievables=[RawRetrievable(id="x", content="y")])  # type: ignore[list-item]
 

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from turnkit import (
     TRUST_TIERS,
-    InvalidRetrievableError,
     RawRetrievable,
     Retrievable,
     TrustTierRequiredError,
     UnknownTrustTierError,
+    UsageError,
     trust_rank,
     validate_trust_tier,
 )
@@ -69,15 +69,17 @@ def test_from_raw_applies_the_given_tier_and_ignores_any_other() -> None:
         Retrievable.from_raw(raw, trust_tier=None)  # type: ignore[arg-type]
     with pytest.raises(UnknownTrustTierError):
         Retrievable.from_raw(raw, trust_tier="vetted")
-    with pytest.raises(InvalidRetrievableError):
+    with pytest.raises(UsageError) as exc_info:
         Retrievable.from_raw(42, trust_tier="first-party")  # type: ignore[arg-type]
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE"
     r = Retrievable.from_raw(raw, trust_tier="first-party")
     assert r.to_raw() == raw
 
 
 def test_raw_retrievable_refuses_a_tier() -> None:
-    with pytest.raises(InvalidRetrievableError) as info:
+    with pytest.raises(UsageError) as info:
         RawRetrievable(id="a", content="x", trust_tier="first-party")  # type: ignore[call-arg]
+    assert info.value.code == "E_INVALID_RETRIEVABLE"
     assert info.value.field == "trust_tier"
     assert "from_raw" in info.value.hint
 
@@ -115,7 +117,7 @@ def test_raw_retrievable_refuses_a_tier() -> None:
     ],
 )
 def test_invalid_values_name_the_field(field: str, value: object) -> None:
-    with pytest.raises(InvalidRetrievableError) as info:
+    with pytest.raises(UsageError) as info:
         Retrievable(**{"id": "a", "content": "x", "trust_tier": "first-party", field: value})  # type: ignore[arg-type]
     err = info.value
     assert err.code == "E_INVALID_RETRIEVABLE"
@@ -125,8 +127,9 @@ def test_invalid_values_name_the_field(field: str, value: object) -> None:
 
 
 def test_unknown_field_is_rejected_by_name() -> None:
-    with pytest.raises(InvalidRetrievableError) as info:
+    with pytest.raises(UsageError) as info:
         Retrievable(id="a", content="x", trust_tier="first-party", sorce="typo")  # type: ignore[call-arg]
+    assert info.value.code == "E_INVALID_RETRIEVABLE"
     assert info.value.field == "sorce"
     assert "not a field" in info.value.message
 
@@ -157,8 +160,9 @@ def test_frozen_and_replace_validates() -> None:
         r.content = "changed"  # type: ignore[misc]
     assert r.replace(score=0.9).score == 0.9
     assert r.score == 0.5
-    with pytest.raises(InvalidRetrievableError):
+    with pytest.raises(UsageError) as exc_info:
         r.replace(score=3)
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE"
     with pytest.raises(UnknownTrustTierError):
         r.replace(trust_tier="root")
 
@@ -169,7 +173,7 @@ def test_hash_eq_and_pickle() -> None:
     assert r == same and hash(r) == hash(same)
     assert r != rec(tier="third-party", created_at=r.created_at)
     assert pickle.loads(pickle.dumps(r)) == r
-    err = pickle.loads(pickle.dumps(InvalidRetrievableError("m", field="score")))
+    err = pickle.loads(pickle.dumps(UsageError("m", code="E_INVALID_RETRIEVABLE", field="score")))
     assert err.field == "score" and err.code == "E_INVALID_RETRIEVABLE"
 
 
@@ -246,6 +250,7 @@ def test_set_refuses_untiered_records() -> None:
     s = RetrievableSet()
     with pytest.raises(TrustTierRequiredError):
         s.add(RawRetrievable(id="a", content="x"))  # type: ignore[arg-type]
-    with pytest.raises(InvalidRetrievableError):
+    with pytest.raises(UsageError) as exc_info:
         s.add({"id": "a", "content": "x", "trust_tier": "first-party"})  # type: ignore[arg-type]
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE"
     assert len(s) == 0

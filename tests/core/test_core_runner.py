@@ -10,24 +10,20 @@ from typing import Any
 import pytest
 
 from turnkit import (
-    CallbackNotConfiguredError,
     ChatMessage,
     InMemoryMessageStore,
-    InvalidMessageError,
-    InvalidRetrievableError,
-    InvalidTurnContextError,
-    InvalidTurnRunnerConfigError,
     Message,
     ModelError,
     RawRetrievable,
     Retrievable,
     ScriptedModel,
-    SyncInLoopThreadError,
     TrustTierRequiredError,
     TurnContext,
     TurnEvent,
+    TurnkitError,
     TurnRunner,
     TurnRunnerConfig,
+    UsageError,
     count_tokens,
 )
 
@@ -183,10 +179,12 @@ async def test_scripted_model_running_out_is_a_model_error() -> None:
 @pytest.mark.parametrize("bad", ["", "   ", Message(role="assistant", content="x"), 42])
 async def test_invalid_user_messages(bad: object) -> None:
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"])))
-    with pytest.raises(InvalidTurnContextError):
+    with pytest.raises(UsageError) as exc_info:
         await runner.run(bad)  # type: ignore[arg-type]
-    with pytest.raises(InvalidTurnContextError):
+    assert exc_info.value.code == "E_INVALID_TURN_CONTEXT"
+    with pytest.raises(UsageError) as exc_info:
         await runner.run("ok", conversation_id="")
+    assert exc_info.value.code == "E_INVALID_TURN_CONTEXT"
 
 
 # -- the context's retrieval surface -------------------------------------------------------
@@ -243,8 +241,9 @@ async def test_sync_context_forms_refuse_to_deadlock_the_turn_loop() -> None:
         ctx.fetch_messages_sync()
 
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), input_pipeline=[bad]))
-    with pytest.raises(SyncInLoopThreadError) as info:
+    with pytest.raises(UsageError) as info:
         await runner.run("q")
+    assert info.value.code == "E_SYNC_IN_LOOP_THREAD"
     assert info.value.context["pipeline"] == "input"
 
 
@@ -257,10 +256,12 @@ async def test_missing_callbacks() -> None:
         ctx.mutate_retrievable(rec("a")),
         ctx.delete_retrievable("a"),
     ):
-        with pytest.raises(CallbackNotConfiguredError):
+        with pytest.raises(UsageError) as exc_info:
             await call
-    with pytest.raises(InvalidRetrievableError):
+        assert exc_info.value.code == "E_CALLBACK_NOT_CONFIGURED"
+    with pytest.raises(UsageError) as exc_info:
         await ctx.delete_retrievable("")
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE"
     with pytest.raises(TrustTierRequiredError):
         await ctx.store_retrievable(RawRetrievable(id="a", content="x"))  # type: ignore[arg-type]
 
@@ -276,18 +277,19 @@ def test_new_context_sync_forms_work_outside_a_turn() -> None:
 
 
 @pytest.mark.parametrize(
-    ("returned", "error"),
+    ("returned", "error", "code"),
     [
-        ([RawRetrievable(id="a", content="x")], TrustTierRequiredError),
-        ([{"id": "a", "content": "x", "trust_tier": "first-party"}], InvalidRetrievableError),
-        (None, InvalidRetrievableError),
-        ("a", InvalidRetrievableError),
+        ([RawRetrievable(id="a", content="x")], TrustTierRequiredError, "E_TRUST_TIER_REQUIRED"),
+        ([{"id": "a", "content": "x", "trust_tier": "first-party"}], UsageError, "E_INVALID_RETRIEVABLE"),
+        (None, UsageError, "E_INVALID_RETRIEVABLE"),
+        ("a", UsageError, "E_INVALID_RETRIEVABLE"),
     ],
 )
-async def test_fetch_results_are_checked(returned: object, error: type[Exception]) -> None:
+async def test_fetch_results_are_checked(returned: object, error: type[TurnkitError], code: str) -> None:
     runner = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), fetch_retrievables=lambda ctx: returned))
     with pytest.raises(error) as info:
         await runner.run("q")
+    assert info.value.code == code
     assert info.value.context["pipeline_stage"] == "fetch_retrievables_stage"
 
 
@@ -330,18 +332,21 @@ async def test_shared_in_memory_store_and_bad_history() -> None:
         fetch_messages=lambda ctx: ["not a message"],
         store_message=lambda ctx, m: None,
     )
-    with pytest.raises(InvalidMessageError):
+    with pytest.raises(UsageError) as exc_info:
         await TurnRunner(bad).run("q")
+    assert exc_info.value.code == "E_INVALID_MESSAGE"
 
 
 def test_message_validation() -> None:
-    with pytest.raises(InvalidMessageError) as info:
+    with pytest.raises(UsageError) as info:
         Message(role="tool", content="x")  # type: ignore[arg-type]
     assert info.value.field == "role" and info.value.code == "E_INVALID_MESSAGE"
-    with pytest.raises(InvalidMessageError):
+    with pytest.raises(UsageError) as exc_info:
         Message(role="user", content=b"x")  # type: ignore[arg-type]
-    with pytest.raises(InvalidMessageError):
+    assert exc_info.value.code == "E_INVALID_MESSAGE"
+    with pytest.raises(UsageError) as exc_info:
         Message(role="user", content="x", created_at="2024-01-01T00:00:00")
+    assert exc_info.value.code == "E_INVALID_MESSAGE"
     m = Message(role="user", content="x", created_at=0)
     assert Message.model_validate(m.model_dump()) == m and m.updated_at == m.created_at
 
@@ -418,7 +423,7 @@ def _zero() -> list[object]:
 )
 def test_config_is_validated_with_named_errors(kwargs: dict[str, Any], field: str) -> None:
     kwargs.setdefault("model", ScriptedModel(["x"]))
-    with pytest.raises(InvalidTurnRunnerConfigError) as info:
+    with pytest.raises(UsageError) as info:
         TurnRunnerConfig(**kwargs)
     assert info.value.field == field
     assert info.value.code == "E_INVALID_TURN_RUNNER_CONFIG"
@@ -429,5 +434,6 @@ def test_config_freezes_pipelines_and_runner_checks_its_argument() -> None:
     cfg = TurnRunnerConfig(model=ScriptedModel(["x"]), input_pipeline=stages)
     stages.append(lambda ctx, n: None)
     assert cfg.input_pipeline == ()
-    with pytest.raises(InvalidTurnRunnerConfigError):
+    with pytest.raises(UsageError) as exc_info:
         TurnRunner({"model": ScriptedModel(["x"])})  # type: ignore[arg-type]
+    assert exc_info.value.code == "E_INVALID_TURN_RUNNER_CONFIG"

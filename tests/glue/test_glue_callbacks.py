@@ -10,27 +10,24 @@ import numpy as np
 import pytest
 
 from turnkit import (
-    InvalidRetrievableError,
     RawRetrievable,
     Retrievable,
     ScriptedModel,
     TrustTierRequiredError,
     TurnRunnerConfig,
     UnknownTrustTierError,
+    UsageError,
 )
 from turnkit.batteries.vector import (
     EncoderRequiredError,
     HashEncoder,
-    InvalidCollectionNameError,
-    InvalidQueryError,
-    InvalidRetrievableGlueConfigError,
-    RawBindingMismatchError,
-    ReservedMetadataKeyError,
+    InvalidFilterError,
     RetrievableSkippedWarning,
     UnknownFieldError,
     VectorMatch,
     VectorRetrievableCallbacks,
     VectorRetrievableGlue,
+    VectorStoreUsageError,
     and_,
     condition,
     create_vector_retrievable_callbacks,
@@ -120,7 +117,7 @@ def test_an_unknown_flat_tier_fails_at_creation(vs, collection, tier) -> None:
 )
 def test_unusable_options_fail_at_creation(vs, collection, options, field) -> None:
     options = {"store": vs, "collection": collection, "trust_tier": "first-party", **options}
-    with pytest.raises(InvalidRetrievableGlueConfigError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         create_vector_retrievable_callbacks(**options)
     assert info.value.code == "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
     assert info.value.field == field
@@ -132,10 +129,12 @@ def test_filter_and_collection_are_checked_at_creation(vs, collection) -> None:
     with pytest.raises(UnknownFieldError) as unknown:
         make(vs, collection, filter={"Metadata.kind": "faq"})
     assert "metadata.kind" in unknown.value.hint
-    with pytest.raises(RawBindingMismatchError):
+    with pytest.raises(InvalidFilterError) as exc_info:
         make(vs, collection, filter=("id = ? OR id = ?", ["a"]))
-    with pytest.raises(InvalidCollectionNameError):
+    assert exc_info.value.code == "E_VECTOR_STORE_RAW_BINDING_MISMATCH"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         make(vs, "not a name!")
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_COLLECTION_NAME"
 
 
 def test_callbacks_are_frozen_and_unpack_into_a_runner_config(vs, collection) -> None:
@@ -257,8 +256,9 @@ async def test_derive_query_none_or_blank_skips_retrieval(tmp_path, collection, 
 
 async def test_derive_query_returning_something_else_is_an_error(vs, collection, harness) -> None:
     h = harness(make(vs, collection, derive_query=lambda ctx: 42))
-    with pytest.raises(InvalidQueryError, match="derive_query returned int"):
+    with pytest.raises(VectorStoreUsageError, match="derive_query returned int") as exc_info:
         await (await h.context(("user", "refunds?"))).fetch_retrievables()
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
 
 
 @pytest.mark.parametrize(
@@ -436,8 +436,9 @@ async def test_delete_removes_only_that_record(vs, collection, harness) -> None:
     assert [m.id for m in remaining] == ["refunds-old", "shipping"]
     await ctx.delete_retrievable("refunds")  # already gone: nothing happens
     assert await vs(collection).count() == 2
-    with pytest.raises(InvalidRetrievableError):
+    with pytest.raises(UsageError) as exc_info:
         await h.runner.config.delete_retrievable(ctx, "")  # type: ignore[misc]
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE"
 
 
 async def test_delete_in_a_missing_collection_is_a_no_op(vs, collection, harness) -> None:
@@ -475,7 +476,7 @@ async def test_glue_metadata_keys_are_refused_in_a_records_metadata(vs, collecti
         "updated_at": "2024-05-01T09:00:00+00:00",
     }
     for value in ("something else", agreeing[key]):
-        with pytest.raises(ReservedMetadataKeyError) as info:
+        with pytest.raises(VectorStoreUsageError) as info:
             await cbs.store_retrievable(ctx, CORPUS[0].replace(metadata={key: value}))
         assert info.value.key == key and info.value.record_id == "refunds"
         assert info.value.code == "E_VECTOR_GLUE_RESERVED_METADATA_KEY"

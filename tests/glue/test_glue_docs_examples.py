@@ -68,12 +68,12 @@ def test_public_names_are_exported_and_sorted() -> None:
 
     assert GLUE_METADATA_KEYS  # the glue's own keys, kept out of the public names
     for name in (
-        "InvalidRetrievableGlueConfigError",
-        "ReservedMetadataKeyError",
         "RetrievableSkippedWarning",
         "VectorRetrievableCallbacks",
         "VectorRetrievableGlue",
         "create_vector_retrievable_callbacks",
     ):
         assert name in vector.__all__ and hasattr(vector, name)
+    glue_codes = {"E_INVALID_RETRIEVABLE_GLUE_CONFIG", "E_VECTOR_GLUE_RESERVED_METADATA_KEY"}
+    assert glue_codes <= set(vector.VectorStoreUsageError.hints)
     assert vector.VectorRetrievableGlue.__doc__ and vector.VectorRetrievableCallbacks.__doc__

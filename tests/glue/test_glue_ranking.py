@@ -9,8 +9,8 @@ import pytest
 from turnkit import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit import NO_GROUNDED_ANSWER as BATTERY_NO_GROUNDED_ANSWER
 from turnkit.batteries.vector import (
-    InvalidRetrievableGlueConfigError,
     RerankOptions,
+    VectorStoreUsageError,
     abstaining_fetch_stage,
     create_vector_retrievable_callbacks,
 )
@@ -144,10 +144,11 @@ def test_abstaining_stage_still_works_and_takes_precedence(kb):
     ],
 )
 def test_bad_ranking_options_fail_at_creation(vs, collection, options):
-    with pytest.raises(InvalidRetrievableGlueConfigError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         create_vector_retrievable_callbacks(
             store=vs, collection=collection, trust_tier="first-party", **options
         )
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
 
 
 def test_rerank_with_a_judge_promotes_and_keeps_top_k(kb):

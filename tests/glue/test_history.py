@@ -16,21 +16,20 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from turnkit import (
-    InvalidTurnContextError,
-    InvalidTurnRunnerConfigError,
     Message,
     Retrievable,
     ScriptedModel,
     TurnContext,
     TurnRunner,
     TurnRunnerConfig,
+    UsageError,
     fetch_retrievables_stage,
 )
 from turnkit._aio import run_sync
 from turnkit.batteries.vector import (
     HashEncoder,
-    InvalidRetrievableGlueConfigError,
     VectorStore,
+    VectorStoreUsageError,
     create_vector_message_store,
     create_vector_retrievable_callbacks,
     create_vector_store,
@@ -216,12 +215,14 @@ async def test_tenants_never_reach_each_other(vs: VectorStore) -> None:
     result = await runner.run("hello from globex", conversation_id="globex/c2")
     assert "acme" not in json.dumps([m.content for m in result.prompt[1:]])
     assert [m.content for m in await acme.messages("acme/c2")] == ["hello from acme", "ok"]
-    with pytest.raises(InvalidRetrievableGlueConfigError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         await history.messages("acme/c2")  # a per-turn tenant rule has no tenant outside a turn
+    assert info.value.code == "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
     assert info.value.context["field"] == "tenant"
     bad = create_vector_message_store(store=vs, collection="chat", tenant=lambda ctx: "")
-    with pytest.raises(InvalidTurnContextError):
+    with pytest.raises(UsageError) as exc_info:
         await TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), **bad)).run("hi")
+    assert exc_info.value.code == "E_INVALID_TURN_CONTEXT"
 
 
 def _recalling(vs: VectorStore, **options: Any) -> tuple[Any, TurnRunner]:
@@ -334,8 +335,9 @@ async def test_turn_writes_take_the_declared_tier_and_operator_writes_keep_their
     assert tiers[first.turn_id] == "third-party"  # what a turn writes is not first-party by default
     assert tiers[second.turn_id] == "first-party"  # unless the deployer declared so
     assert tiers["op"] == "first-party"  # an operator's write outside a turn keeps its tier
-    with pytest.raises(InvalidTurnRunnerConfigError) as info:
+    with pytest.raises(UsageError) as info:
         TurnRunnerConfig(model=ScriptedModel([]), turn_write_tier="trusted")  # type: ignore[arg-type]
+    assert info.value.code == "E_INVALID_TURN_RUNNER_CONFIG"
     assert info.value.context["field"] == "turn_write_tier"
 
 
@@ -348,12 +350,15 @@ def test_options_are_checked_when_the_store_is_created(vs: VectorStore) -> None:
         ({"recall": {"top_k": 0}}, "recall.top_k"),
         ({"store": object()}, "store"),
     ]:
-        with pytest.raises(InvalidRetrievableGlueConfigError) as info:
+        with pytest.raises(VectorStoreUsageError) as info:
             create_vector_message_store(**{"store": vs, "collection": "chat", **options})
+        assert info.value.code == "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
         assert info.value.context["field"] == field, options
     history = create_vector_message_store(store=vs, collection="chat")
-    with pytest.raises(InvalidRetrievableGlueConfigError, match="without recall"):
+    with pytest.raises(VectorStoreUsageError, match="without recall") as exc_info:
         run_sync(history.recall_turns(TurnRunner(TurnRunnerConfig(model=ScriptedModel([]))).new_context()))
-    with pytest.raises(InvalidTurnContextError):
+    assert exc_info.value.code == "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
+    with pytest.raises(UsageError) as exc_info:
         history.messages_sync("")
+    assert exc_info.value.code == "E_INVALID_TURN_CONTEXT"
     assert dict(history) == {"fetch_messages": history.fetch_messages, "store_message": history.store_message}

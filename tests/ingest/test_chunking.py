@@ -8,7 +8,7 @@ from turnkit._tokens import get_encoding
 from turnkit.batteries.vector import PageSpan
 from turnkit.ingest import (
     Chunk,
-    InvalidChunkingError,
+    IngestUsageError,
     LoadedDocument,
     Section,
     chunk_document,
@@ -237,7 +237,7 @@ def test_chunk_ids_and_metadata(tmp_path):
     ],
 )
 def test_invalid_settings(size, overlap, encoding):
-    with pytest.raises(InvalidChunkingError) as info:
+    with pytest.raises(IngestUsageError) as info:
         chunk_document(text_doc("x"), chunk_size=size, chunk_overlap=overlap, encoding=encoding)
     assert info.value.code == "E_INGEST_INVALID_CHUNKING"
 

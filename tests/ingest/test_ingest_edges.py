@@ -13,10 +13,9 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector import FunctionEncoder, HashEncoder, create_vector_store
 from turnkit.ingest import (
-    DocumentDecodeError,
-    DocumentParseError,
+    DocumentLoadError,
     FileIssue,
-    FileTooLargeError,
+    FileSkippedError,
     IngestProgress,
     chunk_document,
     ingest_sync,
@@ -159,8 +158,9 @@ def test_a_gzip_bomb_is_refused_without_being_held(tmp_path: Path) -> None:
     assert bomb.stat().st_size < 1 << 20
     tracemalloc.start()
     try:
-        with pytest.raises(FileTooLargeError) as info:
+        with pytest.raises(FileSkippedError) as info:
             load_document(bomb, max_file_size=2 << 20)
+        assert info.value.code == "E_INGEST_FILE_TOO_LARGE"
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -171,8 +171,9 @@ def test_a_gzip_bomb_is_refused_without_being_held(tmp_path: Path) -> None:
 def test_a_truncated_gzip_file_is_a_parse_error(tmp_path: Path) -> None:
     path = tmp_path / "cut.md.gz"
     path.write_bytes(gzip.compress(b"# Title\n\n" + b"text " * 1000)[:-40])
-    with pytest.raises(DocumentParseError):
+    with pytest.raises(DocumentLoadError) as exc_info:
         load_document(path)
+    assert exc_info.value.code == "E_INGEST_PARSE_FAILED"
 
 
 # -- encodings -----------------------------------------------------------------------------------------
@@ -184,8 +185,9 @@ FR = "Le café est très apprécié à Paris. Où est la gare ? Ça dépend de l
 def test_big5_is_refused_as_cp1252_and_detected_with_auto(tmp_path: Path) -> None:
     path = tmp_path / "zh.txt"
     path.write_bytes(ZH.encode("big5"))
-    with pytest.raises(DocumentDecodeError) as info:
+    with pytest.raises(DocumentLoadError) as info:
         load_document(path, fallback_encodings=["cp1252"])  # cp1252 decodes these bytes, into mojibake
+    assert info.value.code == "E_INGEST_DECODE_FAILED"
     assert "no fallback (cp1252) reads it as text" in info.value.reason  # type: ignore[attr-defined]
     assert "--fallback-encoding auto" in info.value.hint
     assert load_document(path, fallback_encodings=["auto"]).text == ZH

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from turnkit.batteries.vector import HashEncoder, create_vector_retrievable_callbacks, create_vector_store
-from turnkit.ingest import IngestReport, InvalidIngestOptionError, ingest_sync, load_document
+from turnkit.ingest import (
+    IngestReport,
+    IngestUsageError,
+    ingest_sync,
+    load_document,
+)
 
 
 def _store(tmp_path: Path):
@@ -104,7 +109,7 @@ def test_prune_removes_files_left_out_by_new_patterns(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", [[""], ["  "], [3]])
 def test_bad_patterns_are_refused_up_front(tmp_path: Path, bad: list[object]) -> None:
-    with pytest.raises(InvalidIngestOptionError) as info:
+    with pytest.raises(IngestUsageError) as info:
         ingest_sync(tmp_path, store=_store(tmp_path), collection="kb", progress=False, include=bad)  # type: ignore[arg-type]
     assert info.value.code == "E_INGEST_INVALID_OPTION" and info.value.hint
 
@@ -150,10 +155,11 @@ def test_a_file_no_encoding_reads_names_each_one_tried(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["no-such-codec", "utf-16", "utf_32"])
 def test_unusable_fallback_encodings_are_refused(tmp_path: Path, name: str) -> None:
-    with pytest.raises(InvalidIngestOptionError) as info:
+    with pytest.raises(IngestUsageError) as info:
         ingest_sync(
             tmp_path, store=_store(tmp_path), collection="kb", progress=False, fallback_encodings=[name]
         )
+    assert info.value.code == "E_INGEST_INVALID_OPTION"
     assert name in info.value.message and info.value.hint
 
 
@@ -335,8 +341,9 @@ def test_trafilatura_extractor_drops_chrome_marked_only_by_class(tmp_path: Path)
 
 
 def test_unknown_or_missing_html_extractor(tmp_path: Path) -> None:
-    with pytest.raises(InvalidIngestOptionError):
+    with pytest.raises(IngestUsageError) as exc_info:
         ingest_sync(tmp_path, store=_store(tmp_path), collection="kb", html_extractor="readability")  # type: ignore[arg-type]
+    assert exc_info.value.code == "E_INGEST_INVALID_OPTION"
     # Without the extra installed (an import that fails for real in a fresh interpreter).
     code = (
         "import sys; sys.modules['trafilatura'] = None\n"

@@ -9,12 +9,8 @@ import pytest
 
 from turnkit import ERROR_CODES, TurnkitError
 from turnkit.ingest import (
-    DocumentDecodeError,
-    DocumentParseError,
-    DocumentReadError,
-    IngestDependencyMissingError,
-    InvalidIngestOptionError,
-    UnsupportedDocumentError,
+    DocumentLoadError,
+    IngestUsageError,
     chunk_document,
     load_document,
     source_uri_for,
@@ -186,24 +182,51 @@ def test_pdf_text_per_page(tmp_path, make_pdf):
 
 
 @pytest.mark.parametrize(
-    ("name", "data", "error", "reason"),
+    ("name", "data", "error", "code", "reason"),
     [
         pytest.param(
-            "bad.txt", b"caf\xe9 au lait", DocumentDecodeError, "not valid UTF-8 at byte 3", id="latin1"
+            "bad.txt",
+            b"caf\xe9 au lait",
+            DocumentLoadError,
+            "E_INGEST_DECODE_FAILED",
+            "not valid UTF-8 at byte 3",
+            id="latin1",
         ),
-        pytest.param("bin.md", b"\x00\x01\x02binary", DocumentDecodeError, "looks binary", id="binary"),
-        pytest.param("bad.html", b"<p>\xff\xfe\xfa</p>", DocumentDecodeError, "not valid UTF-8", id="html"),
         pytest.param(
-            "bad.pdf", b"%PDF-1.4\nthis is not a pdf", DocumentParseError, "not a readable PDF", id="pdf"
+            "bin.md",
+            b"\x00\x01\x02binary",
+            DocumentLoadError,
+            "E_INGEST_DECODE_FAILED",
+            "looks binary",
+            id="binary",
         ),
-        pytest.param("empty.pdf", b"", DocumentParseError, "not a readable PDF", id="empty-pdf"),
+        pytest.param(
+            "bad.html",
+            b"<p>\xff\xfe\xfa</p>",
+            DocumentLoadError,
+            "E_INGEST_DECODE_FAILED",
+            "not valid UTF-8",
+            id="html",
+        ),
+        pytest.param(
+            "bad.pdf",
+            b"%PDF-1.4\nthis is not a pdf",
+            DocumentLoadError,
+            "E_INGEST_PARSE_FAILED",
+            "not a readable PDF",
+            id="pdf",
+        ),
+        pytest.param(
+            "empty.pdf", b"", DocumentLoadError, "E_INGEST_PARSE_FAILED", "not a readable PDF", id="empty-pdf"
+        ),
     ],
 )
-def test_unreadable_files_raise_with_path_and_reason(tmp_path, name, data, error, reason):
+def test_unreadable_files_raise_with_path_and_reason(tmp_path, name, data, error, code, reason):
     path = tmp_path / name
     path.write_bytes(data)
     with pytest.raises(error) as info:
         load_document(path)
+    assert info.value.code == code
     assert reason in info.value.reason
     assert info.value.path == str(path)
     assert str(path) in str(info.value)
@@ -211,11 +234,12 @@ def test_unreadable_files_raise_with_path_and_reason(tmp_path, name, data, error
 
 
 def test_missing_and_broken_symlink(tmp_path):
-    with pytest.raises(DocumentReadError, match="No such file"):
+    with pytest.raises(DocumentLoadError, match="No such file") as exc_info:
         load_document(tmp_path / "missing.txt")
+    assert exc_info.value.code == "E_INGEST_READ_FAILED"
     link = tmp_path / "dangling.md"
     link.symlink_to(tmp_path / "nowhere.md")
-    with pytest.raises(DocumentReadError) as info:
+    with pytest.raises(DocumentLoadError) as info:
         load_document(link)
     assert info.value.code == "E_INGEST_READ_FAILED"
 
@@ -228,8 +252,9 @@ def test_permission_denied(tmp_path):
     path.write_text("x")
     path.chmod(0)
     try:
-        with pytest.raises(DocumentReadError, match="Permission denied"):
+        with pytest.raises(DocumentLoadError, match="Permission denied") as exc_info:
             load_document(path)
+        assert exc_info.value.code == "E_INGEST_READ_FAILED"
     finally:
         path.chmod(0o600)
 
@@ -237,59 +262,72 @@ def test_permission_denied(tmp_path):
 def test_unknown_extension_and_overrides(tmp_path):
     path = tmp_path / "notes.adoc"
     path.write_text("= Title\n\nbody")
-    with pytest.raises(UnsupportedDocumentError) as info:
+    with pytest.raises(IngestUsageError) as info:
         load_document(path)
     assert info.value.code == "E_INGEST_UNSUPPORTED_FILE"
     assert "extensions=" in info.value.hint
     assert load_document(path, extensions={".ADOC": "text"}).kind == "text"
     assert load_document(path, kind="markdown").kind == "markdown"
-    with pytest.raises(UnsupportedDocumentError):
+    with pytest.raises(IngestUsageError) as exc_info:
         load_document(tmp_path / "x.md", extensions={".md": None})
-    with pytest.raises(InvalidIngestOptionError):
+    assert exc_info.value.code == "E_INGEST_UNSUPPORTED_FILE"
+    with pytest.raises(IngestUsageError) as exc_info:
         load_document(path, extensions={"adoc": "text"})
-    with pytest.raises(InvalidIngestOptionError):
+    assert exc_info.value.code == "E_INGEST_INVALID_OPTION"
+    with pytest.raises(IngestUsageError) as exc_info:
         load_document(path, extensions={".adoc": "word"})  # type: ignore[dict-item]
+    assert exc_info.value.code == "E_INGEST_INVALID_OPTION"
     assert DEFAULT_EXTENSIONS[".md"] == "markdown"
 
 
 def test_pdf_without_pypdf(tmp_path, make_pdf, monkeypatch):
     path = make_pdf(tmp_path / "a.pdf", [["text"]])
     monkeypatch.setitem(sys.modules, "pypdf", None)  # makes `import pypdf` raise ImportError
-    with pytest.raises(IngestDependencyMissingError) as info:
+    with pytest.raises(IngestUsageError) as info:
         load_document(path)
+    assert info.value.code == "E_INGEST_DEPENDENCY_MISSING"
     assert "turnkit[ingest]" in info.value.hint
 
 
 def test_error_codes_are_registered_and_stable():
     from turnkit.ingest import _errors
 
-    codes = {name: getattr(_errors, name).code for name in _errors.__all__}
-    assert codes == {
-        "DocumentDecodeError": "E_INGEST_DECODE_FAILED",
-        "DocumentLoadError": "E_INGEST_LOAD_FAILED",
-        "DocumentParseError": "E_INGEST_PARSE_FAILED",
-        "DocumentReadError": "E_INGEST_READ_FAILED",
-        "IngestDependencyMissingError": "E_INGEST_DEPENDENCY_MISSING",
-        "IngestUsageError": "E_INGEST_USAGE",
-        "InvalidChunkingError": "E_INGEST_INVALID_CHUNKING",
-        "InvalidIngestOptionError": "E_INGEST_INVALID_OPTION",
-        "UnsupportedDocumentError": "E_INGEST_UNSUPPORTED_FILE",
-        "ExternalSymlinkError": "E_INGEST_EXTERNAL_SYMLINK",
-        "FileSkippedError": "E_INGEST_FILE_SKIPPED",
-        "FileTooLargeError": "E_INGEST_FILE_TOO_LARGE",
-        "SpecialFileError": "E_INGEST_SPECIAL_FILE",
+    carried = {name: list(getattr(_errors, name).hints) for name in _errors.__all__}
+    assert carried == {
+        "DocumentLoadError": [
+            "E_INGEST_LOAD_FAILED",
+            "E_INGEST_READ_FAILED",
+            "E_INGEST_DECODE_FAILED",
+            "E_INGEST_PARSE_FAILED",
+        ],
+        "FileSkippedError": [
+            "E_INGEST_FILE_SKIPPED",
+            "E_INGEST_SPECIAL_FILE",
+            "E_INGEST_FILE_TOO_LARGE",
+            "E_INGEST_EXTERNAL_SYMLINK",
+        ],
+        "IngestUsageError": [
+            "E_INGEST_USAGE",
+            "E_INGEST_INVALID_CHUNKING",
+            "E_INGEST_INVALID_OPTION",
+            "E_INGEST_UNSUPPORTED_FILE",
+            "E_INGEST_DEPENDENCY_MISSING",
+        ],
     }
-    for name, code in codes.items():
-        assert ERROR_CODES[code] is getattr(_errors, name)
+    for name, codes in carried.items():
+        assert getattr(_errors, name).code == codes[0]
+        for code in codes:
+            assert ERROR_CODES[code] is getattr(_errors, name)
         assert issubclass(getattr(_errors, name), TurnkitError)
 
 
 def test_errors_pickle(tmp_path):
     import pickle
 
-    err = DocumentDecodeError("Cannot decode 'x'.", path="x", reason="bad")
+    err = DocumentLoadError("Cannot decode 'x'.", code="E_INGEST_DECODE_FAILED", path="x", reason="bad")
     again = pickle.loads(pickle.dumps(err))
-    assert (type(again), again.path, again.reason, again.code) == (DocumentDecodeError, "x", "bad", err.code)
+    assert (type(again), again.path, again.reason, again.code) == (DocumentLoadError, "x", "bad", err.code)
+    assert again.code == "E_INGEST_DECODE_FAILED"
 
 
 def test_public_api_all_is_sorted_and_complete():
@@ -323,8 +361,9 @@ def test_pypdf_log_is_captured_not_printed(tmp_path, make_pdf, caplog):
     caplog.set_level(logging.DEBUG)
     bad = tmp_path / "bad.pdf"
     bad.write_bytes(b"%PDF-1.4 this is not really a pdf")
-    with pytest.raises(DocumentParseError) as info:
+    with pytest.raises(DocumentLoadError) as info:
         load_document(bad)
+    assert info.value.code == "E_INGEST_PARSE_FAILED"
     assert "EOF marker not found" in info.value.reason  # pypdf's warning explains the failure
     bad_xref = tmp_path / "bad-xref.pdf"
     data = make_pdf(tmp_path / "ok.pdf", [["Readable text."]]).read_bytes()

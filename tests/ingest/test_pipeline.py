@@ -5,8 +5,7 @@ import pytest
 
 from turnkit.ingest import (
     IngestReport,
-    InvalidChunkingError,
-    InvalidIngestOptionError,
+    IngestUsageError,
     chunk_document,
     ingest,
     ingest_sync,
@@ -193,7 +192,10 @@ def _encoder(name, fail_on_call=None):
 
 
 def test_a_collection_built_with_another_encoder_gets_no_rows(collection, corpus, tmp_path):
-    from turnkit.batteries.vector import EncoderMismatchError, create_vector_store
+    from turnkit.batteries.vector import (
+        VectorStoreUsageError,
+        create_vector_store,
+    )
 
     uri = str(tmp_path / "db")
     first = _encoder("first")
@@ -203,8 +205,9 @@ def test_a_collection_built_with_another_encoder_gets_no_rows(collection, corpus
     second = _encoder("second")  # same dimension: only the recorded name tells them apart
     vs = create_vector_store(uri=uri, encoder=second, auto_optimize=None)
     before = vs.collection_info_sync(collection).version
-    with pytest.raises(EncoderMismatchError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         ingest_sync(corpus, store=vs, collection=collection, chunk_size=32, chunk_overlap=4, batch_size=2)
+    assert exc_info.value.code == "E_VECTOR_STORE_ENCODER_MISMATCH"
     # Every batch is encoded by the store, which checks the encoder first: no row of the run is
     # written with the wrong model's vectors.
     assert vs.collection_info_sync(collection).version == before
@@ -212,13 +215,17 @@ def test_a_collection_built_with_another_encoder_gets_no_rows(collection, corpus
 
 
 def test_an_encoder_failure_mid_run_stops_it_and_a_rerun_completes(collection, corpus, tmp_path):
-    from turnkit.batteries.vector import EncoderFailedError, create_vector_store
+    from turnkit.batteries.vector import (
+        VectorStoreRuntimeError,
+        create_vector_store,
+    )
 
     uri = str(tmp_path / "db")
     flaky = _encoder("hash32", fail_on_call=4)
     options = {"collection": collection, "chunk_size": 32, "chunk_overlap": 4, "batch_size": 4}
-    with pytest.raises(EncoderFailedError) as caught:
+    with pytest.raises(VectorStoreRuntimeError) as caught:
         ingest_sync(corpus, store=create_vector_store(uri=uri, encoder=flaky, auto_optimize=None), **options)
+    assert caught.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
     assert caught.value.context["collection"] == collection
     assert "model server went away" in str(caught.value)
     steady = _encoder("hash32")
@@ -386,15 +393,19 @@ def test_progress_bar_and_summary_on_a_terminal(store, collection, corpus, monke
 def test_invalid_options(store, collection, corpus):
     from turnkit.batteries.vector import create_vector_store
 
-    with pytest.raises(InvalidChunkingError):
+    with pytest.raises(IngestUsageError) as exc_info:
         ingest_sync(corpus, store=store, collection=collection, chunk_size=10, chunk_overlap=10)
+    assert exc_info.value.code == "E_INGEST_INVALID_CHUNKING"
     for bad in ({"batch_size": 0}, {"batch_size": True}, {"workers": 0}):
-        with pytest.raises(InvalidIngestOptionError):
+        with pytest.raises(IngestUsageError) as exc_info:
             ingest_sync(corpus, store=store, collection=collection, **bad)
-    with pytest.raises(InvalidIngestOptionError, match="no encoder"):
+        assert exc_info.value.code == "E_INGEST_INVALID_OPTION"
+    with pytest.raises(IngestUsageError, match="no encoder") as exc_info:
         ingest_sync(corpus, store=create_vector_store(uri="memory://"), collection=collection)
-    with pytest.raises(InvalidIngestOptionError):
+    assert exc_info.value.code == "E_INGEST_INVALID_OPTION"
+    with pytest.raises(IngestUsageError) as exc_info:
         ingest_sync(corpus, store=store, collection=collection, extensions={"md": "markdown"})
+    assert exc_info.value.code == "E_INGEST_INVALID_OPTION"
 
 
 def test_extension_overrides(store, collection, corpus):

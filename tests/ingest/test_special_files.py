@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from turnkit.batteries.vector import HashEncoder, create_vector_store
-from turnkit.ingest import FileTooLargeError, SpecialFileError, ingest_sync, load_document
+from turnkit.ingest import (
+    FileSkippedError,
+    ingest_sync,
+    load_document,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,8 +40,9 @@ def test_fifo_is_skipped_not_blocking(tmp_path: Path, root: Path) -> None:
     report = _run(tmp_path, root)
     assert _codes(report)["pipe.md"] == "E_INGEST_SPECIAL_FILE"
     assert report.files_written == 1 and report.ok
-    with pytest.raises(SpecialFileError):
+    with pytest.raises(FileSkippedError) as exc_info:
         load_document(root / "pipe.md")
+    assert exc_info.value.code == "E_INGEST_SPECIAL_FILE"
 
 
 def test_socket_is_skipped(tmp_path: Path) -> None:
@@ -80,8 +85,9 @@ def test_oversized_file(tmp_path: Path, root: Path) -> None:
     report = _run(tmp_path, root, max_file_size=1000)
     assert _codes(report)["big.txt"] == "E_INGEST_FILE_TOO_LARGE"
     assert "1,000-byte limit" in report.skipped[0].reason
-    with pytest.raises(FileTooLargeError):
+    with pytest.raises(FileSkippedError) as exc_info:
         load_document(root / "big.txt", max_file_size=1000)
+    assert exc_info.value.code == "E_INGEST_FILE_TOO_LARGE"
     assert _run(tmp_path, root, max_file_size=None).files_written == 1
 
 

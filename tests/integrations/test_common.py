@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit import InvalidRetrievableError
+from turnkit import UsageError
 from turnkit.batteries.vector import PageSpan, VectorStore
 from turnkit.integrations._common import ToolBridge, guard_keys, render_sources, scrub, source_metadata
 from turnkit.tools import (
-    InvalidToolConfigError,
+    ToolUsageError,
     VectorQueryResult,
     VectorQuerySource,
     create_vector_query_tool,
@@ -97,7 +97,7 @@ def test_render_labels_pages_and_refuses_unknown_tiers() -> None:
     }
     with pytest.raises(Exception, match="E_UNKNOWN_TRUST_TIER|trust tier"):
         render_sources(result, lambda s: "First-Party")  # type: ignore[arg-type,return-value]
-    assert InvalidRetrievableError  # the renderer's own validation is what refuses it
+    assert "E_INVALID_RETRIEVABLE" in UsageError.hints  # the renderer's own validation is what refuses it
 
 
 def test_bridge_refuses_a_guard_given_twice_and_a_non_tool(shared_store: VectorStore) -> None:
@@ -108,10 +108,12 @@ def test_bridge_refuses_a_guard_given_twice_and_a_non_tool(shared_store: VectorS
         guard=lambda _: {"tenant": "x"},
         request_context=lambda _: {"filter": {"a": 1}},
     )
-    with pytest.raises(InvalidToolConfigError, match="given twice"):
+    with pytest.raises(ToolUsageError, match="given twice") as exc_info:
         bridge.context_for(None)
-    with pytest.raises(InvalidToolConfigError):
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
+    with pytest.raises(ToolUsageError) as exc_info:
         ToolBridge(object(), trust_tier="first-party")  # type: ignore[arg-type]
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
     with pytest.raises(Exception, match="E_UNKNOWN_TRUST_TIER|tier"):
         ToolBridge(tool, trust_tier="trusted")  # type: ignore[arg-type]
 

@@ -21,7 +21,10 @@ from turnkit.integrations.langchain import (
     TurnkitVectorStore,
     vector_query_structured_tool,
 )
-from turnkit.tools import ToolFailedError, create_vector_query_tool
+from turnkit.tools import (
+    ToolRuntimeError,
+    create_vector_query_tool,
+)
 
 from .conftest import QUESTION, TENANTS, rendered_ids
 
@@ -98,8 +101,11 @@ def test_retriever_guard_and_metadata(shared_store: VectorStore) -> None:
 
 def test_retriever_failure_raises_with_the_code(shared_store: VectorStore) -> None:
     retriever = TurnkitRetriever(tool=create_vector_query_tool(store=shared_store, collection="missing"))
-    with pytest.raises(ToolFailedError, match=r"^\[E_TOOL_FAILED\] E_VECTOR_STORE_COLLECTION_NOT_FOUND: "):
+    with pytest.raises(
+        ToolRuntimeError, match=r"^\[E_TOOL_FAILED\] E_VECTOR_STORE_COLLECTION_NOT_FOUND: "
+    ) as exc_info:
         retriever.invoke("refund")
+    assert exc_info.value.code == "E_TOOL_FAILED"
 
 
 @pytest.mark.anyio

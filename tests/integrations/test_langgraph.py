@@ -27,15 +27,11 @@ from langgraph.store.base import (
 
 from turnkit import InMemoryMessageStore, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit.batteries.vector import (
-    DimensionMismatchError,
     EncoderRequiredError,
     HashEncoder,
     InvalidFilterError,
-    InvalidQueryError,
-    InvalidVectorRecordError,
-    InvalidVectorStoreConfigError,
-    UnsupportedFilterOperatorError,
     VectorStore,
+    VectorStoreUsageError,
     condition,
     create_vector_retrievable_callbacks,
     create_vector_store,
@@ -112,7 +108,7 @@ def test_values_read_back_equal_and_of_the_same_types(value: dict[str, Any], lab
     ],
 )
 def test_values_that_would_not_read_back_are_refused(store: TurnkitStore, value: Any) -> None:
-    with pytest.raises(InvalidVectorRecordError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         store.batch([PutOp(("ns",), "k", value)])
     assert info.value.code == "E_INVALID_VECTOR_RECORD"
     assert "JSON" in info.value.hint
@@ -246,7 +242,7 @@ def test_paging_and_filters_on_nested_values_and_lists(store: TurnkitStore) -> N
 @pytest.mark.parametrize(
     ("bad", "error", "code"),
     [
-        ({"n": {"$in": [1]}}, UnsupportedFilterOperatorError, "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR"),
+        ({"n": {"$in": [1]}}, InvalidFilterError, "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR"),
         ({"n": {"$gt": 1, "p": 2}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER"),
         ({"n": {"$gt": "many"}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER"),
         ("n > 1", InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER"),
@@ -270,29 +266,36 @@ def test_namespace_rules_are_langgraphs(store: TurnkitStore) -> None:
         store.put(("langgraph", "x"), "k", {"v": 1})
     store.batch([PutOp(("langgraph", "x"), "k", {"v": 1})])  # raw ops bypass the root rule, as in LangGraph
     assert store.get(("langgraph", "x"), "k") is not None
-    with pytest.raises(InvalidQueryError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         store.batch(["not an op"])  # type: ignore[list-item]
-    with pytest.raises(InvalidQueryError):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         store.search(("a",), limit=-1)
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
 
 
 def test_bad_options_are_refused_with_codes(vs: VectorStore) -> None:
-    with pytest.raises(InvalidVectorStoreConfigError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         TurnkitStore(vs, collection="c", tenant_depth=-1)
-    with pytest.raises(InvalidVectorStoreConfigError):
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         TurnkitStore(vs, collection="c", index={"embed": lambda t: [[1.0]] * len(t)})  # no dims
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
     with pytest.raises(EncoderRequiredError):
         TurnkitStore(create_vector_store(uri="memory://"), collection="c", index={"fields": ["text"]})
-    with pytest.raises(DimensionMismatchError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         TurnkitStore(vs, collection="c", index={"dims": 3})
+    assert exc_info.value.code == "E_VECTOR_STORE_DIMENSION_MISMATCH"
     vs.create_collection_sync("l2", dimension=64, metric="l2")
-    with pytest.raises(InvalidVectorStoreConfigError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         TurnkitStore(vs, collection="l2").put(("a",), "k", {"v": 1})
+    assert info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
     assert "cosine" in info.value.message
     wrong = TurnkitStore(vs, collection="mem", index={"dims": 2, "embed": lambda t: [[1.0, 0.0]] * len(t)})
     TurnkitStore(vs, collection="mem").put(("a",), "k", {"v": 1})
-    with pytest.raises(DimensionMismatchError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         wrong.get(("a",), "k")
+    assert exc_info.value.code == "E_VECTOR_STORE_DIMENSION_MISMATCH"
 
 
 # -- tenants ----------------------------------------------------------------------------------------
@@ -322,8 +325,9 @@ def test_tenants_never_reach_each_others_items(vs: VectorStore) -> None:
         lambda: store.list_namespaces(prefix=("*", "memories")),
         lambda: TurnkitStore(vs, collection="t2", tenant_depth=2).put(("alice",), "k", {"v": 1}),
     ):
-        with pytest.raises((InvalidQueryError, InvalidVectorRecordError)):
+        with pytest.raises(VectorStoreUsageError) as refused:
             call()
+        assert refused.value.code in ("E_VECTOR_STORE_INVALID_QUERY", "E_INVALID_VECTOR_RECORD")
     # The isolation is turnkit's guard, not the namespace text: a row carrying bob's namespace
     # but alice's tenant (written around the adapter) is invisible to bob.
     head = vs("t").where(condition("metadata.lg_tenant", "eq", '["alice"]')).get_sync()[0]
@@ -388,8 +392,9 @@ def test_ttl_expires_items_refreshes_on_read_and_sweeps(vs: VectorStore, clock: 
     store.put(("a",), "forever", {"v": 2}, ttl=1)  # a put replaces the TTL
     clock.advance(2)
     assert store.list_namespaces() == [("b",)]
-    with pytest.raises(InvalidVectorRecordError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         store.put(("a",), "k", {"v": 1}, ttl=-1)
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
 
 
 def test_list_namespaces_ops_with_both_conditions(store: TurnkitStore) -> None:

@@ -13,7 +13,10 @@ from llama_index.core.schema import NodeWithScore, TextNode
 import turnkit.integrations.llamaindex as adapter
 from turnkit.batteries.vector import VectorMatch, VectorStore
 from turnkit.integrations.llamaindex import TurnkitRetriever
-from turnkit.tools import ToolFailedError, create_vector_query_tool
+from turnkit.tools import (
+    ToolRuntimeError,
+    create_vector_query_tool,
+)
 
 from .conftest import QUESTION, TENANTS
 
@@ -53,8 +56,9 @@ async def test_query_engine_prompt_never_shows_the_guard(shared_store: VectorSto
 
 def test_failed_search_raises_with_the_code(shared_store: VectorStore) -> None:
     retriever = TurnkitRetriever(create_vector_query_tool(store=shared_store, collection="missing"))
-    with pytest.raises(ToolFailedError, match="E_VECTOR_STORE_COLLECTION_NOT_FOUND"):
+    with pytest.raises(ToolRuntimeError, match="E_VECTOR_STORE_COLLECTION_NOT_FOUND") as exc_info:
         retriever.retrieve("refund")
+    assert exc_info.value.code == "E_TOOL_FAILED"
 
 
 def test_with_no_options_the_retriever_gives_the_default_retrieval(

@@ -31,9 +31,8 @@ from llama_index.core.vector_stores.types import (
 from turnkit import InMemoryMessageStore, ScriptedModel, TurnRunner, TurnRunnerConfig
 from turnkit.batteries.vector import (
     HashEncoder,
-    InvalidQueryError,
-    InvalidVectorRecordError,
     VectorStore,
+    VectorStoreUsageError,
     create_vector_retrievable_callbacks,
     create_vector_store,
 )
@@ -171,11 +170,12 @@ def test_refused_and_served_query_modes(vs: VectorStore) -> None:
     ).retrieve("refunds within days")
     assert len(mmr) == 2
     for mode in ("svm", "logistic_regression", "linear_regression", "semantic_hybrid"):
-        with pytest.raises(InvalidQueryError, match="not supported") as refused:
+        with pytest.raises(VectorStoreUsageError, match="not supported") as refused:
             store.query(VectorStoreQuery(query_embedding=vector, mode=VectorStoreQueryMode(mode)))
         assert refused.value.code == "E_VECTOR_STORE_INVALID_QUERY" and "mmr" in (refused.value.hint or "")
-    with pytest.raises(InvalidQueryError, match="query_str"):
+    with pytest.raises(VectorStoreUsageError, match="query_str") as exc_info:
         store.query(VectorStoreQuery(query_embedding=vector, mode=VectorStoreQueryMode.HYBRID))
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
 
 
 # -- node round trip --------------------------------------------------------------------------------
@@ -228,8 +228,9 @@ def test_nodes_round_trip_with_relationships(round_trip_store: TurnkitVectorStor
 
 def test_flat_metadata_refuses_nested_values(vs: VectorStore) -> None:
     store = TurnkitVectorStore(vs, collection="flat", flat_metadata=True)
-    with pytest.raises(InvalidVectorRecordError, match="flat_metadata=False"):
+    with pytest.raises(VectorStoreUsageError, match="flat_metadata=False") as exc_info:
         store.add([TextNode(id_="n", text="t", metadata={"tags": ["a"]}, embedding=[1.0, 0.0])])
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
 
 
 # -- trust: what the agent wrote comes back as untrusted --------------------------------------------

@@ -15,7 +15,12 @@ from agents.testing import ScriptedModel, assistant_message
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from turnkit import InvalidMessageError, InvalidTurnContextError, Message, TurnRunner, TurnRunnerConfig
+from turnkit import (
+    Message,
+    TurnRunner,
+    TurnRunnerConfig,
+    UsageError,
+)
 from turnkit import ScriptedModel as TurnkitModel
 from turnkit._aio import run_sync
 from turnkit.batteries.vector import HashEncoder, create_vector_message_store, create_vector_store
@@ -107,10 +112,12 @@ def test_answers_as_sqlite_session_does(ops: list[tuple[str, Any]], settings_lim
 def test_is_an_agents_sdk_session() -> None:
     session = TurnkitSession("s", HISTORY)
     assert isinstance(session, Session) and session.session_settings is None
-    with pytest.raises(InvalidTurnContextError):
+    with pytest.raises(UsageError) as exc_info:
         TurnkitSession("", HISTORY)
-    with pytest.raises(InvalidMessageError):
+    assert exc_info.value.code == "E_INVALID_TURN_CONTEXT"
+    with pytest.raises(UsageError) as exc_info:
         run_sync(session.add_items(["not an item"]))  # type: ignore[list-item]
+    assert exc_info.value.code == "E_INVALID_MESSAGE"
 
 
 async def test_the_runner_remembers_across_turns_and_restarts(tmp_path: Any) -> None:

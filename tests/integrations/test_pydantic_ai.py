@@ -190,12 +190,13 @@ def test_retrieval_instructions_render_tiers(shared_store: VectorStore) -> None:
 
 
 def test_retrieval_instructions_refuse_a_misconfigured_tool(shared_store: VectorStore) -> None:
-    from turnkit.tools import ToolFailedError
+    from turnkit.tools import ToolRuntimeError
 
     tool = create_vector_query_tool(store=shared_store, collection="missing")
     agent = Agent(TestModel(), instructions=retrieval_instructions(tool, trust_tier="first-party"))
-    with pytest.raises(ToolFailedError, match="E_VECTOR_STORE_COLLECTION_NOT_FOUND"):
+    with pytest.raises(ToolRuntimeError, match="E_VECTOR_STORE_COLLECTION_NOT_FOUND") as exc_info:
         agent.run_sync("refund")
+    assert exc_info.value.code == "E_TOOL_FAILED"
 
 
 def test_a_run_whose_schema_cannot_be_read_gets_no_tool(

@@ -18,7 +18,11 @@ import mcp
 import pytest
 from mcp import StdioServerParameters
 
-from turnkit.mcp import DEFAULT_READ_CONSISTENCY_INTERVAL, InvalidMCPServerConfigError, create_mcp_server
+from turnkit.mcp import (
+    DEFAULT_READ_CONSISTENCY_INTERVAL,
+    MCPUsageError,
+    create_mcp_server,
+)
 
 from .conftest import free_port, start_http, stop
 
@@ -133,10 +137,12 @@ async def test_the_bound_is_an_option_of_create_mcp_server(disk_store: Any) -> N
 def test_the_bound_is_checked(disk_store: Any) -> None:
     uri, vs = disk_store
     for bad in (-1, float("nan"), "soon", True):
-        with pytest.raises(InvalidMCPServerConfigError) as raised:
+        with pytest.raises(MCPUsageError) as raised:
             create_mcp_server(uri=uri, read_consistency_interval=bad)
+        assert raised.value.code == "E_INVALID_MCP_SERVER_CONFIG"
         assert raised.value.option == "read_consistency_interval"
-    with pytest.raises(InvalidMCPServerConfigError) as raised:  # a store brings its own
+    with pytest.raises(MCPUsageError) as raised:  # a store brings its own
         create_mcp_server(vs, read_consistency_interval=5)
+    assert raised.value.code == "E_INVALID_MCP_SERVER_CONFIG"
     assert "create_vector_store" in raised.value.hint
     assert create_mcp_server(vs, read_consistency_interval=DEFAULT_READ_CONSISTENCY_INTERVAL)

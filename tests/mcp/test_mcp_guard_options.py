@@ -10,7 +10,10 @@ import pytest
 from mcp import StdioServerParameters
 
 from turnkit.batteries.vector import FunctionEncoder, create_vector_store
-from turnkit.mcp import InvalidMCPServerConfigError, create_mcp_server
+from turnkit.mcp import (
+    MCPUsageError,
+    create_mcp_server,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -86,8 +89,9 @@ def test_a_missing_collection_is_refused(disk_store):
     uri, _ = disk_store
     proc = _module("--uri", uri, "--collection", "zz")
     assert proc.returncode == 2 and "No collection 'zz'" in proc.stderr and "kb" in proc.stderr
-    with pytest.raises(InvalidMCPServerConfigError, match="No collection 'zz'"):
+    with pytest.raises(MCPUsageError, match="No collection 'zz'") as exc_info:
         create_mcp_server(uri=uri, collections=["kb", "zz"])
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
 
 
 async def test_a_failing_encoder_keeps_its_code_and_hides_its_message():

@@ -8,8 +8,9 @@ from mcp import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 
 from turnkit.batteries.vector import HashEncoder, condition, create_vector_store
-from turnkit.mcp import InvalidMCPServerConfigError, create_mcp_server
+from turnkit.mcp import create_mcp_server
 from turnkit.mcp._encoders import spec_encoder
+from turnkit.mcp._errors import MCPUsageError
 from turnkit.mcp._tools import READ_ONLY_ANNOTATIONS, WRITE_ANNOTATIONS
 
 pytestmark = pytest.mark.anyio
@@ -242,21 +243,28 @@ async def test_several_collections_take_a_collection_argument(disk_store):
 
 def test_server_configuration_errors(disk_store, mem_store):
     uri, _ = disk_store
-    with pytest.raises(InvalidMCPServerConfigError):
+    with pytest.raises(MCPUsageError) as exc_info:
         create_mcp_server()
-    with pytest.raises(InvalidMCPServerConfigError):
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
+    with pytest.raises(MCPUsageError) as exc_info:
         create_mcp_server(mem_store, uri=uri)
-    with pytest.raises(InvalidMCPServerConfigError):
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
+    with pytest.raises(MCPUsageError) as exc_info:
         create_mcp_server(mem_store, encoder="hash")
-    with pytest.raises(InvalidMCPServerConfigError):
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
+    with pytest.raises(MCPUsageError) as exc_info:
         create_mcp_server(uri=uri, encoder="bert")
-    with pytest.raises(InvalidMCPServerConfigError):
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
+    with pytest.raises(MCPUsageError) as exc_info:
         create_mcp_server(uri=uri, collections=[])
-    with pytest.raises(InvalidMCPServerConfigError, match="No database at"):
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
+    with pytest.raises(MCPUsageError, match="No database at") as exc_info:
         create_mcp_server(uri=uri + "-missing")
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
     create_vector_store(uri=uri + "-empty").list_collections_sync()  # an existing, empty database
-    with pytest.raises(InvalidMCPServerConfigError, match="no collections"):
+    with pytest.raises(MCPUsageError, match="no collections") as exc_info:
         create_mcp_server(uri=uri + "-empty")
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
     assert spec_encoder("hash:32").dimension == 32
     assert isinstance(spec_encoder("HASH"), HashEncoder)
     assert READ_ONLY_ANNOTATIONS.read_only_hint and WRITE_ANNOTATIONS.destructive_hint

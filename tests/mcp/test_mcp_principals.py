@@ -8,14 +8,13 @@ import pytest
 
 from turnkit.mcp import (
     HttpLimits,
-    InvalidMCPServerConfigError,
-    MCPInsecureBindError,
+    MCPUsageError,
     create_mcp_server,
     load_principals,
 )
 from turnkit.mcp._auth import TokenVerifier
 from turnkit.mcp._http import allowed_hosts, check_bind
-from turnkit.tools import InvalidToolConfigError
+from turnkit.tools import ToolUsageError
 
 pytestmark = pytest.mark.anyio
 TOKEN = "a-token-of-sufficient-length"
@@ -34,8 +33,9 @@ async def test_a_call_without_a_known_principal_is_refused(mem_store):
 
 def test_principal_guards_are_checked(mem_store):
     for bad in ({}, {"": None}, {"acme": {}}, ["acme"]):
-        with pytest.raises((InvalidMCPServerConfigError, InvalidToolConfigError)):
+        with pytest.raises((MCPUsageError, ToolUsageError)) as refused:
             create_mcp_server(mem_store, collections="kb", principal_guards=bad)
+        assert refused.value.code in ("E_INVALID_MCP_SERVER_CONFIG", "E_INVALID_TOOL_CONFIG")
 
 
 async def test_tokens_files_in_json_and_toml(tmp_path):
@@ -72,20 +72,22 @@ async def test_tokens_files_in_json_and_toml(tmp_path):
 def test_bad_tokens_files_are_refused(tmp_path, content):
     path = tmp_path / "t.json"
     path.write_text(content)
-    with pytest.raises(InvalidMCPServerConfigError) as info:
+    with pytest.raises(MCPUsageError) as info:
         load_principals(None, path)
     assert info.value.code == "E_INVALID_MCP_SERVER_CONFIG" and info.value.hint
 
 
 def test_a_missing_tokens_file_is_refused(tmp_path):
-    with pytest.raises(InvalidMCPServerConfigError, match="cannot be read"):
+    with pytest.raises(MCPUsageError, match="cannot be read") as exc_info:
         load_principals(None, tmp_path / "nope.json")
+    assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
 
 
 def test_binding_beyond_loopback_needs_a_token_or_an_explicit_opt_out(caplog):
     for host in ("0.0.0.0", "::", "10.1.2.3", "kb.example.com"):
-        with pytest.raises(MCPInsecureBindError):
+        with pytest.raises(MCPUsageError) as exc_info:
             check_bind(host, authenticated=False, insecure_no_auth=False)
+        assert exc_info.value.code == "E_MCP_INSECURE_BIND"
         check_bind(host, authenticated=True, insecure_no_auth=False)
     for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
         check_bind(host, authenticated=False, insecure_no_auth=False)
@@ -102,8 +104,9 @@ def test_allowed_hosts_cover_loopback_the_bind_host_and_extras():
     assert "https://kb.example.com:*" in settings.allowed_origins
     assert not any(h.startswith("0.0.0.0") for h in allowed_hosts("0.0.0.0").allowed_hosts)
     for bad in ("*", "a b", "http://x/"):
-        with pytest.raises(InvalidMCPServerConfigError):
+        with pytest.raises(MCPUsageError) as exc_info:
             allowed_hosts("127.0.0.1", [bad])
+        assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
 
 
 def test_http_limits_are_checked():
@@ -114,8 +117,9 @@ def test_http_limits_are_checked():
         {"uninitialized_timeout": -1},
         {"max_sessions": 4, "max_sessions_per_client": 5},
     ):
-        with pytest.raises(InvalidMCPServerConfigError):
+        with pytest.raises(MCPUsageError) as exc_info:
             HttpLimits(**bad)
+        assert exc_info.value.code == "E_INVALID_MCP_SERVER_CONFIG"
 
 
 @pytest.mark.parametrize("cap", [1, 5, 70_000])

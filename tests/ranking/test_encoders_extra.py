@@ -15,11 +15,11 @@ import pytest
 
 from turnkit.batteries.vector import (
     Encoder,
-    EncoderFailedError,
-    InvalidVectorStoreConfigError,
     MiniLMEncoder,
     OpenAIEmbeddingEncoder,
     SentenceTransformerEncoder,
+    VectorStoreRuntimeError,
+    VectorStoreUsageError,
     create_vector_store,
     encode_texts,
 )
@@ -103,16 +103,19 @@ async def test_openai_embeddings_batches_and_orders_by_index(server: str) -> Non
 async def test_openai_embeddings_errors_are_encoder_failures(server: str) -> None:
     enc = OpenAIEmbeddingEncoder("emb-1", dimension=4, base_url=server, send_dimensions=True)
     _Embeddings.mode = "error"
-    with pytest.raises(EncoderFailedError) as info:
+    with pytest.raises(VectorStoreRuntimeError) as info:
         await encode_texts(enc, ["a"], "query")
+    assert info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
     assert info.value.status == 429 and "slow down" in info.value.message
     _Embeddings.mode = "short"
-    with pytest.raises(EncoderFailedError, match="shape"):
+    with pytest.raises(VectorStoreRuntimeError, match="shape") as exc_info:
         await encode_texts(enc, ["a"], "query")
+    assert exc_info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
     assert _Embeddings.requests[-1]["dimensions"] == 4
     closed = OpenAIEmbeddingEncoder("m", dimension=4, base_url="http://127.0.0.1:9/v1", timeout=2)
-    with pytest.raises(EncoderFailedError, match="Could not reach"):
+    with pytest.raises(VectorStoreRuntimeError, match="Could not reach") as exc_info:
         await encode_texts(closed, ["a"], "query")
+    assert exc_info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
 
 
 def test_openai_embeddings_in_a_store(server: str, collection: str) -> None:
@@ -131,19 +134,20 @@ def test_openai_embeddings_validates_its_arguments() -> None:
         {"dimension": 4, "base_url": "file:///etc"},
         {"dimension": 4, "batch_size": 0},
     ):
-        with pytest.raises(InvalidVectorStoreConfigError):
+        with pytest.raises(VectorStoreUsageError) as exc_info:
             OpenAIEmbeddingEncoder("m", **kwargs)  # type: ignore[arg-type]
+        assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
 
 
 def test_sentence_transformers_encoder_says_which_extra_is_missing() -> None:
     # Run where the package cannot be imported, whether or not it is installed here.
     code = (
         "import sys; sys.modules['sentence_transformers'] = None\n"
-        "from turnkit.batteries.vector import DriverUnavailableError, SentenceTransformerEncoder\n"
+        "from turnkit.batteries.vector import SentenceTransformerEncoder, VectorStoreRuntimeError\n"
         "enc = SentenceTransformerEncoder('/nonexistent/model', dimension=384)\n"
         "assert enc.dimension == 384 and enc.name == 'sentence-transformers:/nonexistent/model'\n"
         "try:\n    enc.encode(['x'], kind='query')\n"
-        "except DriverUnavailableError as exc:\n    print(exc.code, exc.hint)\n"
+        "except VectorStoreRuntimeError as exc:\n    print(exc.code, exc.hint)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "E_VECTOR_STORE_DRIVER_UNAVAILABLE"

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from turnkit.batteries.vector import InvalidQueryError, QueryBuilder, VectorStore, create_vector_store
+from turnkit.batteries.vector import (
+    QueryBuilder,
+    VectorStore,
+    VectorStoreUsageError,
+    create_vector_store,
+)
 
 # Vectors chosen so the dense order is the reverse of the lexical order for the query "quasar telescope".
 DOCS = [
@@ -105,18 +110,24 @@ def test_query_syntax_characters_are_plain_text(vs: VectorStore, collection: str
 
 def test_builder_validates_hybrid_and_diversify(q: QueryBuilder, vs: VectorStore) -> None:
     for bad in (-0.1, 1.5, True, "0.5"):
-        with pytest.raises(InvalidQueryError):
+        with pytest.raises(VectorStoreUsageError) as exc_info:
             q.hybrid(bad)  # type: ignore[arg-type]
-    with pytest.raises(InvalidQueryError):
+        assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         q.hybrid(fusion="max")  # type: ignore[arg-type]
-    with pytest.raises(InvalidQueryError):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         q.hybrid(rrf_k=0)
-    with pytest.raises(InvalidQueryError):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         q.diversify(2.0)
-    with pytest.raises(InvalidQueryError, match="hybrid\\(text"):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError, match="hybrid\\(text") as exc_info:
         q.hybrid().search_sync()
-    with pytest.raises(InvalidQueryError, match="near_text"):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError, match="near_text") as exc_info:
         vs("c").select("id").hybrid().search_sync()
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
     spec = q.hybrid(0.3, fusion="linear", text="t").diversify(0.7, fetch_k=9).spec.to_dict()
     assert spec["hybrid"] == {"alpha": 0.3, "fusion": "linear", "rrf_k": 60, "text": "t", "candidates": None}
     assert spec["mmr"] == {"lambda_mult": 0.7, "fetch_k": 9}

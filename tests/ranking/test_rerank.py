@@ -14,10 +14,10 @@ from turnkit.batteries.vector import (
     InvalidRankingConfigError,
     LLMJudge,
     RerankedMatch,
-    RerankFailedError,
     RerankOptions,
     VectorMatch,
     VectorStore,
+    VectorStoreRuntimeError,
     rerank,
     rerank_search,
     rerank_sync,
@@ -119,7 +119,7 @@ def test_scorer_failure_raises_or_falls_back() -> None:
         def score(self, query, passages):
             raise ModelError("down")
 
-    with pytest.raises(RerankFailedError) as info:
+    with pytest.raises(VectorStoreRuntimeError) as info:
         rerank_sync("q", POOL, scorer=Broken())
     assert info.value.code == "E_VECTOR_RERANK_FAILED"
     out = rerank_sync("q", POOL, RerankOptions(on_error="fallback", top_k=8), scorer=Broken())

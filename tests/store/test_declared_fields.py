@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
-    InvalidVectorRecordError,
-    InvalidVectorStoreConfigError,
+    VectorStoreUsageError,
     create_vector_store,
 )
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -165,28 +164,33 @@ def test_declaring_on_a_collection_with_rows_migrates_it() -> None:
     assert vs("m").get_sync(["r3"])[0].metadata == {"s": "b", "n": 3, "t": ["x"]}
     # Idempotent; a new type for the same key is refused.
     assert vs.declare_fields_sync("m", {"s": str}).fields == info.fields
-    with pytest.raises(InvalidVectorStoreConfigError, match="cannot become"):
+    with pytest.raises(VectorStoreUsageError, match="cannot become") as exc_info:
         vs.declare_fields_sync("m", {"s": int})
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
 
 
 def test_a_row_of_another_type_refuses_the_declaration_and_changes_nothing() -> None:
     vs = _store()
     vs("w").upsert_sync(_records([{"year": 2020}, {"year": "2021"}]))
     version = vs.collection_info_sync("w").version
-    with pytest.raises(InvalidVectorRecordError, match=r"id 'r1'.*metadata\.year is a declared int field"):
+    with pytest.raises(
+        VectorStoreUsageError, match=r"id 'r1'.*metadata\.year is a declared int field"
+    ) as exc_info:
         vs.declare_fields_sync("w", {"year": int})
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     info = vs.collection_info_sync("w")
     assert (info.fields, info.version) == ({}, version)
 
 
 def test_writes_refuse_a_value_of_another_type_naming_the_record() -> None:
     vs = _store(fields={"tenant": str, "n": int})
-    with pytest.raises(InvalidVectorRecordError) as caught:
+    with pytest.raises(VectorStoreUsageError) as caught:
         vs("v").upsert_sync(_records([{"tenant": "A"}, {"tenant": 7}]))
     assert caught.value.code == "E_INVALID_VECTOR_RECORD"
     assert "id 'r1'" in str(caught.value) and "metadata.tenant" in str(caught.value)
-    with pytest.raises(InvalidVectorRecordError, match="larger than 2"):
+    with pytest.raises(VectorStoreUsageError, match="larger than 2") as exc_info:
         vs("v").upsert_sync(_records([{"n": 2**60}]))
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     assert not vs.has_collection_sync("v")  # a refused first batch creates nothing
 
 
@@ -203,8 +207,9 @@ def test_writes_refuse_a_value_of_another_type_naming_the_record() -> None:
     ],
 )
 def test_bad_declarations_are_refused(fields: dict[str, Any], match: str) -> None:
-    with pytest.raises(InvalidVectorStoreConfigError, match=match):
+    with pytest.raises(VectorStoreUsageError, match=match) as exc_info:
         create_vector_store(uri="memory://", fields=fields)
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
 
 
 def test_a_declaration_by_another_process_reaches_this_processs_writes(tmp_path: Path) -> None:
@@ -241,7 +246,7 @@ def test_int_fields_compare_with_numbers_beyond_2_53_as_evaluate_does(op: str, v
 
 def test_fragments_written_before_a_declaration_are_refused_at_commit(tmp_path: Path) -> None:
     pytest.importorskip("lance")
-    from turnkit.batteries.vector import UpsertFailedError
+    from turnkit.batteries.vector import VectorStoreRuntimeError
     from turnkit.batteries.vector.store._fragments import commit_fragments_sync, write_fragments_sync
 
     vs = create_vector_store(uri=str(tmp_path / "db"), memory_cache=None, fields={"z": str})
@@ -249,8 +254,11 @@ def test_fragments_written_before_a_declaration_are_refused_at_commit(tmp_path: 
     before = write_fragments_sync(vs, "f", [{"id": "b", "vector": [0.3, 1.0], "metadata": {"late": "L"}}])
     vs.declare_fields_sync("f", {"late": str})
     # Committed, the fragment would read NULL in `late` while its JSON holds "L": the filter would miss it.
-    with pytest.raises(UpsertFailedError, match="gained the columns late .* after these fragments"):
+    with pytest.raises(
+        VectorStoreRuntimeError, match="gained the columns late .* after these fragments"
+    ) as exc_info:
         commit_fragments_sync(vs, "f", before)
+    assert exc_info.value.code == "E_VECTOR_STORE_UPSERT_FAILED"
     assert vs("f").count_sync() == 1
     after = write_fragments_sync(vs, "f", [{"id": "b", "vector": [0.3, 1.0], "metadata": {"late": "L"}}])
     assert commit_fragments_sync(vs, "f", after) == 1

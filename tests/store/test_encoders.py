@@ -6,9 +6,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
-    EncoderFailedError,
     FunctionEncoder,
     HashEncoder,
+    VectorStoreRuntimeError,
     WordLlamaEncoder,
     encode_texts,
 )
@@ -25,18 +25,20 @@ def test_hash_encoder_is_deterministic_and_normalized():
 
 def test_encode_texts_checks_shape_and_values():
     bad_shape = FunctionEncoder(lambda texts, kind: np.zeros((len(texts), 3)), name="bad", dimension=4)
-    with pytest.raises(EncoderFailedError):
+    with pytest.raises(VectorStoreRuntimeError) as exc_info:
         asyncio.run(encode_texts(bad_shape, ["a"], "query"))
+    assert exc_info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
     nan = FunctionEncoder(lambda texts, kind: np.full((len(texts), 2), np.nan), name="nan", dimension=2)
-    with pytest.raises(EncoderFailedError) as info:
+    with pytest.raises(VectorStoreRuntimeError) as info:
         asyncio.run(encode_texts(nan, ["a"], "query"))
     assert info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
 
     def boom(texts, kind):
         raise RuntimeError("model offline")
 
-    with pytest.raises(EncoderFailedError, match="model offline"):
+    with pytest.raises(VectorStoreRuntimeError, match="model offline") as exc_info:
         asyncio.run(encode_texts(FunctionEncoder(boom, name="boom", dimension=2), ["a"], "query"))
+    assert exc_info.value.code == "E_VECTOR_STORE_ENCODER_FAILED"
 
 
 def test_wordllama_is_offline_and_semantic():

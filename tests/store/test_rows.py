@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
     HashEncoder,
-    InvalidQueryError,
-    InvalidVectorRecordError,
     VectorStore,
+    VectorStoreUsageError,
     create_vector_store,
 )
 
@@ -156,22 +155,26 @@ def test_a_vector_beyond_float32_is_refused_without_a_numpy_warning() -> None:
     vs("c").upsert_sync([{"id": "a", "vector": [1.0, 0, 0, 0]}])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(InvalidVectorRecordError, match="too large for float32") as info:
+        with pytest.raises(VectorStoreUsageError, match="too large for float32") as info:
             vs("c").upsert_sync(
                 [{"id": "ok", "vector": [1.0, 0, 0, 0]}, {"id": "big", "vector": [1e39, 0, 0, 0]}]
             )
     assert caught == []
     assert info.value.code == "E_INVALID_VECTOR_RECORD" and info.value.context["index"] == 1
-    with pytest.raises(InvalidVectorRecordError, match="NaN or infinity"):
+    with pytest.raises(VectorStoreUsageError, match="NaN or infinity") as exc_info:
         vs("c").upsert_sync([{"id": "n", "vector": [float("inf"), 0, 0, 0]}])
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     assert vs("c").count_sync() == 1
 
 
 def test_iter_rows_refuses_what_it_would_ignore() -> None:
     vs = create_vector_store(uri="memory://", encoder=HashEncoder(8))
-    with pytest.raises(InvalidQueryError, match="limit/offset"):
+    with pytest.raises(VectorStoreUsageError, match="limit/offset") as exc_info:
         vs("c").limit(5).iter_rows_sync()
-    with pytest.raises(InvalidQueryError, match="near clause"):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError, match="near clause") as exc_info:
         vs("c").near_text("x").iter_rows()
-    with pytest.raises(InvalidQueryError, match="page_size"):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError, match="page_size") as exc_info:
         vs("c").iter_rows_sync(page_size=0)
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"

@@ -11,23 +11,15 @@ import pytest
 
 from turnkit import TurnkitError
 from turnkit.batteries.vector import (
-    CollectionExistsError,
     CollectionNotFoundError,
-    DimensionMismatchError,
-    EncoderMismatchError,
     EncoderRequiredError,
     FunctionEncoder,
     HashEncoder,
-    InvalidCollectionNameError,
     InvalidFilterError,
-    InvalidQueryError,
-    InvalidVectorRecordError,
-    InvalidVectorStoreConfigError,
-    QueryConflictError,
     RecordNotFoundError,
     UnknownFieldError,
-    UnsafeDeleteError,
     VectorMatch,
+    VectorStoreUsageError,
     create_vector_store,
 )
 from turnkit.batteries.vector.store._catalog import drop
@@ -109,11 +101,12 @@ def test_builder_is_immutable_and_reusable(vs, collection):
 
 def test_near_clauses_are_exclusive(vs, collection):
     q = vs(collection).near_text("x")
-    with pytest.raises(QueryConflictError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         q.near_vector([0.1] * 256)
     assert info.value.code == "E_VECTOR_STORE_QUERY_CONFLICT"
-    with pytest.raises(QueryConflictError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         vs(collection).near_id("a").near_text("x")
+    assert exc_info.value.code == "E_VECTOR_STORE_QUERY_CONFLICT"
 
 
 @pytest.mark.parametrize(
@@ -132,7 +125,7 @@ def test_near_clauses_are_exclusive(vs, collection):
     ],
 )
 def test_options_are_validated_at_the_call(vs, collection, call, arg):
-    with pytest.raises(InvalidQueryError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         getattr(vs(collection), call)(arg)
     assert info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
 
@@ -196,7 +189,7 @@ def test_async_encoder_is_awaited(tmp_path, collection):
 def test_invalid_records_write_nothing(vs, collection, records, index, fragment):
     vs(collection).upsert_sync(DOCS)
     before = vs(collection).select("*").limit(100).search_sync()
-    with pytest.raises(InvalidVectorRecordError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         vs(collection).upsert_sync(records)
     assert info.value.code == "E_INVALID_VECTOR_RECORD"
     assert info.value.index == index
@@ -206,17 +199,18 @@ def test_invalid_records_write_nothing(vs, collection, records, index, fragment)
 
 def test_wrong_dimension_is_rejected(vs, collection):
     vs(collection).upsert_sync(DOCS)
-    with pytest.raises(DimensionMismatchError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         vs(collection).upsert_sync([{"id": "v", "vector": [0.1, 0.2]}])
     assert info.value.index == 0 and info.value.code == "E_VECTOR_STORE_DIMENSION_MISMATCH"
-    with pytest.raises(DimensionMismatchError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         vs(collection).near_vector([0.1, 0.2]).select("id").search_sync()
+    assert exc_info.value.code == "E_VECTOR_STORE_DIMENSION_MISMATCH"
     assert vs(collection).count_sync() == 5
 
 
 def test_delete_needs_a_filter_or_consent(vs, collection):
     vs(collection).upsert_sync(DOCS)
-    with pytest.raises(UnsafeDeleteError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         vs(collection).delete_sync()
     assert info.value.code == "E_VECTOR_STORE_UNSAFE_DELETE"
     assert vs(collection).count_sync() == 5
@@ -297,8 +291,9 @@ def test_collection_management(tmp_path):
     assert store.list_collections_sync() == []
     info = store.create_collection_sync("docs")
     assert (info.dimension, info.metric, info.encoder, info.rows) == (16, "cosine", "turnkit-hash-16", 0)
-    with pytest.raises(CollectionExistsError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         store.create_collection_sync("docs")
+    assert exc_info.value.code == "E_VECTOR_STORE_COLLECTION_EXISTS"
     store.create_collection_sync("docs", exist_ok=True)
     store.create_collection_sync("raw", dimension=3, metric="l2")
     assert store.list_collections_sync() == ["docs", "raw"]
@@ -310,8 +305,9 @@ def test_collection_management(tmp_path):
     with pytest.raises(CollectionNotFoundError) as info:
         store("nope").near_text("x").select("id").search_sync()
     assert info.value.code == "E_VECTOR_STORE_COLLECTION_NOT_FOUND"
-    with pytest.raises(InvalidCollectionNameError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         store("bad name/with slash")
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_COLLECTION_NAME"
 
 
 def test_metadata_survives_a_new_process_handle(tmp_path):
@@ -322,7 +318,7 @@ def test_metadata_survives_a_new_process_handle(tmp_path):
     assert (info.metric, info.dimension, info.encoder, info.rows) == ("dot", 16, "turnkit-hash-16", 5)
     assert b("docs").near_text("red car").select("id").limit(1).search_sync()[0].id == "car"
     c = create_vector_store(uri=str(tmp_path), encoder=HashEncoder(32))
-    with pytest.raises(EncoderMismatchError) as info2:
+    with pytest.raises(VectorStoreUsageError) as info2:
         c("docs").near_text("car").select("id").search_sync()
     assert info2.value.code == "E_VECTOR_STORE_ENCODER_MISMATCH"
 
@@ -374,12 +370,15 @@ def test_concurrent_upserts_of_a_new_id_leave_one_row_gather(vs, collection):
 
 
 def test_store_options_are_validated():
-    with pytest.raises(InvalidVectorStoreConfigError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         create_vector_store(uri="memory://", metric="hamming-ish")
-    with pytest.raises(InvalidVectorStoreConfigError):
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         create_vector_store(uri="memory://", encoder=object())
-    with pytest.raises(InvalidVectorStoreConfigError):
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         create_vector_store(uri="")
+    assert exc_info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
 
 
 def test_errors_are_turnkit_errors_with_codes_and_pickle(vs, collection):
@@ -413,8 +412,9 @@ def test_get_reads_long_id_lists_in_chunks(mem_vs, collection):
 @pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 10**400, {"deep": [1, 2**70]}])
 def test_integers_lancedb_cannot_keep_are_rejected(vs, collection, docs, value):
     vs(collection).upsert_sync(docs)
-    with pytest.raises(InvalidVectorRecordError, match="64 bits") as info:
+    with pytest.raises(VectorStoreUsageError, match="64 bits") as info:
         vs(collection).upsert_sync([{"id": "big", "document": "x", "metadata": {"n": value}}])
+    assert info.value.code == "E_INVALID_VECTOR_RECORD"
     assert info.value.index == 0
     assert vs(collection).count_sync() == len(docs)
 
@@ -432,8 +432,9 @@ def test_a_raw_filter_with_a_bad_json_path_is_a_filter_error(vs, collection, doc
 
 
 def test_nested_non_string_keys_are_rejected_not_silently_renamed(vs, collection):
-    with pytest.raises(InvalidVectorRecordError, match="keys must be strings") as info:
+    with pytest.raises(VectorStoreUsageError, match="keys must be strings") as info:
         vs(collection).upsert_sync([{"id": "k", "document": "x", "metadata": {"a": [{"b": {1: "x"}}]}}])
+    assert info.value.code == "E_INVALID_VECTOR_RECORD"
     assert "metadata.a[0].b" in str(info.value)
 
 
@@ -449,8 +450,9 @@ def test_nested_non_string_keys_are_rejected_not_silently_renamed(vs, collection
 )
 def test_a_filter_that_matches_everything_needs_consent_to_delete(vs, collection, docs, narrow):
     vs(collection).upsert_sync(docs)
-    with pytest.raises(UnsafeDeleteError, match="matches every record"):
+    with pytest.raises(VectorStoreUsageError, match="matches every record") as exc_info:
         narrow(vs(collection)).delete_sync()
+    assert exc_info.value.code == "E_VECTOR_STORE_UNSAFE_DELETE"
     assert vs(collection).count_sync() == len(docs)
     assert narrow(vs(collection)).delete_sync(all=True) == len(docs)
 
@@ -514,8 +516,9 @@ def test_a_handle_opened_while_another_store_drops_the_collection_is_not_kept(tm
     ],
 )
 def test_bad_records_leave_no_collection_behind(vs, collection, record, fragment):
-    with pytest.raises(InvalidVectorRecordError, match=fragment):
+    with pytest.raises(VectorStoreUsageError, match=fragment) as exc_info:
         vs(collection).upsert_sync([record])
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     assert collection not in vs.list_collections_sync()
 
 
@@ -527,10 +530,12 @@ def test_zero_vectors_are_fine_under_l2(tmp_path, collection):
 
 def test_options_without_a_near_clause_are_refused(vs, collection, docs):
     vs(collection).upsert_sync(docs)
-    with pytest.raises(InvalidQueryError, match="min_score"):
+    with pytest.raises(VectorStoreUsageError, match="min_score") as exc_info:
         vs(collection).select("id").min_score(0.1).search_sync()
-    with pytest.raises(InvalidQueryError, match="ef"):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError, match="ef") as exc_info:
         vs(collection).select("id").ef(64).search_sync()
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
 
 
 def test_encoder_is_recorded_only_for_its_own_dimension(tmp_path, collection):
@@ -578,15 +583,17 @@ def test_updates_replace_created_at_unless_it_is_given(vs, collection):
 )
 def test_delete_refuses_what_would_not_narrow_it(vs, collection, docs, build):
     vs(collection).upsert_sync(docs)
-    with pytest.raises(InvalidQueryError, match="would be ignored"):
+    with pytest.raises(VectorStoreUsageError, match="would be ignored") as exc_info:
         build(vs(collection)).delete_sync()
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
     assert vs(collection).count_sync() == len(docs)
 
 
 def test_count_refuses_a_near_clause(vs, collection, docs):
     vs(collection).upsert_sync(docs)
-    with pytest.raises(InvalidQueryError, match="near clause"):
+    with pytest.raises(VectorStoreUsageError, match="near clause") as exc_info:
         vs(collection).near_text("cat").count_sync()
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
 
 
 def test_replace_swaps_a_documents_records_in_one_commit(vs, collection):
@@ -604,12 +611,15 @@ def test_replace_swaps_a_documents_records_in_one_commit(vs, collection):
 
 def test_replace_needs_a_narrowing_filter_and_checks_records_first(vs, collection, docs):
     vs(collection).upsert_sync(docs)
-    with pytest.raises(UnsafeDeleteError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         vs(collection).replace_sync([{"id": "x", "document": "y"}])
-    with pytest.raises(UnsafeDeleteError):
+    assert exc_info.value.code == "E_VECTOR_STORE_UNSAFE_DELETE"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         vs(collection).where({}).replace_sync([{"id": "x", "document": "y"}])
-    with pytest.raises(InvalidVectorRecordError):
+    assert exc_info.value.code == "E_VECTOR_STORE_UNSAFE_DELETE"
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         vs(collection).where("metadata.kind", "pet").replace_sync([{"id": "", "document": "y"}])
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     assert vs(collection).count_sync() == len(docs)
     assert vs(collection).where("metadata.kind", "pet").replace_sync([]).deleted == 2
     assert vs(collection).count_sync() == len(docs) - 2
@@ -625,5 +635,6 @@ def test_replace_needs_a_narrowing_filter_and_checks_records_first(vs, collectio
     ],
 )
 def test_metadata_that_json_would_change_is_refused(vs, collection, metadata, fragment):
-    with pytest.raises(InvalidVectorRecordError, match=re.escape(fragment)):
+    with pytest.raises(VectorStoreUsageError, match=re.escape(fragment)) as exc_info:
         vs(collection).upsert_sync([{"id": "m", "document": "x", "metadata": metadata}])
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"

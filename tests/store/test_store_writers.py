@@ -20,7 +20,7 @@ from tests._s3 import S3Server, create_gate, moto_available, s3_server
 from tests._writers import DIM, expected_ids, guarded_writer, table_ids, turnkit_writer
 from turnkit.batteries.vector import (
     AutoOptimize,
-    CollectionCorruptError,
+    VectorStoreRuntimeError,
     create_vector_store,
 )
 from turnkit.batteries.vector.filters._core import condition
@@ -197,12 +197,13 @@ def test_a_damaged_collection_is_an_error_and_never_written_over(tmp_path: Path)
     store("c").upsert_sync([{"id": f"r{i}", "vector": [1.0] * DIM} for i in range(30)])
     shutil.rmtree(tmp_path / "db" / "c.lance" / "_versions")
     fresh = create_vector_store(uri, auto_optimize=None)
-    with pytest.raises(CollectionCorruptError) as info:
+    with pytest.raises(VectorStoreRuntimeError) as info:
         fresh("c").upsert_sync([{"id": "new", "vector": [1.0] * DIM}])
     assert info.value.code == "E_VECTOR_STORE_COLLECTION_CORRUPT"
     assert info.value.hint
-    with pytest.raises(CollectionCorruptError):
+    with pytest.raises(VectorStoreRuntimeError) as exc_info:
         fresh("c").get_sync(["r1"])
+    assert exc_info.value.code == "E_VECTOR_STORE_COLLECTION_CORRUPT"
     assert not (tmp_path / "db" / "c.lance" / "_versions").exists()  # nothing created over it
 
 
@@ -233,14 +234,15 @@ def test_guarded_writers_in_two_processes_never_touch_each_others_rows(tmp_path:
 
 
 def test_a_record_outside_the_guard_is_refused(tmp_path: Path) -> None:
-    from turnkit.batteries.vector import InvalidVectorRecordError
+    from turnkit.batteries.vector import VectorStoreUsageError
 
     store = create_vector_store(str(tmp_path / "db"), auto_optimize=None)
-    with pytest.raises(InvalidVectorRecordError):
+    with pytest.raises(VectorStoreUsageError) as exc_info:
         store("g").upsert_sync(
             [{"id": "x", "vector": [1.0] * DIM, "metadata": {"tenant": "B"}}],
             guard=condition("metadata.tenant", "eq", "A"),
         )
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
 
 
 def test_background_optimize_with_several_stores_logs_no_failure(

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector import (
     FunctionEncoder,
-    InvalidQueryError,
-    InvalidVectorRecordError,
     VectorStore,
+    VectorStoreUsageError,
     condition,
     create_vector_store,
 )
@@ -106,8 +105,9 @@ def test_the_filter_narrows_and_searches_see_the_new_metadata() -> None:
     # A declared field is a column too: filters on it see the new value.
     assert vs("kb").update_metadata_sync({"r3": {"tenant": "globex"}}) == 1
     assert [m.id for m in vs("kb").where("metadata.tenant", "globex").get_sync()] == ["r3"]
-    with pytest.raises(InvalidVectorRecordError, match="tenant"):
+    with pytest.raises(VectorStoreUsageError, match="tenant") as exc_info:
         vs("kb").update_metadata_sync({"r0": {"tenant": 7}})
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     assert vs("kb").get_sync(["r0"])[0].metadata == {
         "tenant": "acme",
         "n": 0,
@@ -127,10 +127,12 @@ def test_a_guard_touches_only_the_rows_it_matches(tmp_path: Path) -> None:
     assert vs("kb").where(globex).get_sync(["r1"])[0].metadata == {"tenant": "globex"}
     assert vs("kb").where(globex).get_sync(["g2"])[0].metadata == {"tenant": "globex"}
 
-    with pytest.raises(InvalidVectorRecordError, match="outside the write guard"):
+    with pytest.raises(VectorStoreUsageError, match="outside the write guard") as exc_info:
         vs("kb").update_metadata_sync({"r1": {"tenant": "globex"}}, guard=acme)
-    with pytest.raises(InvalidVectorRecordError, match="outside the write guard"):
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
+    with pytest.raises(VectorStoreUsageError, match="outside the write guard") as exc_info:
         vs("kb").update_metadata_sync({"r1": {"other": 1}}, merge=False, guard=acme)
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
     assert vs("kb").where(acme).get_sync(["r1"])[0].metadata == {"tenant": "acme", "seen": True}
     assert vs.repair_sync("kb") == 0
     assert vs("kb").count_sync() == 3
@@ -150,15 +152,19 @@ def test_an_update_without_a_guard_reaches_the_unscoped_record(tmp_path: Path) -
 def test_bad_updates_are_refused_before_anything_is_written() -> None:
     vs = create_vector_store(uri="memory://")
     vs("c").upsert_sync([{"id": "a", "vector": [1.0, 0.0], "metadata": {"k": 1}}])
-    with pytest.raises(InvalidVectorRecordError, match="NaN") as info:
+    with pytest.raises(VectorStoreUsageError, match="NaN") as info:
         vs("c").update_metadata_sync({"a": {"k": 2}, "b": {"v": float("nan")}})
+    assert info.value.code == "E_INVALID_VECTOR_RECORD"
     assert info.value.context["index"] == 1
-    with pytest.raises(InvalidVectorRecordError, match="JSON object"):
+    with pytest.raises(VectorStoreUsageError, match="JSON object") as exc_info:
         vs("c").update_metadata_sync({"a": ["not", "a", "dict"]})  # type: ignore[dict-item]
-    with pytest.raises(InvalidQueryError, match="mapping of id to metadata"):
+    assert exc_info.value.code == "E_INVALID_VECTOR_RECORD"
+    with pytest.raises(VectorStoreUsageError, match="mapping of id to metadata") as exc_info:
         vs("c").update_metadata_sync([("a", {"k": 2})])  # type: ignore[arg-type]
-    with pytest.raises(InvalidQueryError, match="limit/offset"):
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
+    with pytest.raises(VectorStoreUsageError, match="limit/offset") as exc_info:
         vs("c").limit(3).update_metadata_sync({"a": {"k": 2}})
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY"
     assert vs("c").get_sync(["a"])[0].metadata == {"k": 1}
     assert vs("c").update_metadata_sync({"x" * 5000: {"k": 3}}) == 0
 

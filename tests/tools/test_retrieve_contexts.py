@@ -4,12 +4,9 @@ import pytest
 
 from turnkit.batteries.vector import InvalidFilterError
 from turnkit.tools import (
-    CollectionNotAllowedError,
-    InvalidToolConfigError,
-    InvalidToolInputError,
     RetrieveContextsRequest,
     RetrieveContextsResponse,
-    ToolOptionMissingError,
+    ToolUsageError,
     retrieve_contexts,
     retrieve_contexts_sync,
 )
@@ -59,8 +56,9 @@ def test_similarity_score_option(kb):
     dists = ask(store, request, collection=coll, settings=VECTOR_ONLY).contexts.contexts
     assert 1 >= sims[0].score >= sims[1].score >= 0
     assert sims[0].score == pytest.approx(1 - dists[0].score / 2, abs=1e-6)
-    with pytest.raises(InvalidToolConfigError):
+    with pytest.raises(ToolUsageError) as exc_info:
         ask(store, request, collection=coll, score="cosine")
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
 
 
 def test_camel_case_and_corpus_resource_names(kb):
@@ -122,16 +120,18 @@ def test_thresholds_are_strict_and_exclusive(kb):
     assert len(above) == len([s for s in sims if s > sims[1]])
     # 0.0 is a value, not "unset": it keeps nothing (no distance is below 0).
     assert with_filter(vector_distance_threshold=0.0).contexts.contexts == []
-    with pytest.raises(InvalidToolInputError, match="only one of"):
+    with pytest.raises(ToolUsageError, match="only one of") as exc_info:
         with_filter(vector_distance_threshold=1.0, vector_similarity_threshold=0.1)
+    assert exc_info.value.code == "E_TOOL_INVALID_INPUT"
     legacy = {**base, "vertex_rag_store": {"vector_distance_threshold": cut}}
     assert len(ask(store, legacy, collection=coll, settings=VECTOR_ONLY).contexts.contexts) == len(kept)
     both = {
         "query": {"text": "x", "rag_retrieval_config": {"filter": {"vector_distance_threshold": 1}}},
         "vertex_rag_store": {"vector_distance_threshold": 1},
     }
-    with pytest.raises(InvalidToolInputError, match="deprecated"):
+    with pytest.raises(ToolUsageError, match="deprecated") as exc_info:
         ask(store, both, collection=coll, settings=VECTOR_ONLY)
+    assert exc_info.value.code == "E_TOOL_INVALID_INPUT"
 
 
 def test_rag_file_ids_restrict_to_source_files(kb):
@@ -166,7 +166,7 @@ def test_rag_file_ids_restrict_to_source_files(kb):
 )
 def test_invalid_requests(kb, request_):
     store, coll = kb
-    with pytest.raises(InvalidToolInputError) as info:
+    with pytest.raises(ToolUsageError) as info:
         ask(store, request_, collection=coll)
     assert info.value.code == "E_TOOL_INVALID_INPUT" and info.value.hint
 
@@ -187,11 +187,13 @@ def test_top_k_default_and_clamp(kb):
 
 def test_collection_resolution_and_allow_list(kb):
     store, coll = kb
-    with pytest.raises(ToolOptionMissingError):
+    with pytest.raises(ToolUsageError) as exc_info:
         ask(store, {"query": {"text": "x"}})
+    assert exc_info.value.code == "E_TOOL_OPTION_MISSING"
     other = {"query": {"text": "x"}, "vertex_rag_store": {"rag_resources": [{"rag_corpus": "secret"}]}}
-    with pytest.raises(CollectionNotAllowedError) as info:
+    with pytest.raises(ToolUsageError) as info:
         ask(store, other, collection=coll, allowed_collections=[coll])
+    assert info.value.code == "E_TOOL_COLLECTION_NOT_ALLOWED"
     assert coll in info.value.hint
 
 
@@ -207,8 +209,9 @@ def test_async_form_and_schema(kb):
 
 def test_query_text_length_is_capped(kb):
     store, collection = kb
-    with pytest.raises(InvalidToolInputError, match="at most 50"):
+    with pytest.raises(ToolUsageError, match="at most 50") as exc_info:
         ask(store, {"query": {"text": "refund " * 20}}, collection=collection, limits={"max_query_chars": 50})
+    assert exc_info.value.code == "E_TOOL_INVALID_INPUT"
     assert texts(
         ask(
             store, {"query": {"text": "refund policy"}}, collection=collection, limits={"max_query_chars": 50}

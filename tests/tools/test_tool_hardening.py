@@ -8,7 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import And, HashEncoder, create_vector_store
-from turnkit.tools import InvalidToolConfigError, create_vector_query_tool
+from turnkit.tools import (
+    ToolUsageError,
+    create_vector_query_tool,
+)
 
 
 def run(tool, args, ctx=None):
@@ -34,8 +37,9 @@ def test_a_none_guard_in_the_request_context_is_refused(kb, enable_filter, creat
 
 def test_an_empty_guard_node_is_refused(kb):
     store, coll = kb
-    with pytest.raises(InvalidToolConfigError, match="empty"):
+    with pytest.raises(ToolUsageError, match="empty") as exc_info:
         create_vector_query_tool(store=store, collection=coll, guard=And(()))
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
     tool = create_vector_query_tool(store=store, collection=coll)
     result = run(tool, {"query_text": "refunds"}, {"filter": And(())})
     assert result.error.code == "E_INVALID_TOOL_CONFIG"
@@ -252,5 +256,6 @@ def test_query_text_length_is_capped(kb):
     long = run(tool, {"query_text": "refunds " * 20})
     assert long.error.code == "E_TOOL_INVALID_INPUT" and long.error.kind == "invalid_input"
     assert "100" in long.error.message
-    with pytest.raises(InvalidToolConfigError):
+    with pytest.raises(ToolUsageError) as exc_info:
         create_vector_query_tool(store=store, collection=coll, limits={"max_query_chars": 0})
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"

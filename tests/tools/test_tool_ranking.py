@@ -18,9 +18,7 @@ from turnkit.batteries.vector import (
 )
 from turnkit.batteries.vector.ranking._scorers import _minilm_installed
 from turnkit.tools import (
-    InvalidToolConfigError,
-    InvalidToolInputError,
-    UnknownModelError,
+    ToolUsageError,
     create_vector_query_tool,
     retrieve_contexts_sync,
 )
@@ -75,15 +73,17 @@ def test_rerank_settings_reuse_the_battery_weights_and_never_merge_defaults(kb):
         collection=coll,
         settings={"rerank": {"weights": {"semantic": 0.7, "vector": 0.2, "position": 0.1}}},
     )
-    with pytest.raises(InvalidToolConfigError, match="never merged") as missing:
+    with pytest.raises(ToolUsageError, match="never merged") as missing:
         make(store=store, collection=coll, settings={"rerank": {"weights": {"semantic": 0.5, "vector": 0.5}}})
+    assert missing.value.code == "E_INVALID_TOOL_CONFIG"
     assert missing.value.option.startswith("settings.")
-    with pytest.raises(InvalidToolConfigError, match="sum to 0.9"):
+    with pytest.raises(ToolUsageError, match="sum to 0.9") as exc_info:
         make(
             store=store,
             collection=coll,
             settings={"rerank": {"weights": {"semantic": 0.5, "vector": 0.3, "position": 0.1}}},
         )
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
     with pytest.raises(InvalidRankingConfigError):
         RerankWeights(semantic=-0.1, vector=0.9, position=0.2)
     with pytest.raises(InvalidRankingConfigError, match="missing \\['position'\\]"):
@@ -124,12 +124,14 @@ def test_model_names_are_resolved_through_models(kb):
     assert (
         "Known models: other" in run(other, {"query_text": "refunds"}, reranker={"model": "judge"}).error.hint
     )
-    with pytest.raises(InvalidToolConfigError):
+    with pytest.raises(ToolUsageError) as exc_info:
         create_vector_query_tool(store=store, collection=coll, models=["judge"])
-    with pytest.raises(InvalidToolConfigError, match="ChatModel"):
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
+    with pytest.raises(ToolUsageError, match="ChatModel") as exc_info:
         create_vector_query_tool(
             store=store, collection=coll, settings={"rerank": True, "rerank_model": "judge"}
         )
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
 
 
 # -- the vector query tool ----------------------------------------------------------------------
@@ -286,12 +288,14 @@ def test_hybrid_search_in_the_tool(kb):
         store=store, collection=coll, encoder=HashEncoder(128), settings={"hybrid": 0.0}
     )
     assert [s.id for s in run(own, {"query_text": "Lyon"}).sources] == ["acme-ship"]
-    with pytest.raises(InvalidToolConfigError, match="alpha"):
+    with pytest.raises(ToolUsageError, match="alpha") as exc_info:
         create_vector_query_tool(store=store, collection=coll, settings={"hybrid": 1.5})
-    with pytest.raises(InvalidToolConfigError, match="unknown keys"):
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
+    with pytest.raises(ToolUsageError, match="unknown keys") as exc_info:
         create_vector_query_tool(
             store=store, collection=coll, settings={"hybrid": {"alpha": 0.5, "text": "x"}}
         )
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
     bad = run(plain, {"query_text": "Oslo"}, hybrid={"fusion": "max"})
     assert bad.error.kind == "configuration"
 
@@ -371,13 +375,16 @@ def test_llm_ranker_uses_the_named_host_model(kb):
     assert ids(response) == ["Orders ship from Oslo within 9 days."]
     assert len(model.calls) == 1  # the pool (1 × 4 candidates) in one batch
     assert len(re.findall(r"^\[\d+\] ", model.calls[0][-1].content, re.M)) == 4
-    with pytest.raises(UnknownModelError, match="no model named 'gemini-2.0-flash'") as unknown:
+    with pytest.raises(ToolUsageError, match="no model named 'gemini-2.0-flash'") as unknown:
         ask(store, coll, {"ranking": ranking}, models={"other": model})
+    assert unknown.value.code == "E_TOOL_UNKNOWN_MODEL"
     assert "other" in unknown.value.hint
-    with pytest.raises(UnknownModelError):
+    with pytest.raises(ToolUsageError) as exc_info:
         ask(store, coll, {"ranking": ranking})
-    with pytest.raises(InvalidToolInputError, match="model_name"):
+    assert exc_info.value.code == "E_TOOL_UNKNOWN_MODEL"
+    with pytest.raises(ToolUsageError, match="model_name") as exc_info:
         ask(store, coll, {"ranking": {"llm_ranker": {}}}, models={"x": model})
+    assert exc_info.value.code == "E_TOOL_INVALID_INPUT"
     resolved = ask(
         store, coll, {"top_k": 1, "ranking": ranking}, models=lambda name: model, settings={"rerank": weights}
     )
@@ -391,15 +398,18 @@ def test_rank_service_uses_host_scorers_or_the_offline_scorer(kb):
     weights = RerankOptions(weights=JUDGE_WEIGHTS)
     named = ask(store, coll, {"top_k": 1, "ranking": ranking}, scorers=scorers, settings={"rerank": weights})
     assert ids(named) == ["Orders ship from Lyon within 2 days."]
-    with pytest.raises(UnknownModelError, match="no scorer named"):
+    with pytest.raises(ToolUsageError, match="no scorer named") as exc_info:
         ask(store, coll, {"ranking": {"rank_service": {"model_name": "other"}}}, scorers=scorers)
+    assert exc_info.value.code == "E_TOOL_UNKNOWN_MODEL"
     offline = ask(store, coll, {"top_k": 3, "ranking": ranking}, score="similarity")
     scores = [c.score for c in offline.contexts.contexts]
     assert len(scores) == 3 and scores == sorted(scores, reverse=True)
-    with pytest.raises(InvalidToolConfigError):
+    with pytest.raises(ToolUsageError) as exc_info:
         ask(store, coll, {"ranking": ranking}, scorers={"x": object()})
-    with pytest.raises(InvalidToolConfigError):
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
+    with pytest.raises(ToolUsageError) as exc_info:
         ask(store, coll, {"ranking": ranking}, settings={"rerank": {"topK": 3}})
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
 
 
 def test_thresholds_apply_before_ranking(kb):
@@ -422,5 +432,6 @@ def test_hybrid_search_alpha(kb):
     assert len(ids(retrieve_contexts_sync(camel, store=store, collection=coll))) == 4
     for alpha in (1.5, -0.1, "half"):
         bad = {"query": {"text": "x", "rag_retrieval_config": {"hybrid_search": {"alpha": alpha}}}}
-        with pytest.raises(InvalidToolInputError):
+        with pytest.raises(ToolUsageError) as exc_info:
             retrieve_contexts_sync(bad, store=store, collection=coll)
+        assert exc_info.value.code == "E_TOOL_INVALID_INPUT"

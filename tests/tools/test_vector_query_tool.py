@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 
 from turnkit.batteries.vector import HashEncoder, condition, create_vector_store
-from turnkit.tools import InvalidToolConfigError, VectorQueryResult, create_vector_query_tool
+from turnkit.tools import (
+    ToolUsageError,
+    VectorQueryResult,
+    create_vector_query_tool,
+)
 from turnkit.tools.vector_query._tool import DEFAULT_DESCRIPTION
 
 
@@ -410,8 +414,9 @@ def test_database_config_knobs_reach_the_query(kb):
         )
         == 4
     )
-    with pytest.raises(InvalidToolConfigError) as bad:
+    with pytest.raises(ToolUsageError) as bad:
         create_vector_query_tool(store=store, collection=coll, settings={"nprobes": 0})
+    assert bad.value.code == "E_INVALID_TOOL_CONFIG"
     assert bad.value.option == "settings.nprobes"
 
 
@@ -440,8 +445,9 @@ def test_tool_encoder_and_provider_options(kb):
     assert encoder.seen == [("query", {"hash": {"dimensions": 128}})]
     run(tool, {"query_text": "refunds"}, provider_options={"hash": {"dimensions": 64}})
     assert encoder.seen[-1] == ("query", {"hash": {"dimensions": 64}})
-    with pytest.raises(InvalidToolConfigError, match="provider_options"):
+    with pytest.raises(ToolUsageError, match="provider_options") as exc_info:
         create_vector_query_tool(store=store, collection=coll, provider_options={"x": {"a": 1}})
+    assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
     other = HashEncoder(128)
     other.name = "another-model"
     mismatch = run(create_vector_query_tool(store=store, collection=coll, encoder=other), {"query_text": "x"})
@@ -486,8 +492,9 @@ def test_creation_errors_raise():
         {"store": vs, "description": ""},
     ]
     for kwargs in bad:
-        with pytest.raises(InvalidToolConfigError):
+        with pytest.raises(ToolUsageError) as exc_info:
             create_vector_query_tool(**kwargs)
+        assert exc_info.value.code == "E_INVALID_TOOL_CONFIG"
 
 
 def test_guard_nodes_and_records_without_document(store, collection):

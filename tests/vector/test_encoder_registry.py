@@ -10,7 +10,7 @@ import pytest
 
 from turnkit.batteries.vector import (
     HashEncoder,
-    InvalidVectorStoreConfigError,
+    VectorStoreUsageError,
     WordLlamaEncoder,
     create_vector_store,
     encoder_from_spec,
@@ -38,8 +38,9 @@ def test_specs_build_encoders_whose_recorded_names_map_back(spec: str, name: str
 
 @pytest.mark.parametrize("spec", ["", "nope", "hash:1", "hash:x", "wordllama:100", "openai:m", "openai:m@x"])
 def test_bad_specs_are_config_errors_with_the_forms_in_the_hint(spec: str) -> None:
-    with pytest.raises(InvalidVectorStoreConfigError) as info:
+    with pytest.raises(VectorStoreUsageError) as info:
         encoder_from_spec(spec)
+    assert info.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
     assert "hash[:DIM]" in info.value.hint
 
 

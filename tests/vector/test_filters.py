@@ -14,9 +14,7 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
-    RawBindingMismatchError,
     UnknownFieldError,
-    UnsupportedFilterOperatorError,
 )
 from turnkit.batteries.vector.filters._ast import And, Condition, Not, Or, Raw
 from turnkit.batteries.vector.filters._core import (
@@ -128,7 +126,7 @@ def test_operator_spacing_and_case() -> None:
 
 @pytest.mark.parametrize("op", ["=~", "regex", "$eq", "between", "ilike", "", "not like", None, 3])
 def test_unknown_operator(op: Any) -> None:
-    with pytest.raises(UnsupportedFilterOperatorError) as info:
+    with pytest.raises(InvalidFilterError) as info:
         condition("metadata.x", op, 1)
     assert info.value.code == "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR"
     if isinstance(op, str):
@@ -343,29 +341,40 @@ def test_mongo_without_prefix_uses_full_names() -> None:
 
 
 @pytest.mark.parametrize(
-    ("obj", "error", "text"),
+    ("obj", "error", "code", "text"),
     [
-        ({"$where": "1"}, UnsupportedFilterOperatorError, "$and"),
-        ({"f": {"$regex": "a"}}, UnsupportedFilterOperatorError, "$contains"),
-        ({"f": {"$all": [1]}}, UnsupportedFilterOperatorError, "supported"),
-        ({"$gt": 1}, InvalidFilterError, "must be applied to a field"),
-        ({"f": {"$or": [{"a": 1}]}}, InvalidFilterError, "cannot be used inside a field"),
-        ({"f": {"a": 1}}, InvalidFilterError, "dotted"),
-        ({"f": {"$eq": 1, "a": 1}}, InvalidFilterError, "only $operators"),
-        ({"f": {}}, InvalidFilterError, "empty operator object"),
-        ({"$and": {"a": 1}}, InvalidFilterError, "list"),
-        ({"$or": [1]}, InvalidFilterError, "object"),
-        ({"$not": {}}, InvalidFilterError, "non-empty"),
-        ({"f": {"$not": 1}}, InvalidFilterError, "non-empty"),
-        ({"f": {"$in": "abc"}}, InvalidFilterError, "needs a list"),
-        ({"f": {"$exists": "yes"}}, InvalidFilterError, "true or false"),
-        ({"f": {"$gt": [1]}}, InvalidFilterError, "at $.f.$gt"),
-        ({1: 2}, InvalidFilterError, "keys must be strings"),
+        ({"$where": "1"}, InvalidFilterError, "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR", "$and"),
+        (
+            {"f": {"$regex": "a"}},
+            InvalidFilterError,
+            "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
+            "$contains",
+        ),
+        ({"f": {"$all": [1]}}, InvalidFilterError, "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR", "supported"),
+        ({"$gt": 1}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "must be applied to a field"),
+        (
+            {"f": {"$or": [{"a": 1}]}},
+            InvalidFilterError,
+            "E_VECTOR_STORE_INVALID_FILTER",
+            "cannot be used inside a field",
+        ),
+        ({"f": {"a": 1}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "dotted"),
+        ({"f": {"$eq": 1, "a": 1}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "only $operators"),
+        ({"f": {}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "empty operator object"),
+        ({"$and": {"a": 1}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "list"),
+        ({"$or": [1]}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "object"),
+        ({"$not": {}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "non-empty"),
+        ({"f": {"$not": 1}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "non-empty"),
+        ({"f": {"$in": "abc"}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "needs a list"),
+        ({"f": {"$exists": "yes"}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "true or false"),
+        ({"f": {"$gt": [1]}}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "at $.f.$gt"),
+        ({1: 2}, InvalidFilterError, "E_VECTOR_STORE_INVALID_FILTER", "keys must be strings"),
     ],
 )
-def test_mongo_errors(obj: Any, error: type[Exception], text: str) -> None:
+def test_mongo_errors(obj: Any, error: type[Exception], code: str, text: str) -> None:
     with pytest.raises(error) as info:
         m(obj)
+    assert info.value.code == code  # type: ignore[attr-defined]
     assert text.lower() in str(info.value).lower()
 
 
@@ -540,7 +549,7 @@ def test_bind_raw_escapes_bindings() -> None:
     ("sql", "bindings"), [("a = ?", []), ("a = ?", [1, 2]), ("a = 1", [1]), ("? = ?", [1])]
 )
 def test_bind_raw_count_mismatch(sql: str, bindings: list[Any]) -> None:
-    with pytest.raises(RawBindingMismatchError) as info:
+    with pytest.raises(InvalidFilterError) as info:
         bind_raw(sql, bindings)
     assert info.value.code == "E_VECTOR_STORE_RAW_BINDING_MISMATCH"
 

@@ -15,7 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import InvalidVectorStoreConfigError, MemoryCache, create_vector_store
+from turnkit.batteries.vector import (
+    MemoryCache,
+    VectorStoreUsageError,
+    create_vector_store,
+)
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store import _memory_batch
 from turnkit.batteries.vector.store._memory_batch import BatchedProduct, dot_tolerance
@@ -269,7 +273,7 @@ def test_a_split_pass_finishes_on_the_callers_thread_when_every_helper_is_busy()
 
 @pytest.mark.parametrize("threads", [0, 17, 2.5, "2", True])
 def test_memory_cache_threads_must_be_a_count(threads: Any) -> None:
-    with pytest.raises(InvalidVectorStoreConfigError) as caught:
+    with pytest.raises(VectorStoreUsageError) as caught:
         MemoryCache(threads=threads)
     assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG" and "threads" in str(caught.value)
     assert "from 1 to 16" in str(caught.value.hint)

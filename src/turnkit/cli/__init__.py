@@ -19,24 +19,21 @@ from ._errors import (
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_USAGE,
+    CliRuntimeError,
     CliUsageError,
-    DependencyMissingError,
-    UnknownEncoderError,
 )
 from ._main import main
-from ._shipped_docs import DocsNotFoundError, shipped_docs
+from ._shipped_docs import shipped_docs
 
 __all__ = [
+    "CliRuntimeError",
     "CliUsageError",
-    "DependencyMissingError",
-    "DocsNotFoundError",
     "EXIT_DEPENDENCY",
     "EXIT_FAILURE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PARTIAL",
     "EXIT_USAGE",
-    "UnknownEncoderError",
     "main",
     "shipped_docs",
 ]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ._errors import EXIT_OK, DependencyMissingError
+from ._errors import (
+    EXIT_OK,
+    CliUsageError,
+)
 
 __all__ = ["run_completion"]
 
@@ -13,13 +16,14 @@ def run_completion(args: argparse.Namespace) -> int:
     """Print the completion script for ``args.shell``.
 
     Raises:
-        DependencyMissingError: the ``cli`` extra (shtab) is not installed.
+        CliUsageError: ``E_CLI_DEPENDENCY_MISSING``: the ``cli`` extra (shtab) is not installed.
     """
     try:
         import shtab
     except ImportError as exc:
-        raise DependencyMissingError(
+        raise CliUsageError(
             "`turnkit completion` needs shtab, which is not installed.",
+            code="E_CLI_DEPENDENCY_MISSING",
             hint="pip install 'turnkit[cli]'",
             package="shtab",
         ) from exc

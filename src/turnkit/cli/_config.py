@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._errors import UnknownEncoderError
+from ._errors import CliUsageError
 
 if TYPE_CHECKING:
     from ..batteries.vector import Encoder, VectorStore
@@ -74,16 +74,24 @@ def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
     """Build an encoder from its name in the one registry (``wordllama``, ``hash:64``, ``minilm``…).
 
     Raises:
-        UnknownEncoderError: the registry knows no such encoder.
+        CliUsageError: ``E_CLI_UNKNOWN_ENCODER``: the registry knows no such encoder.
     """
-    from ..batteries.vector import InvalidVectorStoreConfigError, encoder_from_spec
+    from ..batteries.vector import (
+        VectorStoreUsageError,
+        encoder_from_spec,
+    )
     from ..batteries.vector.encoders._registry import ENCODER_SPECS
 
     try:
         return encoder_from_spec(spec, dimension=dimension)
-    except InvalidVectorStoreConfigError as exc:
-        raise UnknownEncoderError(
-            exc.message, hint="Use --encoder " + ", ".join(ENCODER_SPECS) + ".", encoder=spec
+    except VectorStoreUsageError as exc:
+        if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
+            raise
+        raise CliUsageError(
+            exc.message,
+            code="E_CLI_UNKNOWN_ENCODER",
+            hint="Use --encoder " + ", ".join(ENCODER_SPECS) + ".",
+            encoder=spec,
         ) from None
 
 
@@ -117,34 +125,45 @@ def open_store(
         source: Where ``encoder`` came from (``"--encoder"`` or the variable), named by a mismatch.
 
     Raises:
-        UnknownEncoderError: no encoder could be chosen, or a name is unknown.
-        EncoderMismatchError: ``encoder`` is not the one the collection was built with.
+        CliUsageError: ``E_CLI_UNKNOWN_ENCODER``: no encoder could be chosen, or a name is unknown.
+        VectorStoreUsageError: ``E_VECTOR_STORE_ENCODER_MISMATCH``: ``encoder`` is not the one the
+            collection was built with.
     """
     spec = encoder
     recorded = recorded_encoder(connection, collection)
     if spec is None:
         if recorded is not None:
-            from ..batteries.vector import InvalidVectorStoreConfigError, build_recorded_encoder
+            from ..batteries.vector import (
+                VectorStoreUsageError,
+                build_recorded_encoder,
+            )
 
             name, dimension = recorded
             try:
                 # The registry's one rule, as a store opened without an encoder uses; the command
                 # line may also build the remote families (an OpenAI endpoint, a hub model).
                 built = build_recorded_encoder(name, dimension, remote=True)
-            except InvalidVectorStoreConfigError as exc:
-                raise UnknownEncoderError(exc.message, hint=exc.hint, encoder=name) from None
+            except VectorStoreUsageError as exc:
+                if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
+                    raise
+                raise CliUsageError(
+                    exc.message, code="E_CLI_UNKNOWN_ENCODER", hint=exc.hint, encoder=name
+                ) from None
             if built is None:
-                raise UnknownEncoderError(
+                raise CliUsageError(
                     f"Collection {collection!r} was built with encoder {name!r}, "
                     "which the command line cannot load.",
+                    code="E_CLI_UNKNOWN_ENCODER",
                     hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
                     encoder=name,
                 )
             return connection.store(encoder=built, maintenance=True)
         spec = fallback
     if spec is None:
-        raise UnknownEncoderError(
-            f"No encoder for collection {collection!r}.", hint="Pass --encoder or set TURNKIT_ENCODER."
+        raise CliUsageError(
+            f"No encoder for collection {collection!r}.",
+            code="E_CLI_UNKNOWN_ENCODER",
+            hint="Pass --encoder or set TURNKIT_ENCODER.",
         )
     built = encoder_for(spec)
     if recorded is not None and encoder is not None and built.name != recorded[0]:
@@ -154,7 +173,7 @@ def open_store(
 
 def _mismatch(collection: str, recorded: tuple[str, int], given: str, built: str, source: str) -> Exception:
     """The encoder-mismatch error in the command line's terms: which setting asked for what."""
-    from ..batteries.vector import EncoderMismatchError
+    from ..batteries.vector import VectorStoreUsageError
     from ..batteries.vector.encoders._registry import encoder_for_recorded
 
     own = encoder_for_recorded(*recorded)
@@ -171,9 +190,10 @@ def _mismatch(collection: str, recorded: tuple[str, int], given: str, built: str
         in_force = f"--encoder {given}{also}"
         undo = "Drop --encoder" + (f" and unset {ENV_ENCODER}" if env_set else "")
     default = f"the collection's own encoder{f' ({own})' if own else ''} is used when neither is set"
-    return EncoderMismatchError(
+    return VectorStoreUsageError(
         f"Collection {collection!r} was built with encoder {recorded[0]!r}, but the encoder in force is "
         f"{built!r}, from {in_force}.",
+        code="E_VECTOR_STORE_ENCODER_MISMATCH",
         hint=f"{undo}: {default}. To search with {given}, ingest into a new collection: "
         f"turnkit ingest PATH --collection NEW --encoder {given}.",
         collection=collection,

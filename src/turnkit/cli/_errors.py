@@ -2,16 +2,16 @@
 
 ```
 TurnkitError
-└── UsageError
-    └── CliUsageError                 E_CLI_USAGE
-        ├── UnknownEncoderError       E_CLI_UNKNOWN_ENCODER
-        └── DependencyMissingError    E_CLI_DEPENDENCY_MISSING
+├── UsageError
+│   └── CliUsageError        E_CLI_USAGE, E_CLI_UNKNOWN_ENCODER, E_CLI_DEPENDENCY_MISSING
+└── RuntimeFailure
+    └── CliRuntimeError      E_CLI_DOCS_NOT_FOUND
 ```
 """
 
 from __future__ import annotations
 
-from .._errors import TurnkitError, UsageError
+from .._errors import RuntimeFailure, TurnkitError, UsageError
 
 EXIT_OK = 0
 """The command did what it was asked."""
@@ -32,24 +32,23 @@ DEPENDENCY_SUFFIXES = ("_DEPENDENCY_MISSING", "_DRIVER_UNAVAILABLE")
 
 
 class CliUsageError(UsageError):
-    """The command line is invalid: a missing argument, an unknown flag, a bad value."""
+    """The command line is invalid: a missing argument, an unknown flag, a bad value, an unknown encoder."""
 
-    code = "E_CLI_USAGE"
-    default_hint = "Run `turnkit --help`, or `turnkit COMMAND --help` for the command's options."
-
-
-class UnknownEncoderError(CliUsageError):
-    """An encoder name the command line does not know, or a collection built by an unknown encoder."""
-
-    code = "E_CLI_UNKNOWN_ENCODER"
-    default_hint = "Use --encoder wordllama, wordllama:128, wordllama:64, hash or hash:DIM."
+    hints = {
+        "E_CLI_USAGE": "Run `turnkit --help`, or `turnkit COMMAND --help` for the command's options.",
+        "E_CLI_UNKNOWN_ENCODER": "Use --encoder wordllama, wordllama:128, wordllama:64, hash or hash:DIM.",
+        "E_CLI_DEPENDENCY_MISSING": "Install the extra the message names, e.g. pip install 'turnkit[mcp]'.",
+    }
 
 
-class DependencyMissingError(CliUsageError):
-    """A command needs an optional extra that is not installed."""
+class CliRuntimeError(RuntimeFailure):
+    """A command failed while running in a way no other layer reports (shipped docs missing)."""
 
-    code = "E_CLI_DEPENDENCY_MISSING"
-    default_hint = "Install the extra the message names, e.g. pip install 'turnkit[mcp]'."
+    hints = {
+        "E_CLI_DOCS_NOT_FOUND": (
+            "Reinstall turnkit; in a checkout, `src/turnkit/_docs` must link to `docs/`."
+        )
+    }
 
 
 def missing_extra(exc: BaseException) -> TurnkitError | None:

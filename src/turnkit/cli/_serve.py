@@ -8,7 +8,10 @@ import os
 from .._errors import TurnkitError
 from ._config import ENV_COLLECTION, ENV_ENCODER, store_uri
 from ._connect import connection_of
-from ._errors import EXIT_OK, DependencyMissingError
+from ._errors import (
+    EXIT_OK,
+    CliUsageError,
+)
 
 __all__ = ["run_serve"]
 
@@ -17,7 +20,7 @@ def run_serve(args: argparse.Namespace) -> int:
     """Serve the collection (default: every collection) over MCP until interrupted.
 
     Raises:
-        DependencyMissingError: the ``mcp`` extra is not installed.
+        CliUsageError: ``E_CLI_DEPENDENCY_MISSING``: the ``mcp`` extra is not installed.
     """
     conn = connection_of(args)
     conn.check()
@@ -31,8 +34,9 @@ def run_serve(args: argparse.Namespace) -> int:
         missing = exc.name or ""
         if not (isinstance(exc, TurnkitError) or missing == "mcp" or missing.startswith("mcp.")):
             raise
-        raise DependencyMissingError(
+        raise CliUsageError(
             "`turnkit serve` needs the MCP SDK (the `mcp` package), which is not installed.",
+            code="E_CLI_DEPENDENCY_MISSING",
             hint="pip install 'turnkit[mcp]'",
             package="mcp",
         ) from exc

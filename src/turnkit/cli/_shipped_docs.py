@@ -11,23 +11,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._errors import RuntimeFailure
+from ._errors import CliRuntimeError
 
-__all__ = ["DocsNotFoundError", "shipped_docs"]
-
-
-class DocsNotFoundError(RuntimeFailure):
-    """The documentation that ships with the package cannot be found."""
-
-    code = "E_CLI_DOCS_NOT_FOUND"
-    default_hint = "Reinstall turnkit; in a checkout, `src/turnkit/_docs` must link to `docs/`."
+__all__ = ["shipped_docs"]
 
 
 def shipped_docs() -> Path:
     """The folder of Markdown pages shipped with the package.
 
     Raises:
-        DocsNotFoundError: neither the packaged pages nor a checkout's ``docs/`` exist.
+        CliRuntimeError: ``E_CLI_DOCS_NOT_FOUND``, neither the packaged pages nor a checkout's
+            ``docs/`` exist.
     """
     package = Path(__file__).resolve().parent.parent
     candidates = [
@@ -38,7 +32,8 @@ def shipped_docs() -> Path:
     for folder in candidates:
         if folder.is_dir() and any(folder.glob("*.md")):
             return folder
-    raise DocsNotFoundError(
+    raise CliRuntimeError(
         f"turnkit's documentation is not installed (looked in {', '.join(map(str, candidates))}).",
+        code="E_CLI_DOCS_NOT_FOUND",
         looked_in=str(candidates[0]),
     )

@@ -21,19 +21,9 @@ chunk carries, and the idempotency and crash-safety guarantees.
 
 from ._chunking import Chunk, chunk_document, split_text
 from ._errors import (
-    DocumentDecodeError,
     DocumentLoadError,
-    DocumentParseError,
-    DocumentReadError,
-    ExternalSymlinkError,
     FileSkippedError,
-    FileTooLargeError,
-    IngestDependencyMissingError,
     IngestUsageError,
-    InvalidChunkingError,
-    InvalidIngestOptionError,
-    SpecialFileError,
-    UnsupportedDocumentError,
 )
 from ._loaders import load_document, source_uri_for
 from ._model import LoadedDocument, Section
@@ -42,24 +32,14 @@ from ._report import FileIssue, IngestProgress, IngestReport
 
 __all__ = [
     "Chunk",
-    "DocumentDecodeError",
     "DocumentLoadError",
-    "DocumentParseError",
-    "DocumentReadError",
-    "ExternalSymlinkError",
     "FileIssue",
     "FileSkippedError",
-    "FileTooLargeError",
-    "IngestDependencyMissingError",
     "IngestProgress",
     "IngestReport",
     "IngestUsageError",
-    "InvalidChunkingError",
-    "InvalidIngestOptionError",
     "LoadedDocument",
     "Section",
-    "SpecialFileError",
-    "UnsupportedDocumentError",
     "chunk_document",
     "ingest",
     "ingest_sync",

@@ -40,7 +40,7 @@ from turnkit._validation import is_int
 from .._tokens import get_encoding
 from ..batteries.vector import PageSpan
 from ._decode import detector_version
-from ._errors import InvalidChunkingError
+from ._errors import IngestUsageError
 from ._model import DocumentKind, LoadedDocument
 
 if TYPE_CHECKING:
@@ -167,16 +167,23 @@ class Chunk:
 def validate_chunking(chunk_size: int, chunk_overlap: int, encoding: str) -> tiktoken.Encoding:
     """Check the chunking settings and return the tiktoken encoding."""
     if not is_int(chunk_size, 1):
-        raise InvalidChunkingError(f"chunk_size must be a positive int; got {chunk_size!r}.")
+        raise IngestUsageError(
+            f"chunk_size must be a positive int; got {chunk_size!r}.", code="E_INGEST_INVALID_CHUNKING"
+        )
     if not is_int(chunk_overlap, 0):
-        raise InvalidChunkingError(f"chunk_overlap must be an int >= 0; got {chunk_overlap!r}.")
+        raise IngestUsageError(
+            f"chunk_overlap must be an int >= 0; got {chunk_overlap!r}.", code="E_INGEST_INVALID_CHUNKING"
+        )
     if chunk_overlap >= chunk_size:
-        raise InvalidChunkingError(
-            f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})."
+        raise IngestUsageError(
+            f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size}).",
+            code="E_INGEST_INVALID_CHUNKING",
         )
     if encoding not in ("cl100k_base", "o200k_base"):
-        raise InvalidChunkingError(
-            f"Unknown encoding {encoding!r}.", hint="Use 'cl100k_base' (the default) or 'o200k_base'."
+        raise IngestUsageError(
+            f"Unknown encoding {encoding!r}.",
+            code="E_INGEST_INVALID_CHUNKING",
+            hint="Use 'cl100k_base' (the default) or 'o200k_base'.",
         )
     return get_encoding(encoding)
 
@@ -367,7 +374,7 @@ def split_text(
         encoding: The tiktoken encoding tokens are counted in.
 
     Raises:
-        InvalidChunkingError: invalid sizes or encoding.
+        IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: invalid sizes or encoding.
     """
     enc = validate_chunking(chunk_size, chunk_overlap, encoding)
     return [piece for _, _, piece, _ in _token_spans(text, enc, chunk_size, chunk_overlap)]
@@ -423,7 +430,7 @@ def chunk_document(
         The chunks in document order, with deterministic ids.
 
     Raises:
-        InvalidChunkingError: ``chunk_size < 1``, ``chunk_overlap < 0``,
+        IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: ``chunk_size < 1``, ``chunk_overlap < 0``,
             ``chunk_overlap >= chunk_size`` or an unknown encoding.
     """
     enc = validate_chunking(chunk_size, chunk_overlap, encoding)

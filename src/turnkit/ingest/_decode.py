@@ -13,7 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ._errors import DocumentDecodeError, InvalidIngestOptionError
+from ._errors import (
+    DocumentLoadError,
+    IngestUsageError,
+)
 
 if TYPE_CHECKING:
     from charset_normalizer import CharsetMatch
@@ -67,7 +70,8 @@ def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ..
     """The fallbacks to try, in order: codec names (as `codecs.lookup` spells them) and ``"auto"``.
 
     Raises:
-        InvalidIngestOptionError: a name Python or the detector does not know, or UTF-16/32 without a BOM.
+        IngestUsageError: ``E_INGEST_INVALID_OPTION``: a name Python or the detector does not know, or
+            UTF-16/32 without a BOM.
     """
     if names is None:
         return ()
@@ -83,22 +87,30 @@ def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ..
         except LookupError:
             codec = None
         if codec is None or not _detector_knows(codec):
-            raise InvalidIngestOptionError(
+            raise IngestUsageError(
                 f"Unknown text encoding {name!r}.",
+                code="E_INGEST_INVALID_OPTION",
                 hint="Use 'auto' (detect it) or a codec name such as cp1252, latin-1, shift_jis or big5.",
             )
         if codec.startswith(("utf-16", "utf-32")):
             # They decode almost any even-length bytes into nonsense; a BOM already selects them.
-            raise InvalidIngestOptionError(
+            raise IngestUsageError(
                 f"{name!r} cannot be a fallback encoding.",
+                code="E_INGEST_INVALID_OPTION",
                 hint="UTF-16 and UTF-32 files are read when they start with a byte-order mark.",
             )
         checked.append(codec)
     return tuple(dict.fromkeys(checked))
 
 
-def _error(path: str, reason: str, hint: str | None = None) -> DocumentDecodeError:
-    return DocumentDecodeError(f"Cannot decode {path!r}: {reason}.", path=path, reason=reason, hint=hint)
+def _error(path: str, reason: str, hint: str | None = None) -> DocumentLoadError:
+    return DocumentLoadError(
+        f"Cannot decode {path!r}: {reason}.",
+        code="E_INGEST_DECODE_FAILED",
+        path=path,
+        reason=reason,
+        hint=hint,
+    )
 
 
 def _plain(data: bytes, *, path: str, html: bool) -> str | UnicodeDecodeError:
@@ -134,7 +146,9 @@ def needs_fallback(data: bytes, *, html: bool) -> bool:
         return False
     try:
         return isinstance(_plain(data, path="", html=html), UnicodeDecodeError)
-    except DocumentDecodeError:
+    except DocumentLoadError as exc:
+        if exc.code != "E_INGEST_DECODE_FAILED":
+            raise
         return False
 
 
@@ -163,7 +177,7 @@ def decode_text(data: bytes, *, path: str, html: bool = False, fallbacks: Sequen
     """Decode a text file's bytes (see the module docstring for the order).
 
     Raises:
-        DocumentDecodeError: binary data, or text no allowed encoding reads as text.
+        DocumentLoadError: ``E_INGEST_DECODE_FAILED``: binary data, or text no allowed encoding reads as text.
     """
     text = _plain(data, path=path, html=html)
     if isinstance(text, str):

@@ -14,6 +14,8 @@ import math
 from datetime import date, datetime
 from typing import Any
 
+from ._errors import TooBig
+
 __all__ = ["MAX_FRONT_MATTER_CHARS", "split_front_matter"]
 
 log = logging.getLogger("turnkit.ingest")
@@ -24,14 +26,10 @@ _MAX_DEPTH = 16
 _INT64 = 2**63
 
 
-class _TooBig(Exception):
-    pass
-
-
 def _json_value(value: Any, budget: list[int], depth: int) -> Any:
     budget[0] -= 1
     if budget[0] < 0 or depth > _MAX_DEPTH:
-        raise _TooBig
+        raise TooBig
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
@@ -86,7 +84,7 @@ def split_front_matter(text: str, *, path: str = "<text>") -> tuple[dict[str, An
     except yaml.YAMLError as exc:
         log.warning("%s: front matter is not valid YAML, kept as text: %s", path, exc)
         return {}, text
-    except _TooBig:
+    except TooBig:
         log.warning("%s: front matter is larger than %d values, kept as text", path, _MAX_NODES)
         return {}, text
     except RecursionError:

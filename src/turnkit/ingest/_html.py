@@ -24,7 +24,7 @@ import re
 from html.parser import HTMLParser
 from typing import Any, Literal, cast, get_args
 
-from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
+from ._errors import IngestUsageError
 from ._model import Section
 
 __all__ = ["HTML_EXTRACTORS", "HtmlExtractor", "check_html_extractor", "split_html", "split_html_main"]
@@ -271,19 +271,22 @@ def check_html_extractor(name: Any) -> HtmlExtractor:
     """``name`` when it is a known extractor whose dependency is installed.
 
     Raises:
-        InvalidIngestOptionError: an unknown name.
-        IngestDependencyMissingError: ``"trafilatura"`` without the ``html`` extra.
+        IngestUsageError: ``E_INGEST_INVALID_OPTION``: an unknown name.
+        IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: ``"trafilatura"`` without the ``html`` extra.
     """
     if name not in HTML_EXTRACTORS:
-        raise InvalidIngestOptionError(
-            f"Unknown HTML extractor {name!r}.", hint=f"Use one of {', '.join(HTML_EXTRACTORS)}."
+        raise IngestUsageError(
+            f"Unknown HTML extractor {name!r}.",
+            code="E_INGEST_INVALID_OPTION",
+            hint=f"Use one of {', '.join(HTML_EXTRACTORS)}.",
         )
     if name == "trafilatura":
         try:
             importlib.import_module("trafilatura")
         except ImportError as exc:
-            raise IngestDependencyMissingError(
+            raise IngestUsageError(
                 f"The trafilatura HTML extractor is not installed ({exc}).",
+                code="E_INGEST_DEPENDENCY_MISSING",
                 hint="Install it: pip install 'turnkit[html]'.",
             ) from None
     return cast("HtmlExtractor", name)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pathspec
 
-from ._errors import InvalidIngestOptionError
+from ._errors import IngestUsageError
 
 __all__ = ["FileFilter", "check_patterns"]
 
@@ -25,7 +25,8 @@ def check_patterns(patterns: Sequence[str] | str | None, option: str) -> tuple[s
     """Validated wildmatch patterns for ``option`` (a lone string is one pattern).
 
     Raises:
-        InvalidIngestOptionError: a pattern that is not a non-empty string or does not compile.
+        IngestUsageError: ``E_INGEST_INVALID_OPTION``: a pattern that is not a non-empty string or does not
+            compile.
     """
     if patterns is None:
         return ()
@@ -34,15 +35,18 @@ def check_patterns(patterns: Sequence[str] | str | None, option: str) -> tuple[s
     checked = tuple(patterns)
     for pattern in checked:
         if not isinstance(pattern, str) or not pattern.strip():
-            raise InvalidIngestOptionError(
+            raise IngestUsageError(
                 f"{option} patterns must be non-empty strings; got {pattern!r}.",
+                code="E_INGEST_INVALID_OPTION",
                 hint="Use git's syntax, e.g. '*.md', 'docs/**' or 'build/'.",
             )
     try:
         pathspec.GitIgnoreSpec.from_lines(checked)
     except (ValueError, TypeError) as exc:
-        raise InvalidIngestOptionError(
-            f"Invalid {option} pattern: {exc}.", hint="Use git's syntax, e.g. '*.md', 'docs/**' or 'build/'."
+        raise IngestUsageError(
+            f"Invalid {option} pattern: {exc}.",
+            code="E_INGEST_INVALID_OPTION",
+            hint="Use git's syntax, e.g. '*.md', 'docs/**' or 'build/'.",
         ) from None
     return checked
 

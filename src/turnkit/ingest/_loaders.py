@@ -27,13 +27,8 @@ from typing import Any, get_args
 from ._decode import check_fallback_encodings, decode_text
 from ._errors import (
     DocumentLoadError,
-    DocumentParseError,
-    DocumentReadError,
-    FileTooLargeError,
-    IngestDependencyMissingError,
-    InvalidIngestOptionError,
-    SpecialFileError,
-    UnsupportedDocumentError,
+    FileSkippedError,
+    IngestUsageError,
 )
 from ._front_matter import split_front_matter
 from ._html import HtmlExtractor, check_html_extractor, split_html, split_html_main
@@ -95,14 +90,18 @@ def resolve_extensions(extensions: ExtensionMap | None) -> dict[str, DocumentKin
     merged = dict(DEFAULT_EXTENSIONS)
     for ext, kind in (extensions or {}).items():
         if not isinstance(ext, str) or not ext.startswith(".") or len(ext) < 2:
-            raise InvalidIngestOptionError(
-                f"Extension keys look like '.md'; got {ext!r}.", hint="Start each key with a dot."
+            raise IngestUsageError(
+                f"Extension keys look like '.md'; got {ext!r}.",
+                code="E_INGEST_INVALID_OPTION",
+                hint="Start each key with a dot.",
             )
         if kind is None:
             merged.pop(ext.lower(), None)
         elif kind not in _KINDS:
-            raise InvalidIngestOptionError(
-                f"Unknown document kind {kind!r} for {ext!r}.", hint=f"Use one of {sorted(_KINDS)}."
+            raise IngestUsageError(
+                f"Unknown document kind {kind!r} for {ext!r}.",
+                code="E_INGEST_INVALID_OPTION",
+                hint=f"Use one of {sorted(_KINDS)}.",
             )
         else:
             merged[ext.lower()] = kind
@@ -132,8 +131,10 @@ def detect_kind(path: str | os.PathLike[str], extensions: Mapping[str, DocumentK
     else:
         kind = extensions.get(suffix)
     if kind is None:
-        raise UnsupportedDocumentError(
-            f"No loader for {suffix or 'files without an extension'!r}.", path=os.fspath(path)
+        raise IngestUsageError(
+            f"No loader for {suffix or 'files without an extension'!r}.",
+            code="E_INGEST_UNSUPPORTED_FILE",
+            path=os.fspath(path),
         )
     return kind
 
@@ -169,25 +170,29 @@ def _special(mode: int) -> str | None:
     return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
 
 
-def _read_error(path: str, exc: OSError) -> DocumentReadError:
+def _read_error(path: str, exc: OSError) -> DocumentLoadError:
     reason = exc.strerror or type(exc).__name__
-    return DocumentReadError(f"Cannot read {path!r}: {reason}.", path=path, reason=reason)
+    return DocumentLoadError(
+        f"Cannot read {path!r}: {reason}.", code="E_INGEST_READ_FAILED", path=path, reason=reason
+    )
 
 
 def _too_large(
     path: str, size: int | None, limit: int, what: str = "it grew while being read"
-) -> FileTooLargeError:
+) -> FileSkippedError:
     reason = f"larger than the {limit:,}-byte limit ({f'{size:,} bytes' if size is not None else what})"
-    return FileTooLargeError(f"Skipped {path!r}: {reason}.", path=path, reason=reason)
+    return FileSkippedError(
+        f"Skipped {path!r}: {reason}.", code="E_INGEST_FILE_TOO_LARGE", path=path, reason=reason
+    )
 
 
 def check_regular(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> None:
     """Raise unless ``path`` (its symlinks followed) is a regular file within the size limit.
 
     Raises:
-        SpecialFileError: a FIFO, socket, device or directory.
-        FileTooLargeError: more than ``max_size`` bytes.
-        DocumentReadError: it cannot be stat'ed.
+        FileSkippedError: ``E_INGEST_SPECIAL_FILE``: a FIFO, socket, device or directory.
+        FileSkippedError: ``E_INGEST_FILE_TOO_LARGE``: more than ``max_size`` bytes.
+        DocumentLoadError: ``E_INGEST_READ_FAILED``: it cannot be stat'ed.
     """
     where = os.fspath(path)
     try:
@@ -201,7 +206,9 @@ def _check_stat(path: str, st: os.stat_result, max_size: int | None) -> None:
     kind = _special(st.st_mode)
     if kind is not None:
         reason = f"{kind}, not a regular file"
-        raise SpecialFileError(f"Skipped {path!r}: {reason}.", path=path, reason=reason)
+        raise FileSkippedError(
+            f"Skipped {path!r}: {reason}.", code="E_INGEST_SPECIAL_FILE", path=path, reason=reason
+        )
     if max_size is not None and st.st_size > max_size:
         raise _too_large(path, st.st_size, max_size)
 
@@ -273,8 +280,8 @@ def _read_gzip(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, s
                     raise _too_large(where, None, max_size, "once decompressed")
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         reason = f"not a readable gzip file ({type(exc).__name__}: {exc})"
-        raise DocumentParseError(
-            f"Cannot decompress {where!r}: {reason}.", path=where, reason=reason
+        raise DocumentLoadError(
+            f"Cannot decompress {where!r}: {reason}.", code="E_INGEST_PARSE_FAILED", path=where, reason=reason
         ) from exc
     return b"".join(parts), raw.total, raw.hash.hexdigest()
 
@@ -293,10 +300,10 @@ def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MA
     decompressed content. ``size`` and ``content_hash`` describe the file on disk.
 
     Raises:
-        SpecialFileError: a FIFO, socket, device or directory.
-        FileTooLargeError: more than ``max_size`` bytes (on disk or decompressed).
-        DocumentReadError: the file cannot be opened or read.
-        DocumentParseError: a ``.gz`` file that is not valid gzip.
+        FileSkippedError: ``E_INGEST_SPECIAL_FILE``: a FIFO, socket, device or directory.
+        FileSkippedError: ``E_INGEST_FILE_TOO_LARGE``: more than ``max_size`` bytes (on disk or decompressed).
+        DocumentLoadError: ``E_INGEST_READ_FAILED``: the file cannot be opened or read.
+        DocumentLoadError: ``E_INGEST_PARSE_FAILED``: a ``.gz`` file that is not valid gzip.
     """
     where = os.fspath(path)
     check_regular(where, max_size=max_size)
@@ -385,8 +392,9 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
     try:
         import pypdf
     except ImportError as exc:
-        raise IngestDependencyMissingError(
+        raise IngestUsageError(
             f"Reading {path!r} needs `pypdf`, which is not installed.",
+            code="E_INGEST_DEPENDENCY_MISSING",
             path=path,
             reason="a PDF, and pypdf is not installed",
         ) from exc
@@ -394,8 +402,11 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
         try:
             reader = pypdf.PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
-                raise DocumentParseError(
-                    f"{path!r} is encrypted with a password.", path=path, reason="encrypted with a password"
+                raise DocumentLoadError(
+                    f"{path!r} is encrypted with a password.",
+                    code="E_INGEST_PARSE_FAILED",
+                    path=path,
+                    reason="encrypted with a password",
                 )
             pages = [_clean(_newlines(page.extract_text() or "")).rstrip() for page in reader.pages]
         except DocumentLoadError:
@@ -404,7 +415,9 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
             reason = f"not a readable PDF ({type(exc).__name__}: {exc})"
             if logged:  # what pypdf noticed before giving up often names the actual damage
                 reason += "; pypdf: " + "; ".join(dict.fromkeys(logged))
-            raise DocumentParseError(f"Cannot parse {path!r}: {reason}.", path=path, reason=reason) from exc
+            raise DocumentLoadError(
+                f"Cannot parse {path!r}: {reason}.", code="E_INGEST_PARSE_FAILED", path=path, reason=reason
+            ) from exc
     last = len(pages) - 1
     # Pages end with a blank line so a page break is a paragraph boundary for the chunker.
     return tuple(
@@ -435,9 +448,10 @@ def parse_with_front_matter(
     ``html_extractor="trafilatura"`` reads only an HTML page's main content.
 
     Raises:
-        DocumentDecodeError: text that is not UTF-8/UTF-16 (or a declared HTML charset).
-        DocumentParseError: a damaged or password-protected PDF.
-        IngestDependencyMissingError: a PDF without `pypdf` installed.
+        DocumentLoadError: ``E_INGEST_DECODE_FAILED``: text that is not UTF-8/UTF-16 (or a declared HTML
+            charset).
+        DocumentLoadError: ``E_INGEST_PARSE_FAILED``: a damaged or password-protected PDF.
+        IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: a PDF without `pypdf` installed.
     """
     if kind == "pdf":
         return _pdf_pages(data, path=path), {}
@@ -450,8 +464,11 @@ def parse_with_front_matter(
         try:
             return (split_html_main(text) if html_extractor == "trafilatura" else split_html(text)), {}
         except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
-            raise DocumentParseError(
-                f"Cannot parse {path!r} as HTML: {exc}.", path=path, reason=f"unparsable HTML ({exc})"
+            raise DocumentLoadError(
+                f"Cannot parse {path!r} as HTML: {exc}.",
+                code="E_INGEST_PARSE_FAILED",
+                path=path,
+                reason=f"unparsable HTML ({exc})",
             ) from exc
     return ((Section(text=text),) if text else ()), {}
 
@@ -481,19 +498,21 @@ def load_document(
             content by trafilatura's heuristics; the ``html`` extra).
 
     Raises:
-        SpecialFileError: a FIFO, socket, device or directory.
-        FileTooLargeError: the file is larger than ``max_file_size``.
-        UnsupportedDocumentError: no loader for the file's extension.
-        DocumentReadError: the file cannot be read.
-        DocumentDecodeError: the text is not in a supported encoding.
-        DocumentParseError: the file's format is damaged.
-        IngestDependencyMissingError: a loader's optional dependency is missing.
+        FileSkippedError: ``E_INGEST_SPECIAL_FILE``: a FIFO, socket, device or directory.
+        FileSkippedError: ``E_INGEST_FILE_TOO_LARGE``: the file is larger than ``max_file_size``.
+        IngestUsageError: ``E_INGEST_UNSUPPORTED_FILE``: no loader for the file's extension.
+        DocumentLoadError: ``E_INGEST_READ_FAILED``: the file cannot be read.
+        DocumentLoadError: ``E_INGEST_DECODE_FAILED``: the text is not in a supported encoding.
+        DocumentLoadError: ``E_INGEST_PARSE_FAILED``: the file's format is damaged.
+        IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: a loader's optional dependency is missing.
     """
     if kind is None:
         kind = detect_kind(path, resolve_extensions(extensions))
     elif kind not in _KINDS:
-        raise InvalidIngestOptionError(
-            f"Unknown document kind {kind!r}.", hint=f"Use one of {sorted(_KINDS)}."
+        raise IngestUsageError(
+            f"Unknown document kind {kind!r}.",
+            code="E_INGEST_INVALID_OPTION",
+            hint=f"Use one of {sorted(_KINDS)}.",
         )
     raw = read_file(path, max_size=max_file_size)
     sections, front_matter = parse_with_front_matter(

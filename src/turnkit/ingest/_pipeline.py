@@ -53,12 +53,7 @@ from ._chunking import (
     validate_chunking,
 )
 from ._decode import check_fallback_encodings, needs_fallback
-from ._errors import (
-    DocumentLoadError,
-    FileSkippedError,
-    IngestDependencyMissingError,
-    InvalidIngestOptionError,
-)
+from ._errors import DocumentLoadError, FileSkippedError, IngestUsageError
 from ._html import HtmlExtractor, check_html_extractor
 from ._ignore import FileFilter, check_patterns
 from ._loaders import (
@@ -124,17 +119,19 @@ def checked_settings(
     """The per-file settings of a run, every option checked (both engines call it before reading anything).
 
     Raises:
-        InvalidChunkingError: invalid chunk size, overlap or encoding.
-        InvalidIngestOptionError: another option is invalid, or the store has no encoder.
+        IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: invalid chunk size, overlap or encoding.
+        IngestUsageError: ``E_INGEST_INVALID_OPTION``: another option is invalid, or the store has no encoder.
     """
     if max_file_size is not None and not is_int(max_file_size, 1):
-        raise InvalidIngestOptionError(
-            f"max_file_size must be a positive int or None; got {max_file_size!r}."
+        raise IngestUsageError(
+            f"max_file_size must be a positive int or None; got {max_file_size!r}.",
+            code="E_INGEST_INVALID_OPTION",
         )
     validate_chunking(chunk_size, chunk_overlap, encoding)
     if getattr(store, "encoder", None) is None:
-        raise InvalidIngestOptionError(
+        raise IngestUsageError(
             "The store has no encoder, so chunks cannot be embedded.",
+            code="E_INGEST_INVALID_OPTION",
             hint="Create the store with one: create_vector_store(uri, encoder=WordLlamaEncoder()).",
         )
     fallbacks = check_fallback_encodings(fallback_encodings)
@@ -266,9 +263,11 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
             fallback_encodings=fallbacks,
             html_extractor=settings.html_extractor,
         )
-    except (DocumentLoadError, IngestDependencyMissingError) as exc:
-        return Outcome(candidate, "error", issue=issue_of(candidate.path, exc))
     except Exception as exc:  # one file's surprise (a loader or chunker bug) must not end the run
+        if isinstance(exc, DocumentLoadError) or (
+            isinstance(exc, IngestUsageError) and exc.code == "E_INGEST_DEPENDENCY_MISSING"
+        ):
+            return Outcome(candidate, "error", issue=issue_of(candidate.path, exc))
         issue = FileIssue(
             path=candidate.path, reason=f"cannot be indexed ({type(exc).__name__}: {exc})", code=_LOAD_FAILED
         )
@@ -400,8 +399,8 @@ async def ingest(
         An `IngestReport`: counts, skipped files, errors and elapsed time.
 
     Raises:
-        InvalidChunkingError: invalid chunk size, overlap or encoding.
-        InvalidIngestOptionError: invalid batch size, workers or extension map,
+        IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: invalid chunk size, overlap or encoding.
+        IngestUsageError: ``E_INGEST_INVALID_OPTION``: invalid batch size, workers or extension map,
             or a store without an encoder.
     """
     started = time.perf_counter()
@@ -409,11 +408,16 @@ async def ingest(
         store, chunk_size, chunk_overlap, encoding, max_file_size, fallback_encodings, html_extractor
     )
     if not is_int(batch_size, 1, _MAX_BATCH):
-        raise InvalidIngestOptionError(f"batch_size must be an int in [1, {_MAX_BATCH}]; got {batch_size!r}.")
+        raise IngestUsageError(
+            f"batch_size must be an int in [1, {_MAX_BATCH}]; got {batch_size!r}.",
+            code="E_INGEST_INVALID_OPTION",
+        )
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
     if not is_int(workers, 1):
-        raise InvalidIngestOptionError(f"workers must be a positive int; got {workers!r}.")
+        raise IngestUsageError(
+            f"workers must be a positive int; got {workers!r}.", code="E_INGEST_INVALID_OPTION"
+        )
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
     skips = SkipTally(on_skip)
@@ -422,8 +426,9 @@ async def ingest(
         # A RayEngine: its module, and the ray extra, load only where a caller built one.
         return await asyncio.to_thread(engine.run, store, collection, found, settings, files, prune, started)
     if engine != "local":
-        raise InvalidIngestOptionError(
+        raise IngestUsageError(
             f"engine must be 'local' or a RayEngine, got {engine!r}.",
+            code="E_INGEST_INVALID_OPTION",
             hint="from turnkit.ingest.ray import RayEngine; ingest(..., engine=RayEngine()).",
         )
     exists = await store.has_collection(collection)

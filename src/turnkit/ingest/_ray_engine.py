@@ -18,13 +18,14 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from turnkit._validation import is_int
 
 from .._aio import run_sync
 from .._lazy import import_optional
-from ._errors import IngestDependencyMissingError, InvalidIngestOptionError
+from ._errors import IngestUsageError
 from ._ignore import FileFilter
 from ._pipeline import _process, _Settings, make_report, settings_record
 from ._report import FileIssue, IngestReport
@@ -54,7 +55,12 @@ class _FileResult:
 
 def _ray() -> Any:
     hint = "Install them: pip install 'turnkit[ray]'."
-    return import_optional("ray", IngestDependencyMissingError, "The ray engine needs Ray and pylance", hint)
+    return import_optional(
+        "ray",
+        partial(IngestUsageError, code="E_INGEST_DEPENDENCY_MISSING"),
+        "The ray engine needs Ray and pylance",
+        hint,
+    )
 
 
 class _Worker:
@@ -119,8 +125,9 @@ def _default_factory(store: VectorStore, dimension: int) -> Callable[[], Encoder
     encoder = store.encoder
     spec = encoder_for_recorded(encoder.name, dimension) if encoder is not None else None
     if spec is None:
-        raise InvalidIngestOptionError(
+        raise IngestUsageError(
             f"The ray engine cannot rebuild the encoder {getattr(encoder, 'name', None)!r} in its workers.",
+            code="E_INGEST_INVALID_OPTION",
             hint="Pass encoder_factory=, a picklable function that returns the encoder.",
         )
     return lambda: encoder_from_spec(spec, dimension=dimension)
@@ -156,7 +163,9 @@ class RayEngine:
         for name in ("workers", "files_per_task"):
             value = getattr(self, name)
             if value is not None and not is_int(value, 1):
-                raise InvalidIngestOptionError(f"RayEngine {name} must be a positive int; got {value!r}.")
+                raise IngestUsageError(
+                    f"RayEngine {name} must be a positive int; got {value!r}.", code="E_INGEST_INVALID_OPTION"
+                )
 
     def run(
         self,
@@ -173,12 +182,13 @@ class RayEngine:
         `ingest` calls it for an engine other than ``"local"``; it never imports this module itself.
 
         Raises:
-            IngestDependencyMissingError: Ray or pylance is not installed.
+            IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: Ray or pylance is not installed.
         """
         ray = _ray()
         if importlib.util.find_spec("lance") is None:
-            raise IngestDependencyMissingError(
+            raise IngestUsageError(
                 "The ray engine needs pylance to write fragments.",
+                code="E_INGEST_DEPENDENCY_MISSING",
                 hint="Install it: pip install 'turnkit[ray]'.",
             )
         existed = store.has_collection_sync(collection)

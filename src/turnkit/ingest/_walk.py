@@ -8,7 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_from_bytes
 
-from ._errors import ExternalSymlinkError, UnsupportedDocumentError
+from ._errors import (
+    FileSkippedError,
+    IngestUsageError,
+)
 from ._ignore import FileFilter
 from ._loaders import detect_kind, source_uri_for
 from ._model import DocumentKind
@@ -92,14 +95,21 @@ def walk(
             return
         if external:
             reason = "a symlink to a target outside the ingested paths"
-            found.skips.add(issue_of(str(path), ExternalSymlinkError(reason, path=str(path), reason=reason)))
+            found.skips.add(
+                issue_of(
+                    str(path),
+                    FileSkippedError(reason, code="E_INGEST_EXTERNAL_SYMLINK", path=str(path), reason=reason),
+                )
+            )
             return
         if uri in seen:
             return
         seen.add(uri)
         try:
             kind = detect_kind(path, extensions)
-        except UnsupportedDocumentError as exc:
+        except IngestUsageError as exc:
+            if exc.code != "E_INGEST_UNSUPPORTED_FILE":
+                raise
             found.skips.add(issue_of(str(path), exc))
             return
         # A name that is not valid UTF-8 arrives with lone surrogates, which the store refuses.

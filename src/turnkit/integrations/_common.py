@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
 from .._validation import expect
 from ..batteries.vector import And, Condition, FilterNode, Not, Or, parse_mongo
 from ..tools import (
-    InvalidToolConfigError,
     ToolErrorInfo,
-    ToolFailedError,
+    ToolRuntimeError,
+    ToolUsageError,
     VectorQueryResult,
     VectorQuerySource,
     VectorQueryTool,
@@ -119,8 +120,8 @@ def error_text(info: ToolErrorInfo) -> str:
 
 
 def raise_error(info: ToolErrorInfo) -> NoReturn:
-    """Raise a failed call as `ToolFailedError`: the original code leads the message, the hint is kept."""
-    raise ToolFailedError(f"{info.code}: {info.message}", hint=info.hint)
+    """Raise a failed call as ``E_TOOL_FAILED``: the original code leads the message, the hint is kept."""
+    raise ToolRuntimeError(f"{info.code}: {info.message}", code="E_TOOL_FAILED", hint=info.hint)
 
 
 def _tier_of(rule: TierRule, source: VectorQuerySource) -> TrustTier:
@@ -203,12 +204,23 @@ class ToolBridge(Generic[DepsT]):
         hide_metadata_keys: Iterable[str] = (),
     ) -> None:
         hint = "Create it with turnkit.tools.create_vector_query_tool(...)."
-        expect(tool, VectorQueryTool, "tool", InvalidToolConfigError, hint, option="tool")
+        expect(
+            tool,
+            VectorQueryTool,
+            "tool",
+            partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG"),
+            hint,
+            option="tool",
+        )
         if trust_tier is not None and not callable(trust_tier):
             validate_trust_tier(trust_tier)
         for option, fn in (("guard", guard), ("request_context", request_context)):
             if fn is not None and not callable(fn):
-                raise InvalidToolConfigError(f"{option} must be a function of the run's deps.", option=option)
+                raise ToolUsageError(
+                    f"{option} must be a function of the run's deps.",
+                    code="E_INVALID_TOOL_CONFIG",
+                    option=option,
+                )
         self.tool = tool
         self.trust_tier = trust_tier
         self._guard = guard
@@ -225,8 +237,9 @@ class ToolBridge(Generic[DepsT]):
             guard = self._guard(deps)
             if guard is not None:
                 if "filter" in context:
-                    raise InvalidToolConfigError(
+                    raise ToolUsageError(
                         "The guard is given twice: by guard= and by the request context's 'filter'.",
+                        code="E_INVALID_TOOL_CONFIG",
                         option="guard",
                     )
                 context["filter"] = guard
@@ -268,7 +281,11 @@ class ToolBridge(Generic[DepsT]):
         if result.status == "no_results":
             return notes or "No records matched."
         if self.trust_tier is None:
-            raise InvalidToolConfigError("A trust tier is required to render results.", option="trust_tier")
+            raise ToolUsageError(
+                "A trust tier is required to render results.",
+                code="E_INVALID_TOOL_CONFIG",
+                option="trust_tier",
+            )
         body = render_sources(result, self.trust_tier) or "The matching records have no text."
         return f"{body}\n\n{notes}" if notes else body
 

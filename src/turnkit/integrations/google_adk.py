@@ -16,6 +16,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from google.adk.memory import BaseMemoryService
@@ -29,14 +30,12 @@ from ..batteries.vector import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,
     FilterNode,
-    InvalidQueryError,
-    InvalidVectorRecordError,
-    InvalidVectorStoreConfigError,
     QueryBuilder,
     RetrievalSettings,
     SettingsInput,
     VectorMatch,
     VectorStore,
+    VectorStoreUsageError,
     and_,
     condition,
     retrieve,
@@ -96,8 +95,9 @@ class TurnkitMemoryService(BaseMemoryService):
             ADK's own services do.
 
     Raises:
-        InvalidVectorStoreConfigError: ``store`` is not a `VectorStore`, or has no encoder.
-        InvalidCollectionNameError: ``collection`` is not a valid name.
+        VectorStoreUsageError: ``E_INVALID_VECTOR_STORE_CONFIG``: ``store`` is not a `VectorStore`, or has no
+            encoder.
+        VectorStoreUsageError: ``E_VECTOR_STORE_INVALID_COLLECTION_NAME``: ``collection`` is not a valid name.
         UnknownTrustTierError: ``trust_tier`` is not a known tier.
         InvalidRankingConfigError: ``settings`` is not usable.
     """
@@ -111,10 +111,17 @@ class TurnkitMemoryService(BaseMemoryService):
         settings: SettingsInput = None,
         fence: bool = True,
     ) -> None:
-        expect(store, VectorStore, "store", InvalidVectorStoreConfigError, STORE_HINT)
+        expect(
+            store,
+            VectorStore,
+            "store",
+            partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG"),
+            STORE_HINT,
+        )
         if store.encoder is None:
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 "TurnkitMemoryService needs a store with an encoder: it encodes each event's text.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="create_vector_store(uri, encoder=...), e.g. MiniLMEncoder() or HashEncoder() in tests.",
             )
         store(collection)  # checks the name now, not at the first write
@@ -136,7 +143,10 @@ class TurnkitMemoryService(BaseMemoryService):
         """
         for name, value in (("app_name", app_name), ("user_id", user_id)):
             if not isinstance(value, str):
-                raise InvalidQueryError(f"{name} must be a string, not {type(value).__name__}.")
+                raise VectorStoreUsageError(
+                    f"{name} must be a string, not {type(value).__name__}.",
+                    code="E_VECTOR_STORE_INVALID_QUERY",
+                )
         return and_(
             condition("metadata.app_name", "eq", app_name),
             condition("metadata.user_id", "eq", user_id),
@@ -388,8 +398,9 @@ def _parse_time(value: str | None) -> float:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise InvalidVectorRecordError(
+        raise VectorStoreUsageError(
             f"MemoryEntry.timestamp {value!r} is not an ISO 8601 time; nothing was written.",
+            code="E_INVALID_VECTOR_RECORD",
             hint="Use datetime.isoformat(), e.g. '2026-01-31T12:00:00+00:00'.",
         ) from None
     if parsed.tzinfo is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, TypeVar, cast
 
 from agents import FunctionTool
@@ -14,7 +15,7 @@ from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.tool_context import ToolContext
 
-from .._errors import InvalidMessageError, InvalidTurnContextError
+from .._errors import UsageError
 from .._messages import Message, MessageRole
 from .._validation import expect
 from ..batteries.vector import VectorMessageStore
@@ -100,7 +101,7 @@ class TurnkitSession:
         session_settings: The SDK's ``SessionSettings`` (its ``limit``).
 
     Raises:
-        InvalidTurnContextError: ``session_id`` is not a non-empty string.
+        UsageError: ``E_INVALID_TURN_CONTEXT``: ``session_id`` is not a non-empty string.
     """
 
     def __init__(
@@ -111,11 +112,20 @@ class TurnkitSession:
         session_settings: SessionSettings | None = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
-            raise InvalidTurnContextError(
-                f"session_id must be a non-empty string, got {session_id!r}.", field="session_id"
+            raise UsageError(
+                f"session_id must be a non-empty string, got {session_id!r}.",
+                code="E_INVALID_TURN_CONTEXT",
+                field="session_id",
             )
         hint = "Pass what create_vector_message_store(...) returned (or its .for_tenant(...))."
-        expect(history, VectorMessageStore, "history", InvalidTurnContextError, hint, field="history")
+        expect(
+            history,
+            VectorMessageStore,
+            "history",
+            partial(UsageError, code="E_INVALID_TURN_CONTEXT"),
+            hint,
+            field="history",
+        )
         self.session_id = session_id
         self.history = history
         self.session_settings = session_settings
@@ -136,7 +146,7 @@ class TurnkitSession:
         """Append ``items`` in order, in one commit (nothing for an empty list).
 
         Raises:
-            InvalidMessageError: an item is not a JSON object.
+            UsageError: ``E_INVALID_MESSAGE``: an item is not a JSON object.
         """
         if not items:
             return
@@ -154,8 +164,9 @@ class TurnkitSession:
 
 def _message_of(item: TResponseInputItem, index: int) -> Message:
     if not isinstance(item, Mapping):
-        raise InvalidMessageError(
+        raise UsageError(
             f"Session item {index} is a {type(item).__name__}; items are JSON objects (dicts).",
+            code="E_INVALID_MESSAGE",
             field="items",
         )
     role = item.get("role")

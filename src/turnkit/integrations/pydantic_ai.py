@@ -135,7 +135,7 @@ def retrieval_instructions(
         nothing matched or the prompt is empty.
 
     Raises:
-        ToolFailedError: (when the run starts) the tool is misconfigured for
+        ToolRuntimeError: ``E_TOOL_FAILED``: (when the run starts) the tool is misconfigured for
             this run; the code is in the message, the details in the log.
     """
     bridge: ToolBridge[DepsT] = ToolBridge(

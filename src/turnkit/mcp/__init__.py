@@ -29,7 +29,10 @@ asyncio.run(main())
 ```
 """
 
-from ._errors import InvalidMCPServerConfigError, MCPUnavailableError
+from ._errors import (
+    MCPUnavailableError,
+    MCPUsageError,
+)
 
 try:
     import mcp as _mcp  # noqa: F401 - fail early with an install hint
@@ -37,7 +40,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MCPUnavailableError("turnkit.mcp needs the `mcp` package.") from exc
 
 from ._auth import load_principals
-from ._errors import MCPInsecureBindError, MCPUnknownPrincipalError
 from ._http import HttpLimits
 from ._serve import serve
 from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
@@ -45,10 +47,8 @@ from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 __all__ = [
     "DEFAULT_READ_CONSISTENCY_INTERVAL",
     "HttpLimits",
-    "InvalidMCPServerConfigError",
-    "MCPInsecureBindError",
     "MCPUnavailableError",
-    "MCPUnknownPrincipalError",
+    "MCPUsageError",
     "create_mcp_server",
     "load_principals",
     "serve",

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from ._errors import InvalidMCPServerConfigError
+from ._errors import MCPUsageError
 
 __all__ = ["Principal", "TokenVerifier", "is_loopback", "load_principals"]
 
@@ -46,9 +46,10 @@ def is_loopback(host: str) -> bool:
 
 def _digest(token: str, where: str) -> bytes:
     if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or token != token.strip():
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             f"{where}: a token must be a string of at least {MIN_TOKEN_CHARS} characters without "
             "surrounding spaces.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint=_TOKEN_HINT,
             option="token",
         )
@@ -71,7 +72,7 @@ def load_principals(
     ``TURNKIT_MCP_TOKEN`` variable) in the error a bad token raises.
 
     Raises:
-        InvalidMCPServerConfigError: A token is too short, the file cannot be
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: A token is too short, the file cannot be
             read or parsed, or an entry is malformed or repeats a token.
     """
     out: list[Principal] = []
@@ -81,16 +82,20 @@ def load_principals(
         out += _read_file(Path(tokens_file))
     digests = [p.digest for p in out]
     if len(set(digests)) != len(digests):
-        raise InvalidMCPServerConfigError(
-            "Two principals share a token.", hint="Give every principal its own token.", option="tokens_file"
+        raise MCPUsageError(
+            "Two principals share a token.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
+            hint="Give every principal its own token.",
+            option="tokens_file",
         )
     return out
 
 
 def _read_file(path: Path) -> list[Principal]:
-    def bad(message: str) -> InvalidMCPServerConfigError:
-        return InvalidMCPServerConfigError(
+    def bad(message: str) -> MCPUsageError:
+        return MCPUsageError(
             f"Tokens file {str(path)!r}: {message}",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint='Expected {"principals": {"NAME": {"token_sha256": "<64 hex digits>", "guard": {...}}}} '
             "(JSON, or the same as TOML in a .toml file).",
             option="tokens_file",

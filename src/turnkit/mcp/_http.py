@@ -17,11 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import (
-    AuthenticatedUser,
-    BearerAuthBackend,
-    RequireAuthMiddleware,
-)
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -30,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from turnkit._validation import is_int, is_number
 
 from ._auth import TokenVerifier, is_loopback
-from ._errors import InvalidMCPServerConfigError
+from ._errors import MCPUsageError
 
 __all__ = ["HttpLimits", "SessionLimits", "allowed_hosts", "build_http_app", "describe_hosts", "listen"]
 
@@ -67,18 +63,24 @@ class HttpLimits:
         for name in ("max_body_bytes", "max_sessions", "max_sessions_per_client"):
             value = getattr(self, name)
             if not is_int(value, 1):
-                raise InvalidMCPServerConfigError(
-                    f"{name} must be a positive integer, got {value!r}.", option=name
+                raise MCPUsageError(
+                    f"{name} must be a positive integer, got {value!r}.",
+                    option=name,
+                    code="E_INVALID_MCP_SERVER_CONFIG",
                 )
         for name in ("idle_timeout", "uninitialized_timeout"):
             value = getattr(self, name)
             if not (is_number(value) and value > 0):
-                raise InvalidMCPServerConfigError(
-                    f"{name} must be a positive number of seconds.", option=name
+                raise MCPUsageError(
+                    f"{name} must be a positive number of seconds.",
+                    option=name,
+                    code="E_INVALID_MCP_SERVER_CONFIG",
                 )
         if self.max_sessions_per_client > self.max_sessions:
-            raise InvalidMCPServerConfigError(
-                "max_sessions_per_client cannot exceed max_sessions.", option="max_sessions_per_client"
+            raise MCPUsageError(
+                "max_sessions_per_client cannot exceed max_sessions.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
+                option="max_sessions_per_client",
             )
 
 
@@ -98,8 +100,9 @@ def allowed_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> Transpo
     for raw in [*names, *extra]:
         entry = raw.strip()
         if not entry or "/" in entry or "*" in entry or any(c.isspace() for c in entry):
-            raise InvalidMCPServerConfigError(
+            raise MCPUsageError(
                 f"--allow-host {raw!r} is not a host name.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
                 hint="Give a name or address as clients write it, e.g. kb.example.com or 10.0.0.5:8765.",
                 option="allow_hosts",
             )
@@ -132,7 +135,8 @@ def listen(host: str, port: int) -> socket.socket:
     the real one, and a taken port is a clear error rather than uvicorn's exit.
 
     Raises:
-        InvalidMCPServerConfigError: The address cannot be bound (in use, not this machine's).
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: The address cannot be bound (in use, not this
+            machine's).
     """
     bare = host.strip("[]")
     sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET, socket.SOCK_STREAM)
@@ -142,8 +146,9 @@ def listen(host: str, port: int) -> socket.socket:
         sock.listen(2048)  # uvicorn's backlog; a client that connects as soon as the address is printed waits
     except OSError as exc:
         sock.close()
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             f"Cannot listen on {_bracket(bare)}:{port}: {exc.strerror or exc}.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint="Pick another --port (--port 0 picks a free one), or stop the program using it; "
             "--host must be an address of this machine.",
             option="port",
@@ -371,16 +376,17 @@ def check_bind(host: str, *, authenticated: bool, insecure_no_auth: bool) -> Non
     """Refuse a non-loopback bind without authentication, unless told it is handled in front.
 
     Raises:
-        MCPInsecureBindError: ``host`` is not loopback and there is no token.
+        MCPUsageError: ``E_MCP_INSECURE_BIND``: ``host`` is not loopback and there is no token.
     """
-    from ._errors import MCPInsecureBindError
+    from ._errors import MCPUsageError
 
     if authenticated or is_loopback(host):
         return
     if not insecure_no_auth:
-        raise MCPInsecureBindError(
+        raise MCPUsageError(
             f"Refusing to serve {host!r} without authentication: "
-            "anyone who can reach it could read the store."
+            "anyone who can reach it could read the store.",
+            code="E_MCP_INSECURE_BIND",
         )
     log.warning(
         "Serving %s over HTTP with no authentication (--insecure-no-auth): anyone who can reach it can "

@@ -16,7 +16,7 @@ from turnkit._validation import is_int
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression
 from ._auth import Principal, TokenVerifier, is_loopback, load_principals
-from ._errors import InvalidMCPServerConfigError
+from ._errors import MCPUsageError
 from ._http import HttpLimits, allowed_hosts, build_http_app, check_bind, describe_hosts, listen
 from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
@@ -33,21 +33,25 @@ def parse_guard(value: str | Mapping[str, Any] | FilterNode | None) -> Mapping[s
     """A guard from the command line: a filter expression (``tenant = "acme"``) over metadata keys.
 
     Raises:
-        InvalidMCPServerConfigError: The expression is empty or does not parse.
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: The expression is empty or does not parse.
     """
     if not isinstance(value, str):
         return value
     if not value.strip():
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             "--guard is empty; it would allow every record.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint='Give a condition such as tenant = "acme", or leave --guard out.',
             option="guard",
         )
     try:
         return parse_filter_expression(value, field_prefix="metadata.")
     except TurnkitError as exc:
-        raise InvalidMCPServerConfigError(
-            f"--guard does not parse: {exc.message}", hint=exc.hint, option="guard"
+        raise MCPUsageError(
+            f"--guard does not parse: {exc.message}",
+            code="E_INVALID_MCP_SERVER_CONFIG",
+            hint=exc.hint,
+            option="guard",
         ) from None
 
 
@@ -57,8 +61,9 @@ def parse_filter_fields(value: str | Sequence[str] | Mapping[str, str] | None) -
         return value
     keys = [k.strip() for k in value.split(",") if k.strip()]
     if not keys:
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             "--filter-fields names no keys.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint="Use auto, any, or keys such as kind,year.",
             option="filter_fields",
         )
@@ -142,23 +147,36 @@ def serve(
             ``None`` never looks (a restart shows other processes' writes).
 
     Raises:
-        InvalidMCPServerConfigError: Bad options (checked before serving), or
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: Bad options (checked before serving), or
             an address that cannot be bound (a port in use).
-        MCPInsecureBindError: A non-loopback ``host`` without a token or ``insecure_no_auth``.
+        MCPUsageError: ``E_MCP_INSECURE_BIND``: A non-loopback ``host`` without a token or
+            ``insecure_no_auth``.
     """
     if collection is not None and collections is not None:
-        raise InvalidMCPServerConfigError("Pass collection= or collections=, not both.", option="collections")
+        raise MCPUsageError(
+            "Pass collection= or collections=, not both.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
+            option="collections",
+        )
     if transport not in ("stdio", "http"):
-        raise InvalidMCPServerConfigError(
-            f"transport must be 'stdio' or 'http', got {transport!r}.", option="transport"
+        raise MCPUsageError(
+            f"transport must be 'stdio' or 'http', got {transport!r}.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
+            option="transport",
         )
     if not is_int(port, 0, 65535):
-        raise InvalidMCPServerConfigError(f"port must be in [0, 65535], got {port!r}.", option="port")
+        raise MCPUsageError(
+            f"port must be in [0, 65535], got {port!r}.", option="port", code="E_INVALID_MCP_SERVER_CONFIG"
+        )
     if not isinstance(path, str) or not path.startswith("/"):
-        raise InvalidMCPServerConfigError(f"path must start with '/', got {path!r}.", option="path")
+        raise MCPUsageError(
+            f"path must start with '/', got {path!r}.", option="path", code="E_INVALID_MCP_SERVER_CONFIG"
+        )
     if not is_int(max_message_bytes, 1):
-        raise InvalidMCPServerConfigError(
-            "max_message_bytes must be a positive integer.", option="max_message_bytes"
+        raise MCPUsageError(
+            "max_message_bytes must be a positive integer.",
+            option="max_message_bytes",
+            code="E_INVALID_MCP_SERVER_CONFIG",
         )
     token_source = "--token"
     if token is None:

@@ -27,7 +27,7 @@ from ..tools._filters import compile_guard
 from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
 from ..tools.vector_query._input import filter_description
 from ._encoders import recorded_encoder, spec_encoder
-from ._errors import InvalidMCPServerConfigError
+from ._errors import MCPUsageError
 from ._tools import (
     DELETE_SCHEMA,
     READ_ONLY_ANNOTATIONS,
@@ -59,14 +59,15 @@ def read_consistency(value: timedelta | float | None) -> timedelta | None:
     """``read_consistency_interval`` as a `timedelta` (seconds accepted), or ``None`` (never look).
 
     Raises:
-        InvalidMCPServerConfigError: Not a duration of zero or more.
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: Not a duration of zero or more.
     """
     if value is None:
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if not is_number(seconds, 0):
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             f"read_consistency_interval must be seconds >= 0, a timedelta, or None; got {value!r}.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint="0 looks for other processes' writes before every read; None never looks.",
             option="read_consistency_interval",
         )
@@ -99,27 +100,37 @@ def _open_store(
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
-        raise InvalidMCPServerConfigError("Pass exactly one of store= and uri=.", option="store")
+        raise MCPUsageError(
+            "Pass exactly one of store= and uri=.", code="E_INVALID_MCP_SERVER_CONFIG", option="store"
+        )
     if store is not None:
         if not isinstance(store, VectorStore):
-            raise InvalidMCPServerConfigError("store must be a VectorStore.", option="store")
+            raise MCPUsageError(
+                "store must be a VectorStore.", code="E_INVALID_MCP_SERVER_CONFIG", option="store"
+            )
         if encoder is not None:
-            raise InvalidMCPServerConfigError(
-                "encoder= is for uri=; a store brings its own encoder.", option="encoder"
+            raise MCPUsageError(
+                "encoder= is for uri=; a store brings its own encoder.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
+                option="encoder",
             )
         if consistency is not DEFAULT_READ_CONSISTENCY_INTERVAL:
-            raise InvalidMCPServerConfigError(
+            raise MCPUsageError(
                 "read_consistency_interval= is for uri=; a store brings its own.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
                 hint="Pass it to create_vector_store(read_consistency_interval=...).",
                 option="read_consistency_interval",
             )
         return store, False
     if not isinstance(uri, str) or not uri:
-        raise InvalidMCPServerConfigError("uri must be a non-empty string.", option="uri")
+        raise MCPUsageError(
+            "uri must be a non-empty string.", code="E_INVALID_MCP_SERVER_CONFIG", option="uri"
+        )
     if "://" not in uri and not Path(uri).expanduser().is_dir():
         # Connecting would create an empty database directory; serving one is always a mistake.
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             f"No database at {uri!r}.",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             hint="Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
             option="uri",
         )
@@ -204,30 +215,34 @@ def create_mcp_server(
         process, or run it with `serve`.
 
     Raises:
-        InvalidMCPServerConfigError: Conflicting or invalid options.
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: Conflicting or invalid options.
     """
     served, read_encoder = _open_store(store, uri, encoder, connect, read_consistency_interval)
     if collections is None:
         names = served.list_collections_sync()
         if not names:
-            raise InvalidMCPServerConfigError(
+            raise MCPUsageError(
                 f"The store at {served.uri!r} has no collections.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
                 hint="Ingest documents first, or name the collection(s) to serve.",
                 option="collections",
             )
     else:
         names = [collections] if isinstance(collections, str) else list(collections)
         if not names or not all(isinstance(n, str) for n in names):
-            raise InvalidMCPServerConfigError(
-                "collections must name at least one collection.", option="collections"
+            raise MCPUsageError(
+                "collections must name at least one collection.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
+                option="collections",
             )
         for n in names:
             served(n)  # validates the name
         missing = [n for n in names if not served.has_collection_sync(n)]
         if missing:
             existing = served.list_collections_sync()
-            raise InvalidMCPServerConfigError(
+            raise MCPUsageError(
                 f"No collection {missing[0]!r} in the store at {served.uri!r}.",
+                code="E_INVALID_MCP_SERVER_CONFIG",
                 hint=f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
                 "or name an existing one.",
                 option="collections",
@@ -237,7 +252,9 @@ def create_mcp_server(
         existing = [n for n in names if served.has_collection_sync(n)]
         served.encoder = run_sync(recorded_encoder(served, existing))
     if not isinstance(enable_writes, bool):
-        raise InvalidMCPServerConfigError("enable_writes must be true or false.", option="enable_writes")
+        raise MCPUsageError(
+            "enable_writes must be true or false.", code="E_INVALID_MCP_SERVER_CONFIG", option="enable_writes"
+        )
     guard = compile_guard(guard, option="guard")
     per_principal = _principal_guards(principal_guards)
     values, bounds = tool_settings(settings), ToolLimits.of(limits)
@@ -344,8 +361,9 @@ def _principal_guards(value: Mapping[str, Any] | None) -> dict[str, FilterNode |
     if value is None:
         return None
     if not isinstance(value, Mapping) or not value or not all(isinstance(k, str) and k for k in value):
-        raise InvalidMCPServerConfigError(
+        raise MCPUsageError(
             "principal_guards must map principal names to guards (None for no guard of its own).",
+            code="E_INVALID_MCP_SERVER_CONFIG",
             option="principal_guards",
         )
     return {

@@ -23,17 +23,17 @@ from ..batteries.vector import (
     evaluate,
 )
 from ..tools import (
-    InvalidToolInputError,
     ToolErrorInfo,
-    ToolFailedError,
     ToolLimits,
+    ToolRuntimeError,
+    ToolUsageError,
     VectorQueryTool,
     retrieve_contexts,
 )
 from ..tools._config import ModelResolver
 from ..tools._filters import _fields as guard_fields
 from ..tools.vector_query._input import filter_description
-from ._errors import MCPUnknownPrincipalError
+from ._errors import MCPUsageError
 
 __all__ = ["READ_ONLY_ANNOTATIONS", "WRITE_ANNOTATIONS"]
 
@@ -119,14 +119,16 @@ def _error(exc: BaseException) -> CallToolResult:
             info = ToolErrorInfo(
                 code=exc.code,
                 message="The knowledge-base operation failed; the details are in the server's log.",
-                hint=ToolFailedError.default_hint,
+                hint=ToolRuntimeError.hints["E_TOOL_FAILED"],
                 kind="failed",
             )
         else:
             info = ToolErrorInfo.from_error(exc, kind)
     else:
         log.exception("MCP tool raised unexpectedly", exc_info=exc)
-        info = ToolErrorInfo.from_error(ToolFailedError("The tool failed unexpectedly."), "failed")
+        info = ToolErrorInfo.from_error(
+            ToolRuntimeError("The tool failed unexpectedly.", code="E_TOOL_FAILED"), "failed"
+        )
     return _result({"error": info.model_dump()}, is_error=True)
 
 
@@ -159,14 +161,19 @@ def with_collection(schema: dict[str, Any], collections: Sequence[str]) -> dict[
 def _pick_collection(arguments: dict[str, Any], collections: Sequence[str]) -> str:
     if len(collections) == 1:
         if "collection" in arguments and arguments.pop("collection") != collections[0]:
-            raise InvalidToolInputError(
-                "Unknown collection.", hint=f"This server serves {collections[0]!r} only.", field="collection"
+            raise ToolUsageError(
+                "Unknown collection.",
+                code="E_TOOL_INVALID_INPUT",
+                hint=f"This server serves {collections[0]!r} only.",
+                field="collection",
             )
         return collections[0]
     name = arguments.pop("collection", None)
     if name not in collections:
-        raise InvalidToolInputError(
-            f"`collection` must be one of {list(collections)}, got {name!r}.", field="collection"
+        raise ToolUsageError(
+            f"`collection` must be one of {list(collections)}, got {name!r}.",
+            code="E_TOOL_INVALID_INPUT",
+            field="collection",
         )
     return str(name)
 
@@ -225,7 +232,7 @@ class Tools:
         """The scope of the current request.
 
         Raises:
-            MCPUnknownPrincipalError: Per-principal guards are configured and the
+            MCPUsageError: ``E_MCP_UNKNOWN_PRINCIPAL``: Per-principal guards are configured and the
                 request has no principal, or one that is not listed.
         """
         if self.principal_guards is None:
@@ -233,7 +240,9 @@ class Tools:
         token = get_access_token()
         name = token.client_id if token is not None else None
         if name is None or name not in self._combined:
-            raise MCPUnknownPrincipalError("This request is not authenticated as a known principal.")
+            raise MCPUsageError(
+                "This request is not authenticated as a known principal.", code="E_MCP_UNKNOWN_PRINCIPAL"
+            )
         found = self._scopes.get(name)
         if found is None:
             found = self._scopes[name] = self.make_scope(self._combined[name])
@@ -255,7 +264,9 @@ class Tools:
         """The ``vector_query`` schema for the current request's principal (``None``: no principal)."""
         try:
             scope = self.scope()
-        except MCPUnknownPrincipalError:
+        except MCPUsageError as exc:
+            if exc.code != "E_MCP_UNKNOWN_PRINCIPAL":
+                raise
             return None
         schema = await scope.query_tools[self.collections[0]].input_schema_for()
         if self.auto_listing and "filter" in schema["properties"]:
@@ -314,15 +325,19 @@ class Tools:
             guard = self.scope().guard
             collection = _pick_collection(arguments, self.collections)
             if set(arguments) != {"ids"}:
-                raise InvalidToolInputError("The only argument besides `collection` is `ids`.")
+                raise ToolUsageError(
+                    "The only argument besides `collection` is `ids`.", code="E_TOOL_INVALID_INPUT"
+                )
             ids = arguments["ids"]
             if (
                 not isinstance(ids, list)
                 or not 1 <= len(ids) <= 1000
                 or not all(isinstance(i, str) and i for i in ids)
             ):
-                raise InvalidToolInputError(
-                    "`ids` must be a list of 1 to 1000 non-empty strings.", field="ids"
+                raise ToolUsageError(
+                    "`ids` must be a list of 1 to 1000 non-empty strings.",
+                    code="E_TOOL_INVALID_INPUT",
+                    field="ids",
                 )
             query = self.store(collection).where_in("id", ids)
             if guard is not None:
@@ -347,21 +362,28 @@ def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
 
 def _write_records(arguments: dict[str, Any]) -> list[dict[str, Any]]:
     if set(arguments) != {"records"}:
-        raise InvalidToolInputError("The only argument besides `collection` is `records`.")
+        raise ToolUsageError(
+            "The only argument besides `collection` is `records`.", code="E_TOOL_INVALID_INPUT"
+        )
     records = arguments["records"]
     if not isinstance(records, list) or not 1 <= len(records) <= _MAX_WRITE_BATCH:
-        raise InvalidToolInputError(f"`records` must be a list of 1 to {_MAX_WRITE_BATCH} objects.")
+        raise ToolUsageError(
+            f"`records` must be a list of 1 to {_MAX_WRITE_BATCH} objects.", code="E_TOOL_INVALID_INPUT"
+        )
     out: list[dict[str, Any]] = []
     for i, record in enumerate(records):
         if not isinstance(record, Mapping) or not set(record) <= {"id", "text", "metadata"}:
-            raise InvalidToolInputError(
-                f"records[{i}] must be an object with id, text and optional metadata."
+            raise ToolUsageError(
+                f"records[{i}] must be an object with id, text and optional metadata.",
+                code="E_TOOL_INVALID_INPUT",
             )
         rid, text, metadata = record.get("id"), record.get("text"), record.get("metadata")
         if not isinstance(rid, str) or not rid or not isinstance(text, str) or not text.strip():
-            raise InvalidToolInputError(f"records[{i}] needs a non-empty string id and text.")
+            raise ToolUsageError(
+                f"records[{i}] needs a non-empty string id and text.", code="E_TOOL_INVALID_INPUT"
+            )
         if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidToolInputError(f"records[{i}].metadata must be an object.")
+            raise ToolUsageError(f"records[{i}].metadata must be an object.", code="E_TOOL_INVALID_INPUT")
         out.append({"id": rid, "document": text, "metadata": dict(metadata or {})})
     return out
 
@@ -408,8 +430,9 @@ DELETE_SCHEMA: Final[dict[str, Any]] = {
 def _check_guard(guard: FilterNode, records: list[dict[str, Any]]) -> None:
     for record in records:
         if not evaluate(guard, record):
-            raise InvalidToolInputError(
+            raise ToolUsageError(
                 f"Record {record['id']!r} is outside what this server may write.",
+                code="E_TOOL_INVALID_INPUT",
                 hint="Give it the metadata this server requires.",
                 record_id=record["id"],
             )

@@ -24,15 +24,8 @@ print(result.status, result.relevant_context)
 
 from ._config import ToolLimits, VectorQueryRequestContext
 from ._errors import (
-    CollectionNotAllowedError,
-    InvalidToolConfigError,
-    InvalidToolInputError,
-    StoreResolverError,
-    ToolFailedError,
-    ToolOptionMissingError,
     ToolRuntimeError,
     ToolUsageError,
-    UnknownModelError,
 )
 from ._filters import describe_metadata_fields
 from ._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
@@ -43,19 +36,12 @@ from .vector_query._options import VectorQueryOptions
 from .vector_query._tool import VectorQueryTool
 
 __all__ = [
-    "CollectionNotAllowedError",
-    "InvalidToolConfigError",
-    "InvalidToolInputError",
     "RetrieveContextsRequest",
     "RetrieveContextsResponse",
-    "StoreResolverError",
     "ToolErrorInfo",
-    "ToolFailedError",
     "ToolLimits",
-    "ToolOptionMissingError",
     "ToolRuntimeError",
     "ToolUsageError",
-    "UnknownModelError",
     "VectorQueryOptions",
     "VectorQueryRequestContext",
     "VectorQueryResult",

@@ -18,12 +18,8 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from .._errors import TurnkitError
 from .._validation import CheckedModel
-from ..batteries.vector import (
-    InvalidRankingConfigError,
-    RetrievalSettings,
-    SettingsInput,
-)
-from ._errors import InvalidToolConfigError, UnknownModelError
+from ..batteries.vector import InvalidRankingConfigError, RetrievalSettings, SettingsInput
+from ._errors import ToolUsageError
 from ._filters import FIELDS_SAMPLE
 
 if TYPE_CHECKING:
@@ -45,7 +41,7 @@ __all__ = [
 
 @contextmanager
 def tool_config_errors(option: str) -> Iterator[None]:
-    """Report a settings error as the tools' `InvalidToolConfigError` (``E_INVALID_TOOL_CONFIG``).
+    """Report a settings error as the tools' ``E_INVALID_TOOL_CONFIG``.
 
     The option is ``{option}.{field}``, the knob `RetrievalSettings` named.
     """
@@ -54,11 +50,11 @@ def tool_config_errors(option: str) -> Iterator[None]:
     except InvalidRankingConfigError as exc:
         field = exc.context.get("field")
         name = f"{option}.{field}" if field and field != "settings" else option
-        raise InvalidToolConfigError(exc.message, hint=exc.hint, option=name) from None
+        raise ToolUsageError(exc.message, code="E_INVALID_TOOL_CONFIG", hint=exc.hint, option=name) from None
 
 
 def tool_settings(value: SettingsInput, option: str = "settings") -> RetrievalSettings:
-    """``value`` as `RetrievalSettings` (``None``: turnkit's defaults), or `InvalidToolConfigError`."""
+    """``value`` as `RetrievalSettings` (``None``: turnkit's defaults), or ``E_INVALID_TOOL_CONFIG``."""
     with tool_config_errors(option):
         return RetrievalSettings.of(value)
 
@@ -78,7 +74,7 @@ class ToolLimits(CheckedModel):
             key re-reads them, at most every 5 seconds).
 
     Raises:
-        InvalidToolConfigError: A value is out of range (``option`` is ``limits.<field>``).
+        ToolUsageError: ``E_INVALID_TOOL_CONFIG``: A value is out of range (``option`` is ``limits.<field>``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -94,7 +90,9 @@ class ToolLimits(CheckedModel):
 
     @classmethod
     def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
-        return InvalidToolConfigError(message, option=field if exc is None else f"limits.{field}")
+        return ToolUsageError(
+            message, option=field if exc is None else f"limits.{field}", code="E_INVALID_TOOL_CONFIG"
+        )
 
 
 ModelResolver: TypeAlias = "Mapping[str, ChatModel] | Callable[[str], ChatModel | None]"
@@ -103,7 +101,7 @@ a mapping, or a function returning ``None`` for an unknown name."""
 
 
 def resolve_model(models: Any, name: str, option: str) -> ChatModel:
-    """The `ChatModel` called ``name``, or `UnknownModelError`."""
+    """The `ChatModel` called ``name``, or `ToolUsageError` (``E_TOOL_UNKNOWN_MODEL``)."""
     found: Any = None
     if isinstance(models, Mapping):
         found = models.get(name)
@@ -116,10 +114,18 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
             if known
             else "The host must pass models= (a mapping of names to ChatModel objects)."
         )
-        raise UnknownModelError(f"{option}: no model named {name!r}.", hint=hint, model=name, option=option)
+        raise ToolUsageError(
+            f"{option}: no model named {name!r}.",
+            code="E_TOOL_UNKNOWN_MODEL",
+            hint=hint,
+            model=name,
+            option=option,
+        )
     if not callable(getattr(found, "complete", None)):
-        raise InvalidToolConfigError(
-            f"The model resolved for {name!r} is a {type(found).__name__}, not a ChatModel.", option=option
+        raise ToolUsageError(
+            f"The model resolved for {name!r} is a {type(found).__name__}, not a ChatModel.",
+            code="E_INVALID_TOOL_CONFIG",
+            option=option,
         )
     return cast("ChatModel", found)
 
@@ -127,9 +133,10 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
 def check_models(models: Any, option: str = "models") -> Any:
     """Validate a `ModelResolver` argument (``None`` allowed)."""
     if models is not None and not isinstance(models, Mapping) and not callable(models):
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"{option} must be a mapping of names to ChatModel objects or a function, "
             f"got {type(models).__name__}.",
+            code="E_INVALID_TOOL_CONFIG",
             option=option,
         )
     return models
@@ -156,8 +163,10 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
     if value is True:
         return {"rerank": True, **off}, None
     if not isinstance(value, Mapping):
-        raise InvalidToolConfigError(
-            f"reranker must be true, false or a dict, got {type(value).__name__}.", option="reranker"
+        raise ToolUsageError(
+            f"reranker must be true, false or a dict, got {type(value).__name__}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="reranker",
         )
     data = dict(value)
     options = data.pop("options", None)
@@ -167,8 +176,10 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
         data["top_k"] = data.pop("topK")
     unknown = sorted(map(str, set(data) - set(_RERANKER_KEYS)))
     if unknown:
-        raise InvalidToolConfigError(
-            f"reranker: unknown keys {unknown}; use {', '.join(_RERANKER_KEYS)}.", option="reranker"
+        raise ToolUsageError(
+            f"reranker: unknown keys {unknown}; use {', '.join(_RERANKER_KEYS)}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="reranker",
         )
     model, scorer, cap = data.pop("model", None), data.pop("scorer", None), data.pop("top_k", None)
     if isinstance(model, str):
@@ -183,16 +194,19 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
 def _database_config(value: Any) -> dict[str, Any]:
     """Mastra's ``database_config`` (also under a ``"lancedb"`` key) as overrides of the index knobs."""
     if not isinstance(value, Mapping):
-        raise InvalidToolConfigError(
-            f"database_config must be a dict, got {type(value).__name__}.", option="database_config"
+        raise ToolUsageError(
+            f"database_config must be a dict, got {type(value).__name__}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="database_config",
         )
     data = dict(value)
     if set(data) == {"lancedb"} and isinstance(data["lancedb"], Mapping):
         data = dict(data["lancedb"])
     unknown = sorted(map(str, set(data) - set(_DATABASE_KEYS)))
     if unknown:
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"database_config: unknown keys {unknown}.",
+            code="E_INVALID_TOOL_CONFIG",
             hint="LanceDB takes nprobes, refine_factor, ef, min_score and prefilter.",
             option="database_config",
         )
@@ -214,8 +228,9 @@ def request_overrides(context: Mapping[str, Any], models: Any) -> tuple[dict[str
     elif isinstance(given, Mapping):
         overrides.update(given)
     elif given is not None:
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"request_context.settings must be RetrievalSettings or a dict, got {type(given).__name__}.",
+            code="E_INVALID_TOOL_CONFIG",
             option="request_context.settings",
         )
     overrides.update({key: context[key] for key in _PLAIN_KEYS if key in context})

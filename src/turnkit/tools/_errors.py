@@ -3,16 +3,10 @@
 ```
 TurnkitError
 ├── UsageError
-│   └── ToolUsageError                  E_TOOL_USAGE
-│       ├── InvalidToolConfigError      E_INVALID_TOOL_CONFIG
-│       ├── ToolOptionMissingError      E_TOOL_OPTION_MISSING
-│       ├── InvalidToolInputError       E_TOOL_INVALID_INPUT
-│       ├── CollectionNotAllowedError   E_TOOL_COLLECTION_NOT_ALLOWED
-│       └── UnknownModelError           E_TOOL_UNKNOWN_MODEL
+│   └── ToolUsageError      E_TOOL_USAGE, E_INVALID_TOOL_CONFIG, E_TOOL_OPTION_MISSING,
+│                           E_TOOL_INVALID_INPUT, E_TOOL_COLLECTION_NOT_ALLOWED, E_TOOL_UNKNOWN_MODEL
 └── RuntimeFailure
-    └── ToolRuntimeError                E_TOOL_RUNTIME
-        ├── StoreResolverError          E_TOOL_STORE_RESOLVER_FAILED
-        └── ToolFailedError             E_TOOL_FAILED
+    └── ToolRuntimeError    E_TOOL_RUNTIME, E_TOOL_STORE_RESOLVER_FAILED, E_TOOL_FAILED
 ```
 
 Creation-time mistakes raise. At execution time a vector query tool never
@@ -22,76 +16,46 @@ raises: every error becomes a `ToolErrorInfo` in the result, with the same
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._errors import RuntimeFailure, UsageError
 
-__all__ = [
-    "CollectionNotAllowedError",
-    "InvalidToolConfigError",
-    "InvalidToolInputError",
-    "StoreResolverError",
-    "ToolFailedError",
-    "ToolOptionMissingError",
-    "ToolRuntimeError",
-    "ToolUsageError",
-    "UnknownModelError",
-]
+if TYPE_CHECKING:
+    from ._results import ToolErrorInfo
+
+__all__ = ["ToolCallFailure", "ToolRuntimeError", "ToolUsageError"]
+
+_CHANGE_THE_CALL = "Change the call; the message says what was wrong."
 
 
 class ToolUsageError(UsageError):
     """A tool was configured or called with values it cannot use."""
 
-    code = "E_TOOL_USAGE"
+    hints = {
+        "E_TOOL_USAGE": _CHANGE_THE_CALL,
+        "E_INVALID_TOOL_CONFIG": _CHANGE_THE_CALL,
+        "E_TOOL_OPTION_MISSING": _CHANGE_THE_CALL,
+        "E_TOOL_INVALID_INPUT": "Send arguments that match the tool's input schema.",
+        "E_TOOL_COLLECTION_NOT_ALLOWED": _CHANGE_THE_CALL,
+        "E_TOOL_UNKNOWN_MODEL": "Use one of the model names the host configured (models=...).",
+    }
 
 
 class ToolRuntimeError(RuntimeFailure):
     """A tool failed while running."""
 
-    code = "E_TOOL_RUNTIME"
+    hints = {
+        "E_TOOL_RUNTIME": "Something failed while running; the cause is chained to this error.",
+        "E_TOOL_STORE_RESOLVER_FAILED": (
+            "Check the request context the host passes (a tenant id, for example)."
+        ),
+        "E_TOOL_FAILED": "Retry once; if it fails again, answer without the knowledge base.",
+    }
 
 
-class InvalidToolConfigError(ToolUsageError):
-    """An option given when creating a tool (or in a request context) is invalid."""
+class ToolCallFailure(Exception):
+    """Carries a structured error out of a tool call (private to the tools)."""
 
-    code = "E_INVALID_TOOL_CONFIG"
-    option: str
-
-
-class ToolOptionMissingError(ToolUsageError):
-    """A required option is set neither at creation nor in the request context."""
-
-    code = "E_TOOL_OPTION_MISSING"
-    option: str
-
-
-class InvalidToolInputError(ToolUsageError):
-    """The arguments a model sent do not fit the tool's input schema."""
-
-    code = "E_TOOL_INVALID_INPUT"
-    default_hint = "Send arguments that match the tool's input schema."
-
-
-class CollectionNotAllowedError(ToolUsageError):
-    """A request named a collection the host did not expose."""
-
-    code = "E_TOOL_COLLECTION_NOT_ALLOWED"
-
-
-class StoreResolverError(ToolRuntimeError):
-    """The host's store resolver raised or returned something that is not a store."""
-
-    code = "E_TOOL_STORE_RESOLVER_FAILED"
-    default_hint = "Check the request context the host passes (a tenant id, for example)."
-
-
-class ToolFailedError(ToolRuntimeError):
-    """An unexpected error inside a tool (the details are logged, not shown)."""
-
-    code = "E_TOOL_FAILED"
-    default_hint = "Retry once; if it fails again, answer without the knowledge base."
-
-
-class UnknownModelError(ToolUsageError):
-    """A ranking option named a model the host did not provide."""
-
-    code = "E_TOOL_UNKNOWN_MODEL"
-    default_hint = "Use one of the model names the host configured (models=...)."
+    def __init__(self, info: ToolErrorInfo) -> None:
+        super().__init__(info.message)
+        self.info = info

@@ -28,7 +28,7 @@ from ..batteries.vector import (
     required_keys,
     validate_field,
 )
-from ._errors import InvalidToolConfigError, InvalidToolInputError
+from ._errors import ToolUsageError
 
 __all__ = [
     "FIELDS_SAMPLE",
@@ -68,22 +68,24 @@ def compile_model_filter(
     """Validate and compile the filter a model sent; ``None`` or ``{}`` means no filter.
 
     Raises:
-        InvalidToolInputError: Not an object (a JSON *string* included).
+        ToolUsageError: ``E_TOOL_INVALID_INPUT``: Not an object (a JSON *string* included).
         InvalidFilterError: Malformed, too deep or too large.
-        UnsupportedFilterOperatorError: An unknown ``$operator``.
+        InvalidFilterError: ``E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR``: An unknown ``$operator``.
         UnknownFieldError: A key that is not a valid metadata key, or not declared.
     """
     if value is None:
         return None
     if isinstance(value, str):
-        raise InvalidToolInputError(
+        raise ToolUsageError(
             "`filter` must be a JSON object, not a string.",
+            code="E_TOOL_INVALID_INPUT",
             hint='Send the object itself, e.g. "filter": {"year": {"$gte": 2020}}, not a quoted string.',
             field="filter",
         )
     if not isinstance(value, Mapping):
-        raise InvalidToolInputError(
+        raise ToolUsageError(
             f"`filter` must be a JSON object, not {type(value).__name__}.",
+            code="E_TOOL_INVALID_INPUT",
             hint='Example: {"kind": "faq", "year": {"$gte": 2020}}.',
             field="filter",
         )
@@ -156,27 +158,36 @@ def compile_guard(value: Any, *, option: str) -> FilterNode | None:
     """Compile a host's guard filter (a filter node, or a Mongo dict over metadata keys).
 
     Raises:
-        InvalidToolConfigError: The guard is not a filter or does not compile.
+        ToolUsageError: ``E_INVALID_TOOL_CONFIG``: The guard is not a filter or does not compile.
     """
     if value is None:
         return None
     if isinstance(value, Condition | And | Or | Not | Raw):
         node: FilterNode = value
     elif not isinstance(value, Mapping):
-        raise InvalidToolConfigError(
-            f"{option} must be a dict or a filter node, not {type(value).__name__}.", option=option
+        raise ToolUsageError(
+            f"{option} must be a dict or a filter node, not {type(value).__name__}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option=option,
         )
     else:
         try:
             node = parse_mongo(value, field_prefix=_PREFIX)
         except (InvalidFilterError, UnknownFieldError) as exc:
-            raise InvalidToolConfigError(f"{option} is invalid: {exc.message}", option=option) from exc
-        except Exception as exc:  # UnsupportedFilterOperatorError and friends
-            raise InvalidToolConfigError(f"{option} is invalid: {exc}", option=option) from exc
+            # An unknown operator's own message does not list the known ones; its hint does.
+            detail = str(exc) if exc.code == "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR" else exc.message
+            raise ToolUsageError(
+                f"{option} is invalid: {detail}", code="E_INVALID_TOOL_CONFIG", option=option
+            ) from exc
+        except Exception as exc:  # anything else the parser raises
+            raise ToolUsageError(
+                f"{option} is invalid: {exc}", code="E_INVALID_TOOL_CONFIG", option=option
+            ) from exc
     # An empty guard (dict or node) would silently allow everything: almost always a host bug.
     if _is_empty(node):
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"{option} is empty; it would allow every record.",
+            code="E_INVALID_TOOL_CONFIG",
             hint="Leave the guard out for no guard, or pass a condition such as {'tenant': 'acme'}.",
             option=option,
         )
@@ -188,8 +199,9 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
     if value is None:
         return None
     if isinstance(value, str):
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             "filter_fields must be a list of keys or a dict of key -> description, not a string.",
+            code="E_INVALID_TOOL_CONFIG",
             option="filter_fields",
         )
     items: dict[str, str] = {}
@@ -199,16 +211,21 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
         pairs = [(key, "") for key in value]
     for key, description in pairs:
         if not isinstance(key, str) or not isinstance(description, str):
-            raise InvalidToolConfigError(
-                "filter_fields keys and descriptions must be strings.", option="filter_fields"
+            raise ToolUsageError(
+                "filter_fields keys and descriptions must be strings.",
+                code="E_INVALID_TOOL_CONFIG",
+                option="filter_fields",
             )
         if key.startswith(_PREFIX):
             key = key[len(_PREFIX) :]
         try:
             validate_field(_PREFIX + key)
         except UnknownFieldError as exc:
-            raise InvalidToolConfigError(
-                f"filter_fields: {exc.message}", option="filter_fields", hint=exc.hint
+            raise ToolUsageError(
+                f"filter_fields: {exc.message}",
+                code="E_INVALID_TOOL_CONFIG",
+                option="filter_fields",
+                hint=exc.hint,
             ) from exc
         items[key] = description
     return items

@@ -27,13 +27,7 @@ from ..batteries.vector import (
     retrieve,
 )
 from ._config import ModelResolver, ToolLimits, check_models, resolve_model, tool_config_errors, tool_settings
-from ._errors import (
-    CollectionNotAllowedError,
-    InvalidToolConfigError,
-    InvalidToolInputError,
-    ToolOptionMissingError,
-    UnknownModelError,
-)
+from ._errors import ToolUsageError
 from ._filters import check_keys_held, compile_guard, describe_metadata_fields
 from ._results import Citation, CollapsedCopy
 from ._vertex_models import (
@@ -67,20 +61,22 @@ def _corpus_name(value: str) -> str:
 
 
 def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> RetrieveContextsRequest:
-    """Validate a request dict (snake_case or camelCase), raising `InvalidToolInputError`."""
+    """Validate a request dict (snake_case or camelCase), raising ``E_TOOL_INVALID_INPUT``."""
     if isinstance(request, RetrieveContextsRequest):
         return request
     if not isinstance(request, Mapping):
-        raise InvalidToolInputError(
+        raise ToolUsageError(
             f"The request must be an object, not {type(request).__name__}.",
+            code="E_TOOL_INVALID_INPUT",
             hint='Send {"query": {"text": "..."}}.',
         )
     try:
         return RetrieveContextsRequest.model_validate(dict(request))
     except ValidationError as exc:
         message, field = describe_validation(exc, "retrieve_contexts request")
-        raise InvalidToolInputError(
+        raise ToolUsageError(
             message,
+            code="E_TOOL_INVALID_INPUT",
             field=field,
             hint='Minimal request: {"query": {"text": "...", "rag_retrieval_config": {"top_k": 5}}}.',
         ) from None
@@ -96,16 +92,19 @@ def _ranker(
     if ranking.llm_ranker is not None:
         name = ranking.llm_ranker.model_name
         if not name:
-            raise InvalidToolInputError(
-                "ranking.llm_ranker needs a model_name.", hint="Name one of the host's models."
+            raise ToolUsageError(
+                "ranking.llm_ranker needs a model_name.",
+                code="E_TOOL_INVALID_INPUT",
+                hint="Name one of the host's models.",
             )
         return resolve_model(models, name, "ranking.llm_ranker.model_name"), None
     if ranking.rank_service is not None:
         name = ranking.rank_service.model_name
         if scorers is not None:
             if name is None or name not in scorers:
-                raise UnknownModelError(
+                raise ToolUsageError(
                     f"ranking.rank_service.model_name: no scorer named {name!r}.",
+                    code="E_TOOL_UNKNOWN_MODEL",
                     hint=f"Known rank_service models: {', '.join(sorted(scorers))}.",
                     model=name,
                     option="ranking.rank_service.model_name",
@@ -114,7 +113,9 @@ def _ranker(
         try:
             return None, local_scorer(store.encoder)
         except InvalidRankingConfigError as exc:
-            raise InvalidToolConfigError(exc.message, hint=exc.hint, option="scorers") from None
+            raise ToolUsageError(
+                exc.message, code="E_INVALID_TOOL_CONFIG", hint=exc.hint, option="scorers"
+            ) from None
     return None, None
 
 
@@ -124,8 +125,10 @@ def _check_scorers(scorers: Any) -> Mapping[str, RelevanceScorer] | None:
     if not isinstance(scorers, Mapping) or not all(
         isinstance(k, str) and callable(getattr(v, "score", None)) for k, v in scorers.items()
     ):
-        raise InvalidToolConfigError(
-            "scorers must map rank_service model names to RelevanceScorer objects.", option="scorers"
+        raise ToolUsageError(
+            "scorers must map rank_service model names to RelevanceScorer objects.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="scorers",
         )
     return scorers
 
@@ -182,32 +185,37 @@ async def retrieve_contexts(
         scorers: Relevance scorers by name for ``rank_service``.
         limits: `ToolLimits` (or a dict); ``max_top_k`` clamps ``top_k``, and
             a ``query.text`` longer than ``max_query_chars`` is an
-            `InvalidToolInputError` (it would be encoded, and paid for, whole).
+            `ToolUsageError` (``E_TOOL_INVALID_INPUT``) (it would be encoded, and paid for, whole).
 
     Returns:
         The contexts, best first; an empty list when nothing matched.
 
     Raises:
-        InvalidToolInputError: The request does not validate.
+        ToolUsageError: ``E_TOOL_INVALID_INPUT``: The request does not validate.
         InvalidFilterError: ``metadata_filter`` does not parse.
-        CollectionNotAllowedError: The corpus is not in ``allowed_collections``.
-        ToolOptionMissingError: No corpus in the request and no default ``collection``.
-        UnknownModelError: ``ranking`` names a model or scorer the host did not provide.
-        RerankFailedError: The judge or scorer failed (with ``on_error="raise"``).
+        ToolUsageError: ``E_TOOL_COLLECTION_NOT_ALLOWED``: The corpus is not in ``allowed_collections``.
+        ToolUsageError: ``E_TOOL_OPTION_MISSING``: No corpus in the request and no default ``collection``.
+        ToolUsageError: ``E_TOOL_UNKNOWN_MODEL``: ``ranking`` names a model or scorer the host did not
+            provide.
+        VectorStoreRuntimeError: ``E_VECTOR_RERANK_FAILED``: The judge or scorer failed (with
+            ``on_error="raise"``).
     """
     check_models(models)
     checked_scorers = _check_scorers(scorers)
     base = tool_settings(settings)
     bounds = ToolLimits.of(limits)
     if score not in ("distance", "similarity"):
-        raise InvalidToolConfigError(
-            f"score must be 'distance' or 'similarity', got {score!r}.", option="score"
+        raise ToolUsageError(
+            f"score must be 'distance' or 'similarity', got {score!r}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="score",
         )
     req = parse_request(request)
     if len(req.query.text) > bounds.max_query_chars:
-        raise InvalidToolInputError(
+        raise ToolUsageError(
             f"query.text has {len(req.query.text)} characters; "
             f"at most {bounds.max_query_chars} are accepted.",
+            code="E_TOOL_INVALID_INPUT",
             hint="Send a shorter query: a question or a few keywords.",
         )
     config = req.query.rag_retrieval_config
@@ -219,14 +227,16 @@ async def retrieve_contexts(
 
     name = _corpus_name(resource.rag_corpus) if resource is not None and resource.rag_corpus else collection
     if name is None:
-        raise ToolOptionMissingError(
+        raise ToolUsageError(
             "No corpus to search.",
+            code="E_TOOL_OPTION_MISSING",
             hint="Name one in vertex_rag_store.rag_resources[0].rag_corpus.",
             option="collection",
         )
     if allowed_collections is not None and name not in allowed_collections:
-        raise CollectionNotAllowedError(
+        raise ToolUsageError(
             f"Corpus {name!r} is not available.",
+            code="E_TOOL_COLLECTION_NOT_ALLOWED",
             hint=f"Available corpora: {', '.join(sorted(allowed_collections))}.",
             collection=name,
         )
@@ -294,8 +304,9 @@ def _request_settings(
     legacy = rag_store.vector_distance_threshold if rag_store is not None else None
     if legacy is not None:
         if distance_max is not None or (flt is not None and flt.vector_similarity_threshold is not None):
-            raise InvalidToolInputError(
+            raise ToolUsageError(
                 "Set one vector threshold: vertex_rag_store.vector_distance_threshold is deprecated.",
+                code="E_TOOL_INVALID_INPUT",
                 hint="Use query.rag_retrieval_config.filter.vector_distance_threshold only.",
             )
         distance_max = legacy

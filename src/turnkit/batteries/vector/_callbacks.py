@@ -12,16 +12,14 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Awaitable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from turnkit._aio import call_maybe_async
-from turnkit._context import (
-    TurnContext,
-    invoke,
-)
-from turnkit._errors import InvalidRetrievableError, TrustTierRequiredError, UnknownTrustTierError
+from turnkit._context import TurnContext, invoke
+from turnkit._errors import TrustTierRequiredError, UnknownTrustTierError, UsageError
 from turnkit._retrievable import (
     TRUST_TIERS,
     RawRetrievable,
@@ -36,18 +34,16 @@ from turnkit._validation import STORE_HINT, expect
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,
-    InvalidQueryError,
     InvalidRankingConfigError,
+    RetrievableSkippedWarning,
+    VectorStoreUsageError,
 )
 from turnkit.batteries.vector._glue_parts import (
     GLUE_METADATA_KEYS,
     DeriveQuery,
     FilterSpec,
-    InvalidRetrievableGlueConfigError,
     QueryValue,
     RawResult,
-    ReservedMetadataKeyError,
-    RetrievableSkippedWarning,
     TierFunction,
     ToRetrievable,
     VectorRetrievableCallbacks,
@@ -67,8 +63,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GLUE_METADATA_KEYS",
-    "InvalidRetrievableGlueConfigError",
-    "ReservedMetadataKeyError",
     "RetrievableSkippedWarning",
     "VectorRetrievableCallbacks",
     "VectorRetrievableGlue",
@@ -117,7 +111,7 @@ class VectorRetrievableGlue:
     Raises:
         TrustTierRequiredError: ``trust_tier`` was not given.
         UnknownTrustTierError: ``trust_tier`` is a string outside `turnkit.TRUST_TIERS`.
-        InvalidRetrievableGlueConfigError: another option is unusable.
+        VectorStoreUsageError: ``E_INVALID_RETRIEVABLE_GLUE_CONFIG``: another option is unusable.
         InvalidFilterError: ``filter`` is malformed (checked now, not at the first turn).
     """
 
@@ -146,11 +140,20 @@ class VectorRetrievableGlue:
             self._tier_fn = trust_tier
         else:
             self._tier = validate_trust_tier(trust_tier)
-        expect(store, VectorStore, "store", InvalidRetrievableGlueConfigError, STORE_HINT, field="store")
+        expect(
+            store,
+            VectorStore,
+            "store",
+            partial(VectorStoreUsageError, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG"),
+            STORE_HINT,
+            field="store",
+        )
         for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
             if hook is not None and not callable(hook):
-                raise InvalidRetrievableGlueConfigError(
-                    f"{name} must be a function, got {type(hook).__name__}.", field=name
+                raise VectorStoreUsageError(
+                    f"{name} must be a function, got {type(hook).__name__}.",
+                    code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
+                    field=name,
                 )
         shorthands = {
             name: value
@@ -167,17 +170,22 @@ class VectorRetrievableGlue:
                         rerank_scorer=local_scorer(store.encoder, scorer or "auto")  # type: ignore[arg-type]
                     )
         except InvalidRankingConfigError as exc:
-            raise InvalidRetrievableGlueConfigError(
-                exc.message, hint=exc.hint, field=exc.context.get("field", "settings")
+            raise VectorStoreUsageError(
+                exc.message,
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
+                hint=exc.hint,
+                field=exc.context.get("field", "settings"),
             ) from None
         if abstain_reply is not None and (not isinstance(abstain_reply, str) or not abstain_reply.strip()):
-            raise InvalidRetrievableGlueConfigError(
+            raise VectorStoreUsageError(
                 f"abstain_reply must be a non-empty string or None, got {abstain_reply!r}.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 field="abstain_reply",
             )
         if abstain_reply is not None and self.settings.min_score is None:
-            raise InvalidRetrievableGlueConfigError(
+            raise VectorStoreUsageError(
                 "abstain_reply needs min_score: without a threshold the callbacks never abstain.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 field="abstain_reply",
             )
         store(collection)  # a bad collection name fails at creation, not mid-turn
@@ -243,7 +251,7 @@ class VectorRetrievableGlue:
         are (their sources, else their ids). Return ``None`` to drop a match on purpose.
 
         Raises:
-            InvalidRetrievableError: the match cannot make a valid record
+            UsageError: ``E_INVALID_RETRIEVABLE``: the match cannot make a valid record
                 (the glue skips it with a `RetrievableSkippedWarning`).
         """
         if self._to_retrievable is not None:
@@ -276,7 +284,7 @@ class VectorRetrievableGlue:
         the metadata is the record's own plus `GLUE_METADATA_KEYS`.
 
         Raises:
-            ReservedMetadataKeyError: the record's metadata holds one of
+            VectorStoreUsageError: ``E_VECTOR_GLUE_RESERVED_METADATA_KEY``: the record's metadata holds one of
                 `GLUE_METADATA_KEYS` with a value that would read back differently.
         """
         r = retrievable
@@ -294,9 +302,10 @@ class VectorRetrievableGlue:
             # Even an equal value: fetch reads these keys into the record's own
             # fields, so the metadata would not come back as it went in.
             if key in r.metadata:
-                raise ReservedMetadataKeyError(
+                raise VectorStoreUsageError(
                     f"Record {r.id!r}: metadata key {key!r} is written by the glue from the record's "
                     "own fields; it would not read back as metadata.",
+                    code="E_VECTOR_GLUE_RESERVED_METADATA_KEY",
                     record_id=r.id,
                     key=key,
                 )
@@ -366,7 +375,7 @@ class VectorRetrievableGlue:
 
         Raises:
             EncoderRequiredError: the store has no encoder.
-            ReservedMetadataKeyError: see `to_record`.
+            VectorStoreUsageError: ``E_VECTOR_GLUE_RESERVED_METADATA_KEY``: see `to_record`.
         """
         r = as_retrievable(retrievable, where="The record to store")
         if isinstance(ctx, TurnContext):  # also when the callback is called directly with a turn's context
@@ -381,7 +390,9 @@ class VectorRetrievableGlue:
     async def delete_retrievable(self, ctx: TurnContext, id: str) -> None:
         """Delete the record with this id (nothing happens if it, or the collection, is absent)."""
         if not isinstance(id, str) or not id:
-            raise InvalidRetrievableError(f"delete_retrievable needs a non-empty string id, got {id!r}.")
+            raise UsageError(
+                f"delete_retrievable needs a non-empty string id, got {id!r}.", code="E_INVALID_RETRIEVABLE"
+            )
         try:
             await self.store(self.collection).where_in("id", [id]).delete()
         except CollectionNotFoundError:
@@ -393,8 +404,9 @@ class VectorRetrievableGlue:
             return q.near_text(query)
         if isinstance(query, np.ndarray) or (isinstance(query, Sequence) and not isinstance(query, bytes)):
             return q.near_vector(query)
-        raise InvalidQueryError(
+        raise VectorStoreUsageError(
             f"derive_query returned {type(query).__name__}; it must return text, a vector or None.",
+            code="E_VECTOR_STORE_INVALID_QUERY",
             hint="Return a str (encoded by the store), a list of floats, or None to skip retrieval.",
             collection=self.collection,
         )
@@ -421,7 +433,9 @@ class VectorRetrievableGlue:
             if raw is None:
                 return None
             record = Retrievable.from_raw(raw, trust_tier=tier)
-        except InvalidRetrievableError as exc:
+        except UsageError as exc:
+            if exc.code != "E_INVALID_RETRIEVABLE":
+                raise
             self._skip(match, exc.message)
             return None
         stored = declared_tier(raw, match)
@@ -483,7 +497,8 @@ def create_vector_retrievable_callbacks(
     Raises:
         TrustTierRequiredError: ``trust_tier`` was not given.
         UnknownTrustTierError: ``trust_tier`` is not a known tier.
-        InvalidRetrievableGlueConfigError: ``store``, ``top_k``, ``filter`` or a hook is unusable.
+        VectorStoreUsageError: ``E_INVALID_RETRIEVABLE_GLUE_CONFIG``: ``store``, ``top_k``, ``filter``
+            or a hook is unusable.
         InvalidFilterError: ``filter`` is malformed.
     """
     glue = VectorRetrievableGlue(

@@ -15,9 +15,6 @@ from turnkit._retrievable import (
     RawRetrievable,
     Retrievable,
 )
-from turnkit.batteries.vector._errors import (
-    VectorStoreUsageError,
-)
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector._sources import source_of
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
@@ -30,11 +27,8 @@ __all__ = [
     "CallbackMapping",
     "DeriveQuery",
     "FilterSpec",
-    "InvalidRetrievableGlueConfigError",
     "QueryValue",
     "RawResult",
-    "ReservedMetadataKeyError",
-    "RetrievableSkippedWarning",
     "TierFunction",
     "ToRetrievable",
     "VectorRetrievableCallbacks",
@@ -62,39 +56,6 @@ GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_
 
 
 _NODE_TYPES = (Condition, And, Or, Not, Raw)
-
-
-class InvalidRetrievableGlueConfigError(VectorStoreUsageError):
-    """`create_vector_retrievable_callbacks` got an option it cannot use, or a hook returned one."""
-
-    code = "E_INVALID_RETRIEVABLE_GLUE_CONFIG"
-    default_hint = "Check the option named in the message against docs/retrieval-callbacks.md."
-
-
-class ReservedMetadataKeyError(VectorStoreUsageError):
-    """A record's metadata holds a key the glue writes itself (trust_tier, source, kind, timestamps)."""
-
-    code = "E_VECTOR_GLUE_RESERVED_METADATA_KEY"
-    default_hint = (
-        "Set the record's own field (source=, kind=, created_at=...) instead, or rename the metadata "
-        "key; trust_tier, source, kind, created_at and updated_at are written by the glue."
-    )
-
-
-class RetrievableSkippedWarning(UserWarning):
-    """A match could not become a `Retrievable` (empty document, bad timestamp…) and was left out.
-
-    Attributes:
-        record_id: The id of the skipped match.
-        collection: The collection it came from.
-        reason: Why it was skipped.
-    """
-
-    def __init__(self, message: str, *, record_id: str, collection: str, reason: str) -> None:
-        super().__init__(message)
-        self.record_id = record_id
-        self.collection = collection
-        self.reason = reason
 
 
 class CallbackMapping(Mapping[str, Any]):

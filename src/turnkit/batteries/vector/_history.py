@@ -21,17 +21,22 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict, Unpack
 
 from turnkit._aio import on_loop, sync_form
 from turnkit._context import TurnContext
-from turnkit._errors import InvalidMessageError, InvalidTurnContextError, TurnkitError
+from turnkit._errors import TurnkitError, UsageError
 from turnkit._messages import Message
 from turnkit._pipeline import Next
 from turnkit._retrievable import Retrievable, TrustTier, trust_rank, validate_trust_tier
 from turnkit._validation import STORE_HINT, expect, is_int
-from turnkit.batteries.vector._errors import CollectionNotFoundError, FilterKeyNotFoundError
-from turnkit.batteries.vector._glue_parts import CallbackMapping, InvalidRetrievableGlueConfigError
+from turnkit.batteries.vector._errors import (
+    CollectionNotFoundError,
+    FilterKeyNotFoundError,
+    VectorStoreUsageError,
+)
+from turnkit.batteries.vector._glue_parts import CallbackMapping
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector._retrieve import retrieve
 from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
@@ -108,29 +113,43 @@ class VectorMessageStore(CallbackMapping):
         recall_scope: RecallScope = "conversation",
         trust_tier: TrustTier = "third-party",
     ) -> None:
-        expect(store, VectorStore, "store", InvalidRetrievableGlueConfigError, STORE_HINT, field="store")
+        expect(
+            store,
+            VectorStore,
+            "store",
+            partial(VectorStoreUsageError, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG"),
+            STORE_HINT,
+            field="store",
+        )
         store(collection)  # a bad collection name fails now, not at the first turn
         if tenant is not None and not callable(tenant) and not _is_name(tenant):
-            raise InvalidRetrievableGlueConfigError(
+            raise VectorStoreUsageError(
                 "tenant must be a non-empty string, a function of the turn's context, or None; "
                 f"got {tenant!r}.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint=_HINT,
                 field="tenant",
             )
         if window is not None and not is_int(window, 1):
-            raise InvalidRetrievableGlueConfigError(
-                f"window must be a positive int or None, got {window!r}.", hint=_HINT, field="window"
+            raise VectorStoreUsageError(
+                f"window must be a positive int or None, got {window!r}.",
+                hint=_HINT,
+                field="window",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
             )
         if recall_scope not in ("conversation", "all"):
-            raise InvalidRetrievableGlueConfigError(
+            raise VectorStoreUsageError(
                 f"recall_scope must be 'conversation' or 'all', got {recall_scope!r}.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint=_HINT,
                 field="recall_scope",
             )
         try:
             self.trust_tier: TrustTier = validate_trust_tier(trust_tier)
         except TurnkitError as exc:
-            raise InvalidRetrievableGlueConfigError(exc.message, hint=exc.hint, field="trust_tier") from None
+            raise VectorStoreUsageError(
+                exc.message, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG", hint=exc.hint, field="trust_tier"
+            ) from None
         if recall is True:
             self.recall: RetrievalSettings | None = RetrievalSettings()
         elif recall is False or recall is None:
@@ -139,8 +158,11 @@ class VectorMessageStore(CallbackMapping):
             try:
                 self.recall = RetrievalSettings.of(recall)
             except TurnkitError as exc:
-                raise InvalidRetrievableGlueConfigError(
-                    exc.message, hint=exc.hint, field=f"recall.{exc.context.get('field', '')}".rstrip(".")
+                raise VectorStoreUsageError(
+                    exc.message,
+                    code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
+                    hint=exc.hint,
+                    field=f"recall.{exc.context.get('field', '')}".rstrip("."),
                 ) from None
         self.store = store
         self.collection = collection
@@ -167,11 +189,15 @@ class VectorMessageStore(CallbackMapping):
         """The same history, scoped to one tenant (for `messages`, `append`… and the Agents SDK session).
 
         Raises:
-            InvalidRetrievableGlueConfigError: ``tenant`` is not a non-empty string.
+            VectorStoreUsageError: ``E_INVALID_RETRIEVABLE_GLUE_CONFIG``: ``tenant`` is not a non-empty
+                string.
         """
         if not _is_name(tenant):
-            raise InvalidRetrievableGlueConfigError(
-                f"for_tenant() takes a non-empty string, got {tenant!r}.", hint=_HINT, field="tenant"
+            raise VectorStoreUsageError(
+                f"for_tenant() takes a non-empty string, got {tenant!r}.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
+                hint=_HINT,
+                field="tenant",
             )
         scoped = VectorMessageStore(
             store=self.store,
@@ -209,7 +235,7 @@ class VectorMessageStore(CallbackMapping):
         the messages the window already shows and this turn's own.
 
         Raises:
-            InvalidRetrievableGlueConfigError: recall is off.
+            VectorStoreUsageError: ``E_INVALID_RETRIEVABLE_GLUE_CONFIG``: recall is off.
         """
         settings = self._recall_settings()
         question = ctx.user_message or await ctx.last_user_message()
@@ -259,10 +285,14 @@ class VectorMessageStore(CallbackMapping):
         """A conversation's messages, oldest first: the latest ``limit`` of them (``None``: all).
 
         Raises:
-            InvalidTurnContextError: ``conversation_id`` is empty, or ``limit`` is negative.
+            UsageError: ``E_INVALID_TURN_CONTEXT``: ``conversation_id`` is empty, or ``limit`` is negative.
         """
         if limit is not None and not is_int(limit, 0):
-            raise InvalidTurnContextError(f"limit must be an int >= 0 or None, got {limit!r}.", field="limit")
+            raise UsageError(
+                f"limit must be an int >= 0 or None, got {limit!r}.",
+                field="limit",
+                code="E_INVALID_TURN_CONTEXT",
+            )
         rows = await self._rows(self._fixed_tenant(), _checked_id(conversation_id), keep=limit)
         return [row.message for row in rows]
 
@@ -293,8 +323,9 @@ class VectorMessageStore(CallbackMapping):
     # -- internals -----------------------------------------------------------------------------
     def _recall_settings(self) -> RetrievalSettings:
         if self.recall is None:
-            raise InvalidRetrievableGlueConfigError(
+            raise VectorStoreUsageError(
                 "This message store was created without recall.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint="Pass recall=True (or a dict of RetrievalSettings fields) "
                 "to create_vector_message_store().",
                 field="recall",
@@ -307,9 +338,10 @@ class VectorMessageStore(CallbackMapping):
             return rule
         value = rule(ctx)
         if not _is_name(value):
-            raise InvalidTurnContextError(
+            raise UsageError(
                 f"The tenant function returned {value!r} for conversation {ctx.conversation_id!r}; "
                 "it must return a non-empty string.",
+                code="E_INVALID_TURN_CONTEXT",
                 hint="Return the tenant of the request (its id), never None.",
                 field="tenant",
             )
@@ -317,8 +349,9 @@ class VectorMessageStore(CallbackMapping):
 
     def _fixed_tenant(self) -> str | None:
         if callable(self._tenant):
-            raise InvalidRetrievableGlueConfigError(
+            raise VectorStoreUsageError(
                 "This message store takes its tenant from each turn's context; outside a turn it has none.",
+                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint="Call history.for_tenant('...') and use the scoped store.",
                 field="tenant",
             )
@@ -389,7 +422,7 @@ class VectorMessageStore(CallbackMapping):
             return _Row(
                 match.id, str(meta["conversation_id"]), seq, None if tier is None else str(tier), message
             )
-        except (KeyError, ValueError, TypeError, InvalidMessageError) as exc:
+        except (KeyError, ValueError, TypeError, UsageError) as exc:  # UsageError: E_INVALID_MESSAGE
             # A row this store did not write (or a damaged one) is skipped, as SQLiteSession skips bad JSON.
             log.warning(
                 "collection %r: skipped record %r, not a stored message (%s)", self.collection, match.id, exc
@@ -420,8 +453,9 @@ class VectorMessageStore(CallbackMapping):
     async def _append(self, tenant: str | None, conversation_id: str, messages: list[Message]) -> None:
         for i, message in enumerate(messages):
             if not isinstance(message, Message):
-                raise InvalidMessageError(
+                raise UsageError(
                     f"Message {i} to store is a {type(message).__name__}, not a turnkit Message.",
+                    code="E_INVALID_MESSAGE",
                     field="message",
                 )
         if not messages:
@@ -481,7 +515,9 @@ class VectorMessageStore(CallbackMapping):
         rows = self._ordered(await self._read(self._conversation(tenant, conversation_id)))
         tail = rows[-1].seq if rows else -1
         if tail >= _MAX_SEQ:  # pragma: no cover - 2**53 messages in one conversation
-            raise InvalidMessageError(f"Conversation {conversation_id!r} has no sequence numbers left.")
+            raise UsageError(
+                f"Conversation {conversation_id!r} has no sequence numbers left.", code="E_INVALID_MESSAGE"
+            )
         return tail
 
     async def _pop_locked(self, tenant: str | None, conversation_id: str) -> Message | None:
@@ -542,8 +578,10 @@ def _is_name(value: object) -> bool:
 
 def _checked_id(conversation_id: object) -> str:
     if not isinstance(conversation_id, str) or not conversation_id:
-        raise InvalidTurnContextError(
-            f"conversation_id must be a non-empty string, got {conversation_id!r}.", field="conversation_id"
+        raise UsageError(
+            f"conversation_id must be a non-empty string, got {conversation_id!r}.",
+            code="E_INVALID_TURN_CONTEXT",
+            field="conversation_id",
         )
     return conversation_id
 
@@ -598,7 +636,8 @@ def create_vector_message_store(**options: Unpack[_MessageStoreOptions]) -> Vect
         A `VectorMessageStore`, which unpacks into ``TurnRunnerConfig(**history)``.
 
     Raises:
-        InvalidRetrievableGlueConfigError: an option is unusable (``field`` names it).
-        InvalidCollectionNameError: ``collection`` is not a valid name.
+        VectorStoreUsageError: ``E_INVALID_RETRIEVABLE_GLUE_CONFIG``: an option is unusable (``field`` names
+            it).
+        VectorStoreUsageError: ``E_VECTOR_STORE_INVALID_COLLECTION_NAME``: ``collection`` is not a valid name.
     """
     return VectorMessageStore(**options)

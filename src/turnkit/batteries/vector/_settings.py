@@ -142,7 +142,7 @@ class RetrievalSettings(CheckedModel):
         except InvalidRankingConfigError as exc:
             # Raised by a knob's own check (hybrid's, the rerank weights'): the knob's hint, not the class's.
             field = str(exc.context.get("field", ""))
-            if exc.hint == InvalidRankingConfigError.default_hint and field in _HINTS:
+            if exc.hint == InvalidRankingConfigError.hints[exc.code] and field in _HINTS:
                 exc.hint = _HINTS[field]
             raise
 

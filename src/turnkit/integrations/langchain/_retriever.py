@@ -41,7 +41,7 @@ class TurnkitRetriever(BaseRetriever):
     metadata plus ``score`` (the tool's score in [0, 1]) and, when known,
     ``source_uri``, ``source_display_name``, ``page_span`` and ``duplicates``
     (where the collapsed copies of its text are). A failed search
-    raises `turnkit.tools.ToolFailedError` whose message starts with the
+    raises `turnkit.tools.ToolRuntimeError` (``E_TOOL_FAILED``) whose message starts with the
     original stable code and whose hint is the tool's.
     """
 

@@ -15,12 +15,7 @@ from langgraph.store.base import MatchCondition
 
 from turnkit._validation import is_int
 
-from ...batteries.vector import (
-    InvalidFilterError,
-    InvalidQueryError,
-    InvalidVectorRecordError,
-    UnsupportedFilterOperatorError,
-)
+from ...batteries.vector import InvalidFilterError, VectorStoreUsageError
 
 __all__ = [
     "OPERATORS",
@@ -62,8 +57,9 @@ def value_text(value: Any, *, namespace: tuple[str, ...], key: str) -> str:
     """The stored form of an item's value; refused unless it reads back equal and of the same types."""
     where = f"The value of {key!r} in namespace {namespace!r}"
     if not isinstance(value, Mapping):
-        raise InvalidVectorRecordError(
+        raise VectorStoreUsageError(
             f"{where} is a {type(value).__name__}; LangGraph values are dicts.",
+            code="E_INVALID_VECTOR_RECORD",
             hint=_VALUE_HINT,
             record_id=key,
         )
@@ -71,12 +67,13 @@ def value_text(value: Any, *, namespace: tuple[str, ...], key: str) -> str:
         text = json_text(value)
         same = _same(json.loads(text), value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidVectorRecordError(
-            f"{where} is not JSON: {exc}.", hint=_VALUE_HINT, record_id=key
+        raise VectorStoreUsageError(
+            f"{where} is not JSON: {exc}.", code="E_INVALID_VECTOR_RECORD", hint=_VALUE_HINT, record_id=key
         ) from None
     if not same:
-        raise InvalidVectorRecordError(
+        raise VectorStoreUsageError(
             f"{where} would not read back as it was written (a non-string key, a tuple or a subclass).",
+            code="E_INVALID_VECTOR_RECORD",
             hint=_VALUE_HINT,
             record_id=key,
         )
@@ -151,8 +148,9 @@ def _check_operand(key: str, wanted: Any) -> None:
             if not operators:
                 _check_operand(f"{key}.{op}", operand)
             elif op not in OPERATORS:
-                raise UnsupportedFilterOperatorError(
+                raise InvalidFilterError(
                     f"Unsupported operator {op!r} in the filter on {key!r}.",
+                    code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
                     hint=f"LangGraph's store filters know {', '.join(OPERATORS)}.",
                     field=key,
                     operator=op,
@@ -216,4 +214,7 @@ def check_page(limit: int, offset: int, what: str) -> None:
     """Refuse a negative or non-integer page (LangGraph slices with them, meaning something else)."""
     for name, n in (("limit", limit), ("offset", offset)):
         if not is_int(n, 0):
-            raise InvalidQueryError(f"{what}: {name} must be a non-negative integer, got {n!r}.")
+            raise VectorStoreUsageError(
+                f"{what}: {name} must be a non-negative integer, got {n!r}.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
+            )

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -45,16 +46,13 @@ from ... import TrustTier, validate_trust_tier
 from ..._aio import run_sync
 from ...batteries.vector import (
     CollectionNotFoundError,
-    DimensionMismatchError,
     Encoder,
-    EncoderFailedError,
     EncoderRequiredError,
     FilterNode,
-    InvalidQueryError,
-    InvalidVectorRecordError,
-    InvalidVectorStoreConfigError,
     VectorMatch,
     VectorStore,
+    VectorStoreRuntimeError,
+    VectorStoreUsageError,
     and_,
     condition,
     encode_texts,
@@ -113,8 +111,9 @@ def _check_fields(fields: Any, option: str) -> list[str]:
         or not isinstance(fields, Sequence)
         or not all(isinstance(f, str) for f in fields)
     ):
-        raise InvalidVectorStoreConfigError(
+        raise VectorStoreUsageError(
             f"{option} must be a list of value paths, got {fields!r}.",
+            code="E_INVALID_VECTOR_STORE_CONFIG",
             hint='Examples: ["$"] (the whole value), ["text", "tags[*]", "meta.title"].',
             option=option,
         )
@@ -163,13 +162,23 @@ class TurnkitStore(BaseStore):
         tenant_depth: int = 0,
         trust_tier: TrustTier = "third-party",
     ) -> None:
-        expect(store, VectorStore, "store", InvalidVectorStoreConfigError, STORE_HINT)
+        expect(
+            store,
+            VectorStore,
+            "store",
+            partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG"),
+            STORE_HINT,
+        )
         if not is_int(tenant_depth, 0):
-            raise InvalidVectorStoreConfigError(
-                f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.", option="tenant_depth"
+            raise VectorStoreUsageError(
+                f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.",
+                option="tenant_depth",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
             )
         if ttl is not None and not isinstance(ttl, Mapping):
-            raise InvalidVectorStoreConfigError("ttl must be a TTLConfig dict or None.", option="ttl")
+            raise VectorStoreUsageError(
+                "ttl must be a TTLConfig dict or None.", code="E_INVALID_VECTOR_STORE_CONFIG", option="ttl"
+            )
         self.vs = store
         self.collection = collection
         self.tenant_depth = tenant_depth
@@ -193,8 +202,10 @@ class TurnkitStore(BaseStore):
             return None
         config: Mapping[str, Any] = {} if index is None else index
         if not isinstance(config, Mapping):
-            raise InvalidVectorStoreConfigError(
-                "index must be a LangGraph IndexConfig dict, False or None.", option="index"
+            raise VectorStoreUsageError(
+                "index must be a LangGraph IndexConfig dict, False or None.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
+                option="index",
             )
         fields = _check_fields(config.get("fields") or ["$"], "index['fields']")
         embed, dims = config.get("embed"), config.get("dims")
@@ -205,15 +216,18 @@ class TurnkitStore(BaseStore):
                     collection=self.collection,
                 )
             if dims is not None and dims != encoder.dimension:
-                raise DimensionMismatchError(
+                raise VectorStoreUsageError(
                     f"index['dims'] is {dims} but the store's encoder {encoder.name!r} "
                     f"gives {encoder.dimension}.",
+                    code="E_VECTOR_STORE_DIMENSION_MISMATCH",
                     collection=self.collection,
                 )
             return _encoder_index(encoder, fields)
         if not is_int(dims, 1):
-            raise InvalidVectorStoreConfigError(
-                f"index['dims'] must be a positive integer with 'embed', got {dims!r}.", option="index"
+            raise VectorStoreUsageError(
+                f"index['dims'] must be a positive integer with 'embed', got {dims!r}.",
+                option="index",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
             )
         embeddings = ensure_embeddings(embed)
         return _Index(dims, _tokenized(fields), embeddings.aembed_documents, embeddings.aembed_query)
@@ -265,15 +279,20 @@ class TurnkitStore(BaseStore):
     # -- checks, before anything is read or written ---------------------------------------------------
     def _check(self, op: Any) -> None:
         if not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 f"Unknown store operation {type(op).__name__}.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint="Pass GetOp, SearchOp, ListNamespacesOp or PutOp from langgraph.store.base.",
             )
         validate_op_namespace(op)  # LangGraph's own label rules (InvalidNamespaceError)
         if isinstance(op, GetOp | PutOp):
             self._tenant(op.namespace)
             if not isinstance(op.key, str):
-                raise InvalidQueryError(f"Item keys are strings, got {op.key!r}.", hint="Pass str(key).")
+                raise VectorStoreUsageError(
+                    f"Item keys are strings, got {op.key!r}.",
+                    code="E_VECTOR_STORE_INVALID_QUERY",
+                    hint="Pass str(key).",
+                )
         if isinstance(op, PutOp):
             self._check_put(op)
         elif isinstance(op, SearchOp):
@@ -284,17 +303,23 @@ class TurnkitStore(BaseStore):
             check_page(op.limit, op.offset, "list_namespaces")
             for cond in op.match_conditions or ():
                 if cond.match_type not in ("prefix", "suffix"):
-                    raise InvalidQueryError(
-                        f"Unknown namespace match type {cond.match_type!r}.", hint="Use 'prefix' or 'suffix'."
+                    raise VectorStoreUsageError(
+                        f"Unknown namespace match type {cond.match_type!r}.",
+                        code="E_VECTOR_STORE_INVALID_QUERY",
+                        hint="Use 'prefix' or 'suffix'.",
                     )
             if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 0):
-                raise InvalidQueryError(f"max_depth must be a non-negative integer, got {op.max_depth!r}.")
+                raise VectorStoreUsageError(
+                    f"max_depth must be a non-negative integer, got {op.max_depth!r}.",
+                    code="E_VECTOR_STORE_INVALID_QUERY",
+                )
             self._list_tenant(op)
 
     def _check_put(self, op: PutOp) -> None:
         if not op.namespace:
-            raise InvalidVectorRecordError(
+            raise VectorStoreUsageError(
                 "An item's namespace cannot be empty.",
+                code="E_INVALID_VECTOR_RECORD",
                 hint='Use a tuple of labels, e.g. ("memories", user_id).',
             )
         if op.value is not None:
@@ -302,17 +327,20 @@ class TurnkitStore(BaseStore):
         if op.index is not None and op.index is not False:
             _check_fields(op.index, "index")
         if op.ttl is not None and not (is_number(op.ttl, finite=False) and op.ttl > 0):
-            raise InvalidVectorRecordError(
-                f"ttl is in minutes and must be a positive number or None, got {op.ttl!r}.", record_id=op.key
+            raise VectorStoreUsageError(
+                f"ttl is in minutes and must be a positive number or None, got {op.ttl!r}.",
+                record_id=op.key,
+                code="E_INVALID_VECTOR_RECORD",
             )
 
     def _tenant(self, namespace: Sequence[str]) -> str:
         """The tenant a namespace (or search prefix) belongs to; refused when it names none."""
         depth = self.tenant_depth
         if len(namespace) < depth:
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 f"Namespace {tuple(namespace)!r} does not name a tenant: with tenant_depth={depth}, "
                 f"its first {depth} label(s) are the tenant.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint=f"Start every namespace and search prefix with the tenant's {depth} label(s).",
             )
         return json_text(list(namespace[:depth]))
@@ -325,9 +353,10 @@ class TurnkitStore(BaseStore):
                 return json_text(list(path[:depth]))
         if depth == 0:
             return json_text([])
-        raise InvalidQueryError(
+        raise VectorStoreUsageError(
             f"list_namespaces must name a tenant: with tenant_depth={depth}, pass a prefix whose first "
             f"{depth} label(s) are the tenant (no '*' there).",
+            code="E_VECTOR_STORE_INVALID_QUERY",
             hint="Example: store.list_namespaces(prefix=(user_id,)).",
         )
 
@@ -352,16 +381,18 @@ class TurnkitStore(BaseStore):
             self.collection, dimension=dimension, metric="cosine", exist_ok=True, fields=FIELDS
         )
         if info.metric != "cosine":
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"Collection {self.collection!r} uses metric {info.metric!r}; "
                 "a LangGraph store scores by cosine.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Use a new collection name (TurnkitStore creates it with metric='cosine').",
                 collection=self.collection,
             )
         if info.dimension != dimension:
-            raise DimensionMismatchError(
+            raise VectorStoreUsageError(
                 f"Collection {self.collection!r} holds {info.dimension}-dimensional vectors; "
                 f"the index gives {dimension}.",
+                code="E_VECTOR_STORE_DIMENSION_MISMATCH",
                 hint="Use the embedding the collection was written with, or a new collection.",
                 collection=self.collection,
             )
@@ -673,21 +704,26 @@ def _vectors(raw: Any, dims: int, *, expected: int | None = None) -> np.ndarray[
     try:
         vectors = np.asarray(raw, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise EncoderFailedError(
-            f"The embedding function returned something that is not vectors: {exc}."
+        raise VectorStoreRuntimeError(
+            f"The embedding function returned something that is not vectors: {exc}.",
+            code="E_VECTOR_STORE_ENCODER_FAILED",
         ) from None
     if vectors.ndim != 2 or (expected is not None and vectors.shape[0] != expected):
-        raise EncoderFailedError(
+        raise VectorStoreRuntimeError(
             f"The embedding function returned shape {vectors.shape} for {expected} texts.",
+            code="E_VECTOR_STORE_ENCODER_FAILED",
             hint="It must return one vector per text.",
         )
     if vectors.shape[1] != dims:
-        raise DimensionMismatchError(
+        raise VectorStoreUsageError(
             f"The embedding function returned {vectors.shape[1]}-dimensional vectors; "
             f"index['dims'] is {dims}.",
+            code="E_VECTOR_STORE_DIMENSION_MISMATCH",
         )
     if not np.isfinite(vectors).all():
-        raise EncoderFailedError("The embedding function returned NaN or infinity.")
+        raise VectorStoreRuntimeError(
+            "The embedding function returned NaN or infinity.", code="E_VECTOR_STORE_ENCODER_FAILED"
+        )
     return vectors
 
 

@@ -30,7 +30,6 @@ from ...batteries.vector import (
     Or,
     Raw,
     UnknownFieldError,
-    UnsupportedFilterOperatorError,
     condition,
     validate_field,
 )
@@ -48,7 +47,8 @@ def to_filter_node(filters: MetadataFilters | None) -> FilterNode | None:
     evaluator refuses them); an empty nested group matches everything.
 
     Raises:
-        UnsupportedFilterOperatorError: ``text_match_insensitive``, which turnkit cannot match the same way.
+        InvalidFilterError: ``E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR``: ``text_match_insensitive``, which
+            turnkit cannot match the same way.
         InvalidFilterError: A value that does not fit its operator.
         UnknownFieldError: A key turnkit cannot address as one top-level metadata key.
     """
@@ -86,8 +86,9 @@ def _leaf(f: MetadataFilter) -> FilterNode:
     field = _field(f.key)
     build = _OPERATORS.get(FilterOperator(f.operator))
     if build is None:
-        raise UnsupportedFilterOperatorError(
+        raise InvalidFilterError(
             f"Metadata filter operator {f.operator.value!r} (on {f.key!r}) has no turnkit equivalent.",
+            code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
             hint="Store a lower-cased copy of the key and filter it with text_match and a lower-cased value."
             if f.operator == FilterOperator.TEXT_MATCH_INSENSITIVE
             else f"Supported: {', '.join(op.value for op in _OPERATORS)}.",

@@ -39,7 +39,7 @@ class TurnkitRetriever(BaseRetriever):
     the record's metadata (plus ``source_uri``, ``source_display_name``,
     ``page_span`` and ``duplicates``, where the collapsed copies of its text
     are, when known); ``NodeWithScore.score`` is the tool's score in [0, 1].
-    A failed search raises `turnkit.tools.ToolFailedError`, its message
+    A failed search raises `turnkit.tools.ToolRuntimeError` (``E_TOOL_FAILED``), its message
     led by the original code.
     """
 

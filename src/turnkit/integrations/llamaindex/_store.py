@@ -28,13 +28,12 @@ from ...batteries.vector import (
     FilterKeyNotFoundError,
     FilterNode,
     HybridSpec,
-    InvalidQueryError,
-    InvalidVectorRecordError,
     QueryBuilder,
     Retrieval,
     RetrievalSettings,
     SettingsInput,
     VectorMatch,
+    VectorStoreUsageError,
     condition,
     parse_mongo,
     retrieve,
@@ -143,8 +142,9 @@ class TurnkitVectorStore(BasePydanticVectorStore):
             try:
                 metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=self.flat_metadata)
             except ValueError as exc:
-                raise InvalidVectorRecordError(
+                raise VectorStoreUsageError(
                     f"Node {node.node_id!r}: {exc}.",
+                    code="E_INVALID_VECTOR_RECORD",
                     hint="Flatten the node's metadata, or create the store with flat_metadata=False.",
                     record_id=node.node_id,
                 ) from None
@@ -211,8 +211,9 @@ class TurnkitVectorStore(BasePydanticVectorStore):
                 changes["diversify"] = lam if lam is not None else base.diversify or True
         elif mode == VectorStoreQueryMode.HYBRID or mode in _TEXT_MODES:
             if words is None:
-                raise InvalidQueryError(
+                raise VectorStoreUsageError(
                     f"A {mode.value} query needs query_str.",
+                    code="E_VECTOR_STORE_INVALID_QUERY",
                     hint="Pass the question's words as query_str.",
                     collection=self.collection,
                 )
@@ -224,8 +225,9 @@ class TurnkitVectorStore(BasePydanticVectorStore):
                 changes["top_k"] = query.sparse_top_k or query.similarity_top_k
                 changes["hybrid"] = replace(spec, alpha=0.0)
         else:
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 f"Query mode {mode.value!r} is not supported by the turnkit vector store.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint=f"Use one of: {_MODES}.",
                 collection=self.collection,
             )
@@ -235,8 +237,9 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         elif words is not None:
             builder = builder.near_text(words)  # encoded by the turnkit store's encoder (or full-text only)
         else:
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 "The query has neither query_embedding nor query_str.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint="Query through VectorStoreIndex.as_retriever(), or set query_embedding.",
                 collection=self.collection,
             )

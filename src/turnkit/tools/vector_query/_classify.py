@@ -6,63 +6,38 @@ import logging
 from typing import Final
 
 from ..._errors import RuntimeFailure, TurnkitError
-from ...batteries.vector import (
-    CollectionNotFoundError,
-    EncoderMismatchError,
-    InvalidFilterError,
-    InvalidRankingConfigError,
-    RerankFailedError,
-    UnknownFieldError,
-    UnsupportedFilterOperatorError,
-)
-from .._errors import (
-    InvalidToolConfigError,
-    InvalidToolInputError,
-    StoreResolverError,
-    ToolFailedError,
-    ToolOptionMissingError,
-    UnknownModelError,
-)
+from .._errors import ToolCallFailure, ToolRuntimeError
 from .._results import ErrorKind, ToolErrorInfo
 
 __all__ = ["ToolCallFailure", "classify"]
 
 log = logging.getLogger("turnkit.tools")
 
-# First match wins. ``shown``: the message and hint reach the model as they are; otherwise only
-# the stable code does, and the details go to the host's log (backend and encoder messages can
-# quote SQL with guard values, URIs or keys).
-_TABLE: Final[tuple[tuple[type[TurnkitError], ErrorKind, bool], ...]] = (
-    (InvalidToolInputError, "invalid_input", True),
-    (InvalidFilterError, "invalid_input", True),
-    (UnknownFieldError, "invalid_input", True),
-    (UnsupportedFilterOperatorError, "invalid_input", True),
-    (InvalidToolConfigError, "configuration", True),
-    (ToolOptionMissingError, "configuration", True),
-    (StoreResolverError, "configuration", True),
-    (UnknownModelError, "configuration", True),
-    (CollectionNotFoundError, "configuration", True),
-    (EncoderMismatchError, "configuration", True),
-    (InvalidRankingConfigError, "configuration", True),
-    (RerankFailedError, "failed", False),
-)
-
-
-class ToolCallFailure(Exception):
-    """Carries a structured error out of a tool call."""
-
-    def __init__(self, info: ToolErrorInfo) -> None:
-        super().__init__(info.message)
-        self.info = info
+# By code. ``shown``: the message and hint reach the model as they are; otherwise only the stable
+# code does, and the details go to the host's log (backend and encoder messages can quote SQL with
+# guard values, URIs or keys). A code not listed is hidden, as a failure or a configuration error.
+_TABLE: Final[dict[str, tuple[ErrorKind, bool]]] = {
+    "E_TOOL_INVALID_INPUT": ("invalid_input", True),
+    "E_VECTOR_STORE_INVALID_FILTER": ("invalid_input", True),
+    "E_VECTOR_STORE_UNKNOWN_FIELD": ("invalid_input", True),
+    "E_VECTOR_STORE_FILTER_KEY_NOT_FOUND": ("invalid_input", True),
+    "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR": ("invalid_input", True),
+    "E_INVALID_TOOL_CONFIG": ("configuration", True),
+    "E_TOOL_OPTION_MISSING": ("configuration", True),
+    "E_TOOL_STORE_RESOLVER_FAILED": ("configuration", True),
+    "E_TOOL_UNKNOWN_MODEL": ("configuration", True),
+    "E_VECTOR_STORE_COLLECTION_NOT_FOUND": ("configuration", True),
+    "E_VECTOR_STORE_ENCODER_MISMATCH": ("configuration", True),
+    "E_VECTOR_RANKING_INVALID_CONFIG": ("configuration", True),
+    "E_VECTOR_RERANK_FAILED": ("failed", False),
+}
 
 
 def classify(exc: TurnkitError, tool_id: str) -> ToolCallFailure:
     """The structured error the model gets for ``exc`` (see the table above)."""
-    for kind_of, kind, shown in _TABLE:
-        if isinstance(exc, kind_of):
-            return (
-                ToolCallFailure(ToolErrorInfo.from_error(exc, kind)) if shown else hidden(exc, tool_id, kind)
-            )
+    if exc.code in _TABLE:
+        kind, shown = _TABLE[exc.code]
+        return ToolCallFailure(ToolErrorInfo.from_error(exc, kind)) if shown else hidden(exc, tool_id, kind)
     return hidden(exc, tool_id, "failed" if isinstance(exc, RuntimeFailure) else "configuration")
 
 
@@ -71,7 +46,7 @@ def hidden(exc: TurnkitError, tool_id: str, kind: ErrorKind) -> ToolCallFailure:
     log.warning("vector query tool %r: %s: %s", tool_id, exc.code, exc.message, exc_info=exc)
     if kind == "failed":
         message = "The knowledge-base search failed; the details are in the host's log."
-        hint = ToolFailedError.default_hint
+        hint = ToolRuntimeError.hints["E_TOOL_FAILED"]
     else:
         message = (
             "The knowledge-base tool is not set up correctly for this request; "

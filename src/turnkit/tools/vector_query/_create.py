@@ -7,7 +7,7 @@ from typing import Any, Literal, cast
 
 from ...batteries.vector import Encoder, FilterNode, SettingsInput, VectorStore
 from .._config import ModelResolver, StoreResolver, ToolLimits, check_models, tool_settings
-from .._errors import InvalidToolConfigError
+from .._errors import ToolUsageError
 from .._filters import compile_guard, normalize_filter_fields
 from ._options import VectorQueryOptions, check_collection, check_provider_options
 from ._tool import DEFAULT_DESCRIPTION, FilterFields, VectorQueryTool
@@ -73,11 +73,13 @@ def create_vector_query_tool(
         A `VectorQueryTool`.
 
     Raises:
-        InvalidToolConfigError: An option is invalid.
+        ToolUsageError: ``E_INVALID_TOOL_CONFIG``: An option is invalid.
     """
     if not isinstance(store, VectorStore) and not callable(store):
-        raise InvalidToolConfigError(
-            "store must be a VectorStore or a resolver function of the request context.", option="store"
+        raise ToolUsageError(
+            "store must be a VectorStore or a resolver function of the request context.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="store",
         )
     if collection is not None:
         check_collection(collection)
@@ -86,19 +88,26 @@ def create_vector_query_tool(
         and isinstance(getattr(encoder, "dimension", None), int)
         and callable(getattr(encoder, "encode", None))
     ):
-        raise InvalidToolConfigError(f"encoder {encoder!r} is not an Encoder.", option="encoder")
+        raise ToolUsageError(
+            f"encoder {encoder!r} is not an Encoder.", code="E_INVALID_TOOL_CONFIG", option="encoder"
+        )
     for option, value in (("id", id), ("description", description)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise InvalidToolConfigError(f"{option} must be a non-empty string.", option=option)
+            raise ToolUsageError(
+                f"{option} must be a non-empty string.", code="E_INVALID_TOOL_CONFIG", option=option
+            )
     if not isinstance(enable_filter, bool):
-        raise InvalidToolConfigError(
-            f"enable_filter must be true or false, got {enable_filter!r}.", option="enable_filter"
+        raise ToolUsageError(
+            f"enable_filter must be true or false, got {enable_filter!r}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="enable_filter",
         )
     checked = ToolLimits.of(limits)
     values = tool_settings(settings)
     if values.top_k > checked.max_top_k:
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"settings.top_k ({values.top_k}) is above limits.max_top_k ({checked.max_top_k}).",
+            code="E_INVALID_TOOL_CONFIG",
             option="settings.top_k",
         )
     guard = compile_guard(guard, option="guard")

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from ...batteries.vector import MONGO_OPERATORS
-from .._errors import InvalidToolInputError
+from .._errors import ToolUsageError
 
 __all__ = ["VectorQueryInput", "filter_description", "input_schema", "parse_input"]
 
@@ -79,19 +79,21 @@ def parse_input(
     """Validate a model's arguments (a dict, or the JSON text of one) into a `VectorQueryInput`.
 
     Raises:
-        InvalidToolInputError: The arguments are not a JSON object or do not fit the model.
+        ToolUsageError: ``E_TOOL_INVALID_INPUT``: The arguments are not a JSON object or do not fit the model.
     """
     if isinstance(raw, str | bytes):
         try:
             raw = json.loads(raw or "{}")
         except (ValueError, RecursionError):
-            raise InvalidToolInputError(
+            raise ToolUsageError(
                 "The tool arguments are not valid JSON.",
+                code="E_TOOL_INVALID_INPUT",
                 hint='Send a JSON object such as {"query_text": "refund policy", "top_k": 5}.',
             ) from None
     if not isinstance(raw, Mapping):
-        raise InvalidToolInputError(
+        raise ToolUsageError(
             f"The tool arguments must be a JSON object, not {type(raw).__name__}.",
+            code="E_TOOL_INVALID_INPUT",
             hint='Send {"query_text": "..."}.',
         )
     try:
@@ -101,7 +103,9 @@ def parse_input(
     allowed = "query_text, top_k" + (", filter" if filtering else "")
     unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"])
     if unknown:
-        raise InvalidToolInputError(f"Unknown arguments {unknown}.", hint=f"The arguments are {allowed}.")
+        raise ToolUsageError(
+            f"Unknown arguments {unknown}.", code="E_TOOL_INVALID_INPUT", hint=f"The arguments are {allowed}."
+        )
     field = str(errors[0]["loc"][0]) if errors[0]["loc"] else "query_text"
     message, hint = _PROBLEMS.get(
         field, ("The arguments do not fit the tool", f"The arguments are {allowed}.")
@@ -109,8 +113,11 @@ def parse_input(
     limits = {"max_query_chars": max_query_chars, "max_top_k": max_top_k}
     got = errors[0].get("input")
     shown = repr(got) if not isinstance(got, str) or len(got) <= 40 else f"{len(got)} characters"
-    raise InvalidToolInputError(
-        f"{message.format(**limits)}; got {shown}.", hint=hint.format(**limits), field=field
+    raise ToolUsageError(
+        f"{message.format(**limits)}; got {shown}.",
+        code="E_TOOL_INVALID_INPUT",
+        hint=hint.format(**limits),
+        field=field,
     )
 
 

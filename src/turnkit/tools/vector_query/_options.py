@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from ...batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
 from .._config import request_overrides, tool_config_errors
-from .._errors import InvalidToolConfigError, ToolOptionMissingError
+from .._errors import ToolUsageError
 from .._filters import compile_guard
 
 __all__ = ["OptionsEncoder", "VectorQueryOptions", "check_collection", "check_provider_options"]
@@ -21,8 +21,10 @@ log = logging.getLogger("turnkit.tools")
 def check_collection(value: Any) -> str:
     """A collection name option: a non-empty string."""
     if not isinstance(value, str) or not value:
-        raise InvalidToolConfigError(
-            f"collection must be a non-empty string, got {value!r}.", option="collection"
+        raise ToolUsageError(
+            f"collection must be a non-empty string, got {value!r}.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="collection",
         )
     return value
 
@@ -43,12 +45,15 @@ def check_provider_options(value: Any, encoder: Encoder | None = None) -> dict[s
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, Mapping) for k, v in value.items()
     ):
-        raise InvalidToolConfigError(
-            "provider_options must map a provider name to a dict of options.", option="provider_options"
+        raise ToolUsageError(
+            "provider_options must map a provider name to a dict of options.",
+            code="E_INVALID_TOOL_CONFIG",
+            option="provider_options",
         )
     if value and encoder is not None and not accepts_provider_options(encoder):
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"provider_options were given but the encoder {encoder.name!r} cannot take them.",
+            code="E_INVALID_TOOL_CONFIG",
             hint="Use an encoder whose encode(texts, *, kind, provider_options) accepts options "
             "(the store's own, or encoder=...), or configure the options on the encoder itself.",
             option="provider_options",
@@ -74,18 +79,23 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
     """A request context's guard: never ``None`` (which would mean "no guard"), never shown back."""
     option = "request_context.filter"
     if value is None:
-        raise InvalidToolConfigError(
+        raise ToolUsageError(
             f"{option} is None; a guard must be a filter.",
+            code="E_INVALID_TOOL_CONFIG",
             hint="Pass the guard (e.g. {'tenant': 'acme'}), or leave the key out for no guard.",
             option=option,
         )
     try:
         guard = compile_guard(value, option=option)
-    except InvalidToolConfigError as exc:
+    except ToolUsageError as exc:
+        if exc.code != "E_INVALID_TOOL_CONFIG":
+            raise
         # The message can quote the guard's values (a tenant id): log it, do not show it.
         log.warning("vector query tool %r: %s", tool_id, exc.message)
-        raise InvalidToolConfigError(
-            f"{option} (the host's guard) is invalid; the details are in the host's log.", option=option
+        raise ToolUsageError(
+            f"{option} (the host's guard) is invalid; the details are in the host's log.",
+            code="E_INVALID_TOOL_CONFIG",
+            option=option,
         ) from None
     assert guard is not None
     return guard
@@ -138,11 +148,12 @@ class VectorQueryOptions:
         return replace(self, **changes)
 
     def searched(self) -> str:
-        """The collection, or `ToolOptionMissingError` when neither the tool nor the request named one."""
+        """The collection, or ``E_TOOL_OPTION_MISSING`` when neither the tool nor the request named one."""
         if self.collection is None:
-            raise ToolOptionMissingError(
+            raise ToolUsageError(
                 "No collection to search: set collection= when creating the tool or "
                 "'collection' in the request context.",
+                code="E_TOOL_OPTION_MISSING",
                 option="collection",
             )
         return self.collection

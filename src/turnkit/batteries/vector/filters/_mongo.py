@@ -9,7 +9,6 @@ from typing import Any
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
     UnknownFieldError,
-    UnsupportedFilterOperatorError,
 )
 from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
 from turnkit.batteries.vector.filters._build import (
@@ -92,8 +91,9 @@ class _MongoParser:
                 f"{key} must be applied to a field.",
                 f"Write {{'<field>': {{'{key}': ...}}}}; only $and $or $nor $not go at the top level.",
             )
-        raise UnsupportedFilterOperatorError(
+        raise InvalidFilterError(
             f"Unsupported filter operator {key[:40]!r} at {where}; supported: {_MONGO_OPS_TEXT}.",
+            code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
             op=key[:40],
             location=where,
             hint=f"Use one of {_MONGO_OPS_TEXT}.",
@@ -160,8 +160,9 @@ class _MongoParser:
                         f"{key} cannot be used inside a field.",
                         "Put $and/$or/$nor at the top level: {'$or': [{'a': 1}, {'b': 2}]}.",
                     )
-                raise UnsupportedFilterOperatorError(
+                raise InvalidFilterError(
                     f"Unsupported filter operator {key[:40]!r} at {here}; supported: {_MONGO_OPS_TEXT}.",
+                    code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
                     op=key[:40],
                     location=here,
                     hint=f"Use one of {_MONGO_OPS_TEXT}.",
@@ -219,7 +220,7 @@ def parse_mongo(
 
     Raises:
         InvalidFilterError: Malformed filter, bad value type, or a limit exceeded.
-        UnsupportedFilterOperatorError: An unknown ``$operator``.
+        InvalidFilterError: ``E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR``: An unknown ``$operator``.
         UnknownFieldError: A field that is not a column or a valid metadata path.
     """
     if field_prefix and not field_prefix.endswith("."):

@@ -8,10 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, assert_never
 
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-    RawBindingMismatchError,
-)
+from turnkit.batteries.vector._errors import InvalidFilterError
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
 from turnkit.batteries.vector.filters._build import _describe, condition
 from turnkit.batteries.vector.filters._declared import MAX_EXACT_INT, FieldType, fits
@@ -97,7 +94,8 @@ def bind_raw(sql: str, bindings: Sequence[Any] = ()) -> str:
         The fragment with literals in place of the placeholders.
 
     Raises:
-        RawBindingMismatchError: The number of ``?`` differs from ``len(bindings)``.
+        InvalidFilterError: ``E_VECTOR_STORE_RAW_BINDING_MISMATCH``: The number of ``?`` differs from
+            ``len(bindings)``.
         InvalidFilterError: The fragment or a binding cannot be used safely.
     """
     if not isinstance(sql, str) or not sql.strip():
@@ -154,8 +152,9 @@ def bind_raw(sql: str, bindings: Sequence[Any] = ()) -> str:
     if depth != 0:
         raise _raw_error(sql, "has unbalanced parentheses")
     if used != len(bindings):
-        raise RawBindingMismatchError(
+        raise InvalidFilterError(
             f"The raw filter has {used} '?' placeholder(s) but {len(bindings)} binding(s) were given.",
+            code="E_VECTOR_STORE_RAW_BINDING_MISMATCH",
             hint="Pass exactly one binding per '?' (a '?' inside quotes is not a placeholder).",
             placeholders=used,
             bindings=len(bindings),

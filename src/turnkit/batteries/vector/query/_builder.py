@@ -10,11 +10,7 @@ import numpy as np
 
 from turnkit._aio import on_loop, run_sync, sync_form
 from turnkit._validation import is_int, is_number
-from turnkit.batteries.vector._errors import (
-    InvalidQueryError,
-    QueryConflictError,
-    UnknownFieldError,
-)
+from turnkit.batteries.vector._errors import UnknownFieldError, VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import validate_field
@@ -44,9 +40,13 @@ DEFAULT_SELECT: tuple[str, ...] = ("id", "document", "metadata")
 
 def _positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     if not is_int(value, minimum):
-        raise InvalidQueryError(f"{name}() takes an integer >= {minimum}, got {value!r}.")
+        raise VectorStoreUsageError(
+            f"{name}() takes an integer >= {minimum}, got {value!r}.", code="E_VECTOR_STORE_INVALID_QUERY"
+        )
     if maximum is not None and value > maximum:
-        raise InvalidQueryError(f"{name}() takes at most {maximum}, got {value}.")
+        raise VectorStoreUsageError(
+            f"{name}() takes at most {maximum}, got {value}.", code="E_VECTOR_STORE_INVALID_QUERY"
+        )
     return value
 
 
@@ -113,9 +113,10 @@ class QueryBuilder(Filterable):
     # -- near clauses -----------------------------------------------------------------
     def _near(self, near: NearText | NearVector | NearId) -> QueryBuilder:
         if self._spec.near is not None:
-            raise QueryConflictError(
+            raise VectorStoreUsageError(
                 f"This query already has a near clause ({type(self._spec.near).__name__}); "
                 f"cannot add {type(near).__name__}.",
+                code="E_VECTOR_STORE_QUERY_CONFLICT",
                 collection=self.collection,
             )
         return self._with(near=near)
@@ -123,7 +124,9 @@ class QueryBuilder(Filterable):
     def near_text(self, text: str) -> QueryBuilder:
         """Search near the store encoder's vector for ``text``."""
         if not isinstance(text, str) or not text.strip():
-            raise InvalidQueryError("near_text() needs a non-empty string.")
+            raise VectorStoreUsageError(
+                "near_text() needs a non-empty string.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         return self._near(NearText(text))
 
     def near_vector(self, vector: Sequence[float] | np.ndarray[Any, Any]) -> QueryBuilder:
@@ -134,26 +137,40 @@ class QueryBuilder(Filterable):
             and len(vector) > 0
             and isinstance(vector[0], bool | np.bool_)
         ):
-            raise InvalidQueryError("near_vector() got booleans; it needs a vector of numbers.")
+            raise VectorStoreUsageError(
+                "near_vector() got booleans; it needs a vector of numbers.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
+            )
         try:
             array = np.asarray(vector, dtype=np.float64)
         except (TypeError, ValueError):
-            raise InvalidQueryError("near_vector() needs a sequence of numbers.") from None
+            raise VectorStoreUsageError(
+                "near_vector() needs a sequence of numbers.", code="E_VECTOR_STORE_INVALID_QUERY"
+            ) from None
         if array.ndim != 1 or array.size == 0:
-            raise InvalidQueryError(f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.")
+            raise VectorStoreUsageError(
+                f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
+            )
         with np.errstate(over="ignore"):
             frozen = array.astype(np.float32)
         if not np.isfinite(frozen).all():  # one check for both: NaN and inf survive the cast
             if not np.isfinite(array).all():
-                raise InvalidQueryError("near_vector() got NaN or infinity.")
-            raise InvalidQueryError("near_vector() got values too large for float32.")
+                raise VectorStoreUsageError(
+                    "near_vector() got NaN or infinity.", code="E_VECTOR_STORE_INVALID_QUERY"
+                )
+            raise VectorStoreUsageError(
+                "near_vector() got values too large for float32.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         frozen.flags.writeable = False
         return self._near(NearVector(frozen))
 
     def near_id(self, record_id: str) -> QueryBuilder:
         """Search near the stored vector of the record ``record_id`` (which is itself a match)."""
         if not isinstance(record_id, str) or not record_id:
-            raise InvalidQueryError("near_id() needs a non-empty record id.")
+            raise VectorStoreUsageError(
+                "near_id() needs a non-empty record id.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         return self._near(NearId(record_id))
 
     # -- projection and options ----------------------------------------------------------
@@ -168,10 +185,15 @@ class QueryBuilder(Filterable):
         if len(fields) == 1 and isinstance(fields[0], list | tuple):
             fields = tuple(fields[0])
         if not fields:
-            raise InvalidQueryError("select() needs at least one field.")
+            raise VectorStoreUsageError(
+                "select() needs at least one field.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         for name in fields:
             if not isinstance(name, str):
-                raise InvalidQueryError(f"select() takes field names, not {type(name).__name__}.")
+                raise VectorStoreUsageError(
+                    f"select() takes field names, not {type(name).__name__}.",
+                    code="E_VECTOR_STORE_INVALID_QUERY",
+                )
             if name == "*" or name in _SELECTABLE:
                 continue
             if name.startswith("metadata."):
@@ -200,13 +222,18 @@ class QueryBuilder(Filterable):
         a plain vector search), never the fused score, which only ranks.
         """
         if not is_number(score, 0.0, 1.0):
-            raise InvalidQueryError(f"min_score() takes a number in [0, 1], got {score!r}.")
+            raise VectorStoreUsageError(
+                f"min_score() takes a number in [0, 1], got {score!r}.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         return self._with(min_score=float(score))
 
     def max_distance(self, distance: float) -> QueryBuilder:
         """Keep matches whose raw metric distance is at most ``distance``."""
         if not is_number(distance, 0.0):
-            raise InvalidQueryError(f"max_distance() takes a finite number >= 0, got {distance!r}.")
+            raise VectorStoreUsageError(
+                f"max_distance() takes a finite number >= 0, got {distance!r}.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
+            )
         return self._with(max_distance=float(distance))
 
     def nprobes(self, n: int) -> QueryBuilder:
@@ -224,7 +251,9 @@ class QueryBuilder(Filterable):
     def prefilter(self, enabled: bool = True) -> QueryBuilder:
         """Filter before the vector search (default) or after it (may return fewer than ``limit``)."""
         if not isinstance(enabled, bool):
-            raise InvalidQueryError("prefilter() takes True or False.")
+            raise VectorStoreUsageError(
+                "prefilter() takes True or False.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         return self._with(prefilter=enabled)
 
     # -- ranking ------------------------------------------------------------------------
@@ -276,11 +305,13 @@ class QueryBuilder(Filterable):
                 ``max(30, 3 × (limit + offset))``).
         """
         if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise InvalidQueryError("hybrid(text=...) needs a non-empty string.")
+            raise VectorStoreUsageError(
+                "hybrid(text=...) needs a non-empty string.", code="E_VECTOR_STORE_INVALID_QUERY"
+            )
         try:
             spec = HybridSpec.checked(alpha, fusion, rrf_k, text, candidates)
         except ValueError as exc:
-            raise InvalidQueryError(f"hybrid(): {exc}.") from None
+            raise VectorStoreUsageError(f"hybrid(): {exc}.", code="E_VECTOR_STORE_INVALID_QUERY") from None
         return self._with(hybrid=spec)
 
     def diversify(self, lambda_mult: float = DEFAULT_LAMBDA, *, fetch_k: int | None = None) -> QueryBuilder:
@@ -294,7 +325,7 @@ class QueryBuilder(Filterable):
         try:
             return self._with(mmr=MmrSpec.checked(lambda_mult, fetch_k))
         except ValueError as exc:
-            raise InvalidQueryError(f"diversify(): {exc}.") from None
+            raise VectorStoreUsageError(f"diversify(): {exc}.", code="E_VECTOR_STORE_INVALID_QUERY") from None
 
     # -- terminals ----------------------------------------------------------------------
     def __await__(self) -> Generator[Any, None, list[VectorMatch]]:
@@ -318,13 +349,15 @@ class QueryBuilder(Filterable):
         if spec.select is None:
             spec = self._with(select=DEFAULT_SELECT)._spec
         if (spec.hybrid is not None or spec.mmr is not None) and spec.near is None:
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 "hybrid() and diversify() rank a search; add near_text(), near_vector() or near_id().",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 collection=spec.collection,
             )
         if spec.hybrid is not None and spec.hybrid.text is None and not isinstance(spec.near, NearText):
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 "hybrid() with near_vector()/near_id() needs the full-text query: hybrid(text=...).",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 collection=spec.collection,
             )
         if spec.near is None:
@@ -337,9 +370,10 @@ class QueryBuilder(Filterable):
             }
             given = [name for name, value in knobs.items() if value is not None]
             if given:
-                raise InvalidQueryError(
+                raise VectorStoreUsageError(
                     f"{', '.join(given)} only apply to a vector search; this query has no near clause, "
                     "so they would be ignored.",
+                    code="E_VECTOR_STORE_INVALID_QUERY",
                     hint="Add near_text(), near_vector() or near_id(), or drop those options.",
                     collection=spec.collection,
                 )
@@ -393,8 +427,9 @@ class QueryBuilder(Filterable):
         if paging and (spec.limit != _DEFAULT_LIMIT or spec.offset):
             extra.append("limit/offset")
         if extra:
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 f"{terminal}() works on the filter alone; {' and '.join(extra)} would be ignored.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint=f"Search first, then {terminal} by id: vs(c).where_in('id', [m.id for m in matches]).",
                 collection=spec.collection,
             )
@@ -402,7 +437,8 @@ class QueryBuilder(Filterable):
     async def delete(self, *, all: bool = False) -> int:
         """Delete the records matching the filter; returns how many were removed.
 
-        Without a filter this raises `UnsafeDeleteError` unless ``all=True``.
+        Without a filter this raises `VectorStoreUsageError` (``E_VECTOR_STORE_UNSAFE_DELETE``) unless
+        ``all=True``.
         A near clause, ``limit`` or ``offset`` would not narrow a delete, so
         they are refused rather than ignored.
         """
@@ -441,7 +477,9 @@ class QueryBuilder(Filterable):
         id_list = list(ids) if not isinstance(ids, str) else [ids]
         for rid in id_list:
             if not isinstance(rid, str) or not rid:
-                raise InvalidQueryError(f"get() takes non-empty string ids, got {rid!r}.")
+                raise VectorStoreUsageError(
+                    f"get() takes non-empty string ids, got {rid!r}.", code="E_VECTOR_STORE_INVALID_QUERY"
+                )
         return await on_loop(self._store._get(query._spec, id_list))
 
     get_sync = sync_form(get)

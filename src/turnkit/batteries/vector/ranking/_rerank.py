@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from turnkit._aio import sync_form
-from turnkit.batteries.vector._errors import RerankFailedError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.ranking._judge import LLMJudge, _valid, parse_judge_scores
 from turnkit.batteries.vector.ranking._rerank_options import (
@@ -102,8 +102,9 @@ async def _semantic(
     except Exception as exc:
         if on_error == "fallback":
             return [None] * len(passages)
-        raise RerankFailedError(
+        raise VectorStoreRuntimeError(
             f"The relevance scorer {getattr(scorer, 'name', scorer)!r} failed: {type(exc).__name__}: {exc}",
+            code="E_VECTOR_RERANK_FAILED",
             scorer=str(getattr(scorer, "name", "")),
         ) from exc
     return [_valid(v) for v in values]
@@ -142,7 +143,7 @@ async def rerank(
     Raises:
         InvalidRankingConfigError: the semantic weight is above 0 with no
             scorer or model, or both were given.
-        RerankFailedError: the scorer raised (with ``on_error="raise"``).
+        VectorStoreRuntimeError: ``E_VECTOR_RERANK_FAILED``: the scorer raised (with ``on_error="raise"``).
     """
     opts = options if options is not None else RerankOptions()
     if not isinstance(opts, RerankOptions):

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from turnkit._validation import describe_validation, is_int, is_number
-from turnkit.batteries.vector._errors import InvalidRankingConfigError
+from turnkit.batteries.vector._errors import InvalidRankingConfigError, InvalidRankingValue
 from turnkit.batteries.vector._matches import VectorMatch
 
 _WEIGHT_KEYS = ("semantic", "vector", "position")
@@ -34,11 +34,6 @@ def _int_in(value: Any, name: str, low: int, high: int) -> int:
     return value
 
 
-class _InvalidRankingValue(InvalidRankingConfigError, ValueError):
-    # Also a ValueError: inside a parent model's validation pydantic then names the parent's field.
-    pass
-
-
 class RankingOptions(BaseModel):
     """A frozen, strictly validated ranking value whose bad input raises `InvalidRankingConfigError`."""
 
@@ -50,7 +45,7 @@ class RankingOptions(BaseModel):
         except ValidationError as exc:
             message, field = describe_validation(exc, type(self).__name__)
             detail = message.removeprefix(f"Invalid {type(self).__name__}: ").removesuffix(".")
-            raise _InvalidRankingValue(message, field=field, detail=detail) from None
+            raise InvalidRankingValue(message, field=field, detail=detail) from None
 
 
 _Weight = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -114,7 +109,7 @@ class RerankOptions(RankingOptions):
             top-k search returned could never promote anything.
         max_pool: Upper bound of the candidate pool.
         on_error: When the scorer or model raises: ``"raise"`` a
-            `RerankFailedError`, or ``"fallback"`` to the retrieval order.
+            `VectorStoreRuntimeError` (``E_VECTOR_RERANK_FAILED``), or ``"fallback"`` to the retrieval order.
 
     Raises:
         InvalidRankingConfigError: an option is out of range.

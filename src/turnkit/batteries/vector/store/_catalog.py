@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from turnkit.batteries.vector._errors import (
-    CollectionExistsError,
     CollectionNotFoundError,
-    InvalidQueryError,
+    VectorStoreUsageError,
 )
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._common import _FORMAT, CollectionInfo
@@ -64,8 +63,9 @@ async def _create_new(
     """Create the collection; False when it already existed (and ``exist_ok``)."""
     dim = dimension or (store.encoder.dimension if store.encoder is not None else None)
     if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise InvalidQueryError(
+        raise VectorStoreUsageError(
             "create_collection() needs a positive dimension when the store has no encoder.",
+            code="E_VECTOR_STORE_INVALID_QUERY",
             collection=name,
         )
     chosen = normalize_metric(metric) if metric else store.metric
@@ -73,7 +73,11 @@ async def _create_new(
         conn = await store._connection()
         if name in await list_(store):
             if not exist_ok:
-                raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
+                raise VectorStoreUsageError(
+                    f"Collection {name!r} already exists.",
+                    code="E_VECTOR_STORE_COLLECTION_EXISTS",
+                    collection=name,
+                )
             return False
         meta = {
             "format": _FORMAT,
@@ -88,10 +92,14 @@ async def _create_new(
                 table = await conn.create_table(name, schema=collection_schema(dim, meta, declared))
             # integrity: on object storage a create can land on the table another writer just made.
             if heals_after_write(store.uri) and await undo_late_create(table, name):
-                raise CollectionExistsError(f"Collection {name!r} already exists.", collection=name)
+                raise VectorStoreUsageError(
+                    f"Collection {name!r} already exists.",
+                    code="E_VECTOR_STORE_COLLECTION_EXISTS",
+                    collection=name,
+                )
             await ensure_field_indexes(table, name, declared)
-        except CollectionExistsError:  # integrity: created by another writer meanwhile
-            if not exist_ok:
+        except VectorStoreUsageError as exc:  # integrity: created by another writer meanwhile
+            if exc.code != "E_VECTOR_STORE_COLLECTION_EXISTS" or not exist_ok:
                 raise
             return False
         store._collections[name] = await store._wrap(name, table)

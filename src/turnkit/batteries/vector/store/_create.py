@@ -7,9 +7,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from turnkit.batteries.vector._errors import (
-    InvalidVectorStoreConfigError,
-)
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.store._fields import normalize_fields
 from turnkit.batteries.vector.store._memory_index import (
@@ -75,7 +73,11 @@ def create_vector_store(
     if isinstance(uri, os.PathLike):
         uri = os.fspath(uri)
     if not isinstance(uri, str) or not uri:
-        raise InvalidVectorStoreConfigError("uri must be a non-empty string.", hint="Try uri='memory://'.")
+        raise VectorStoreUsageError(
+            "uri must be a non-empty string.",
+            code="E_INVALID_VECTOR_STORE_CONFIG",
+            hint="Try uri='memory://'.",
+        )
     if "://" not in uri:
         # LanceDB reads a bare relative name as a LanceDB Cloud database; a
         # path without a scheme is always a local directory here.
@@ -83,28 +85,38 @@ def create_vector_store(
     try:
         canonical = normalize_metric(metric)
     except ValueError as exc:
-        raise InvalidVectorStoreConfigError(str(exc)) from None
+        raise VectorStoreUsageError(str(exc), code="E_INVALID_VECTOR_STORE_CONFIG") from None
     if encoder is not None and not (
         isinstance(getattr(encoder, "name", None), str)
         and isinstance(getattr(encoder, "dimension", None), int)
         and callable(getattr(encoder, "encode", None))
     ):
-        raise InvalidVectorStoreConfigError(
+        raise VectorStoreUsageError(
             f"encoder {encoder!r} is not an Encoder (needs .name, .dimension and .encode(texts, kind=...)).",
+            code="E_INVALID_VECTOR_STORE_CONFIG",
             hint="Wrap a plain function with turnkit.batteries.vector.FunctionEncoder.",
         )
     if read_consistency_interval is not None and not isinstance(read_consistency_interval, timedelta):
-        raise InvalidVectorStoreConfigError("read_consistency_interval must be a datetime.timedelta or None.")
+        raise VectorStoreUsageError(
+            "read_consistency_interval must be a datetime.timedelta or None.",
+            code="E_INVALID_VECTOR_STORE_CONFIG",
+        )
     if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
-        raise InvalidVectorStoreConfigError("auto_optimize must be an AutoOptimize or None.")
+        raise VectorStoreUsageError(
+            "auto_optimize must be an AutoOptimize or None.", code="E_INVALID_VECTOR_STORE_CONFIG"
+        )
     if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
-        raise InvalidVectorStoreConfigError("memory_cache must be a MemoryCache or None.")
+        raise VectorStoreUsageError(
+            "memory_cache must be a MemoryCache or None.", code="E_INVALID_VECTOR_STORE_CONFIG"
+        )
     if max_document_chars is not None and (
         isinstance(max_document_chars, bool)
         or not isinstance(max_document_chars, int)
         or max_document_chars < 1
     ):
-        raise InvalidVectorStoreConfigError("max_document_chars must be a positive integer or None.")
+        raise VectorStoreUsageError(
+            "max_document_chars must be a positive integer or None.", code="E_INVALID_VECTOR_STORE_CONFIG"
+        )
     declared = normalize_fields(fields)
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.

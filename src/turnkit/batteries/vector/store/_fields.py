@@ -20,7 +20,7 @@ from typing import Any, Final, Literal, TypeAlias
 import orjson
 import pyarrow as pa
 
-from turnkit.batteries.vector._errors import InvalidVectorRecordError, InvalidVectorStoreConfigError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.filters._declared import FIELD_TYPES, FieldType, fits
 from turnkit.batteries.vector.store._common import _COLUMNS, record_key
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -83,20 +83,23 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
     if fields is None:
         return {}
     if not isinstance(fields, Mapping):
-        raise InvalidVectorStoreConfigError(
+        raise VectorStoreUsageError(
             f"fields must be a mapping of metadata key to type, not {type(fields).__name__}.",
+            code="E_INVALID_VECTOR_STORE_CONFIG",
             hint="fields={'tenant': str, 'year': int, 'tags': list[str]}",
         )
     out: dict[str, FieldType] = {}
     for key, kind in fields.items():
         if not isinstance(key, str) or _NAME.fullmatch(key) is None:
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"Declared field name {key!r} is not a plain metadata key.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Use ASCII letters, digits and '_' (not first a digit), at most 64 characters.",
             )
         if key in _COLUMNS or key.startswith("_"):
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"{key!r} cannot be a declared field: it is a column of every collection or reserved.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint=f"Pick another key; {', '.join(_COLUMNS)} and names starting with '_' are taken.",
             )
         try:
@@ -104,8 +107,9 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
         except (TypeError, ValueError):  # unhashable or not comparable (['str'], an array)
             found = None
         if found is None:
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"Declared field {key!r} has type {kind!r}; supported: str, int, float, bool, list[str].",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Pass a Python type (str, int, float, bool, list[str]) or its name.",
             )
         out[key] = found
@@ -116,9 +120,10 @@ def check_same_types(name: str, current: Mapping[str, FieldType], fields: Mappin
     """Refuse to declare a key again with another type than the one it has."""
     for key, kind in fields.items():
         if current.get(key, kind) != kind:
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"Field {key!r} of collection {name!r} is already a {current[key]} column; "
                 f"it cannot become {kind}.",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Declare the new type under another metadata key.",
                 collection=name,
             )
@@ -169,11 +174,12 @@ def scalar_index_config(kind: FieldType) -> Any:
     return {"btree": BTree, "bitmap": Bitmap, "label_list": LabelList}[_INDEX[kind]]()
 
 
-def _bad_value(index: int, rid: str, key: str, kind: FieldType, value: Any) -> InvalidVectorRecordError:
+def _bad_value(index: int, rid: str, key: str, kind: FieldType, value: Any) -> VectorStoreUsageError:
     shown = repr(value)[:60]
     why = f"larger than 2**53 in magnitude ({shown})" if kind == "int" and fits("float", value) else shown
-    return InvalidVectorRecordError(
+    return VectorStoreUsageError(
         f"Record {index} (id {rid!r}): metadata.{key} is a declared {kind} field, but holds {why}.",
+        code="E_INVALID_VECTOR_RECORD",
         hint=f"Store a value of type {kind}, null, or no such key; or declare the field under another key.",
         index=index,
         record_id=rid,

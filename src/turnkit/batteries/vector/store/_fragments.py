@@ -13,15 +13,12 @@ import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from turnkit._aio import on_loop, sync_form
 from turnkit._lazy import import_optional
-from turnkit.batteries.vector._errors import (
-    DriverUnavailableError,
-    InvalidVectorRecordError,
-    UpsertFailedError,
-)
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._guarded import KEY, with_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -40,7 +37,9 @@ def _lance() -> Any:
         "Writing fragments needs the `pylance` package",
         "Install it with the ray extra: pip install 'turnkit[ray]'.",
     )
-    return import_optional("lance", DriverUnavailableError, needs, hint)
+    return import_optional(
+        "lance", partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_DRIVER_UNAVAILABLE"), needs, hint
+    )
 
 
 async def write_fragments(
@@ -54,7 +53,7 @@ async def write_fragments(
 
     Raises:
         CollectionNotFoundError: the collection does not exist.
-        DriverUnavailableError: ``pylance`` is not installed.
+        VectorStoreRuntimeError: ``E_VECTOR_STORE_DRIVER_UNAVAILABLE``: ``pylance`` is not installed.
     """
     lance = _lance()
     batch = prepare_records(records, max_document_chars=store.max_document_chars)
@@ -64,9 +63,10 @@ async def write_fragments(
     await encode_documents(store, collection, coll, batch)
     array = batch.vector_array(coll.dimension, source="the collection's")
     if coll.metric == "cosine" and (~array.any(axis=1)).any():
-        raise InvalidVectorRecordError(
+        raise VectorStoreUsageError(
             f"Collection {collection!r}: an all-zero vector has no direction, so a cosine collection "
             "could never return it.",
+            code="E_INVALID_VECTOR_RECORD",
             collection=collection,
         )
     fields = await on_loop(store._refresh_fields(coll))
@@ -145,10 +145,11 @@ def _check_declared_columns(
         present = {fid for data_file in json.loads(text)["files"] for fid in data_file["fields"]}
         missing.update(key for fid, key in ids.items() if fid not in present)
     if missing:
-        raise UpsertFailedError(
+        raise VectorStoreRuntimeError(
             f"Collection {collection!r} gained the columns {', '.join(sorted(missing))} (declared fields, or "
             "the key of guarded writes) after these fragments were written, so they lack them; nothing "
             "was committed.",
+            code="E_VECTOR_STORE_UPSERT_FAILED",
             hint="Write the records again with write_fragments, then commit the new fragments.",
             collection=collection,
         )

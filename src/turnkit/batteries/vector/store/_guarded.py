@@ -31,7 +31,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit.batteries.vector._errors import InvalidVectorRecordError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, evaluate, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
@@ -68,8 +68,9 @@ def check_inside_guard(batch: Any, guard: FilterNode) -> None:
             "metadata": orjson.loads(raw) if raw is not None else None,
         }
         if not evaluate(guard, record):
-            raise InvalidVectorRecordError(
+            raise VectorStoreUsageError(
                 f"Record {index} (id {rid!r}) is outside the write guard.",
+                code="E_INVALID_VECTOR_RECORD",
                 hint="Give it the metadata the guard requires.",
                 index=index,
                 record_id=rid,

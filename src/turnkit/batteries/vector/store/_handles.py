@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnkit.batteries.vector._errors import InvalidCollectionNameError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -90,5 +90,9 @@ _TRACKERS: dict[tuple[str, str], _Tracker] = {}
 def _check_name(name: str) -> str:
     # "." and ".." match the character set but name directories, not tables.
     if not isinstance(name, str) or not _NAME.match(name) or not name.strip("."):
-        raise InvalidCollectionNameError(f"Invalid collection name {name!r}.", collection=str(name))
+        raise VectorStoreUsageError(
+            f"Invalid collection name {name!r}.",
+            code="E_VECTOR_STORE_INVALID_COLLECTION_NAME",
+            collection=str(name),
+        )
     return name

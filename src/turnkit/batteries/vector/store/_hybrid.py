@@ -169,7 +169,7 @@ async def ensure_fts_index(coll: _Collection) -> None:
         return
     from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
 
-    from turnkit.batteries.vector._errors import StoreOperationFailedError
+    from turnkit.batteries.vector._errors import VectorStoreRuntimeError
     from turnkit.batteries.vector.store._lancedb import translate_errors
 
     async with coll.lock:
@@ -190,10 +190,10 @@ async def ensure_fts_index(coll: _Collection) -> None:
                         details = getattr(found[0], "index_details", None) or {}
                         coll.fts_positions = bool(details.get("with_position", False))
                 break
-            except StoreOperationFailedError:
+            except VectorStoreRuntimeError as exc:
                 # Another process built it at the same moment (a commit conflict, or "exists"):
                 # look again at the latest version before giving up.
-                if attempt == 2:
+                if attempt == 2 or exc.code != "E_VECTOR_STORE_OPERATION_FAILED":
                     raise
                 with translate_errors("create_index", coll.name):
                     await coll.table.checkout_latest()

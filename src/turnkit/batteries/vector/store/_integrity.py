@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit.batteries.vector._errors import CollectionCorruptError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
 from turnkit.batteries.vector.store._common import recency, record_key
@@ -148,11 +148,12 @@ async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = N
     return removed
 
 
-def corrupt_error(name: str, cause: BaseException | None = None) -> CollectionCorruptError:
+def corrupt_error(name: str, cause: BaseException | None = None) -> VectorStoreRuntimeError:
     """The error for a collection that is listed but cannot be opened."""
-    error = CollectionCorruptError(
+    error = VectorStoreRuntimeError(
         f"Collection {name!r} exists but LanceDB cannot open it"
         + (f": {str(cause).splitlines()[0][:300]}" if cause is not None and str(cause) else "."),
+        code="E_VECTOR_STORE_COLLECTION_CORRUPT",
         collection=name,
     )
     if cause is not None:
@@ -161,7 +162,7 @@ def corrupt_error(name: str, cause: BaseException | None = None) -> CollectionCo
 
 
 async def reopen_or_corrupt(conn: Any, name: str, cause: BaseException) -> Any:
-    """Open a table that is listed but did not open, or raise `CollectionCorruptError`.
+    """Open a table that is listed but did not open, or raise ``E_VECTOR_STORE_COLLECTION_CORRUPT``.
 
     A table another writer is creating is listed a moment before it can be
     opened, so a few tries over about two seconds come first.

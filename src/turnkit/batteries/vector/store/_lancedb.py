@@ -9,23 +9,18 @@ from typing import Any
 
 from turnkit._errors import TurnkitError
 from turnkit.batteries.vector._errors import (
-    CollectionExistsError,
     CollectionNotFoundError,
-    DeleteFailedError,
-    DriverUnavailableError,
     InvalidFilterError,
-    SearchFailedError,
-    StoreOperationFailedError,
-    UpsertFailedError,
     VectorStoreRuntimeError,
+    VectorStoreUsageError,
 )
 
 __all__ = ["import_lancedb", "translate_errors"]
 
-_OPERATION_ERRORS: dict[str, type[VectorStoreRuntimeError]] = {
-    "search": SearchFailedError,
-    "upsert": UpsertFailedError,
-    "delete": DeleteFailedError,
+_OPERATION_CODES: dict[str, str] = {
+    "search": "E_VECTOR_STORE_SEARCH_FAILED",
+    "upsert": "E_VECTOR_STORE_UPSERT_FAILED",
+    "delete": "E_VECTOR_STORE_DELETE_FAILED",
 }
 
 
@@ -34,8 +29,11 @@ def import_lancedb() -> Any:
     try:
         import lancedb  # noqa: TID251 - this module is the one place allowed to
     except ImportError as exc:  # pragma: no cover - lancedb is a core dependency
-        raise DriverUnavailableError(
-            "The vector battery needs the `lancedb` package.", hint="pip install turnkit", package="lancedb"
+        raise VectorStoreRuntimeError(
+            "The vector battery needs the `lancedb` package.",
+            code="E_VECTOR_STORE_DRIVER_UNAVAILABLE",
+            hint="pip install turnkit",
+            package="lancedb",
         ) from exc
     return lancedb
 
@@ -71,8 +69,10 @@ def translate_errors(
     except (ValueError, RuntimeError, OSError, NotImplementedError, KeyError) as exc:
         message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, ValueError) and _EXISTS.search(message):
-            raise CollectionExistsError(
-                f"Collection {collection!r} already exists.", collection=collection
+            raise VectorStoreUsageError(
+                f"Collection {collection!r} already exists.",
+                code="E_VECTOR_STORE_COLLECTION_EXISTS",
+                collection=collection,
             ) from exc
         if isinstance(exc, ValueError) and _NOT_FOUND.search(message) and "field" not in message.lower():
             raise CollectionNotFoundError(
@@ -84,11 +84,11 @@ def translate_errors(
                 hint="Check the where_raw() SQL: single-quoted literals, `?` placeholders for values.",
                 collection=collection,
             ) from exc
-        cls = _OPERATION_ERRORS.get(operation, StoreOperationFailedError)
-        raise cls(
+        raise VectorStoreRuntimeError(
             f"LanceDB failed during {operation}"
             + (f" on collection {collection!r}" if collection else "")
             + f": {type(exc).__name__}: {message}",
+            code=_OPERATION_CODES.get(operation, "E_VECTOR_STORE_OPERATION_FAILED"),
             collection=collection,
             operation=operation,
         ) from exc
@@ -96,9 +96,9 @@ def translate_errors(
         import pyarrow as pa
 
         if isinstance(exc, pa.ArrowException):
-            cls = _OPERATION_ERRORS.get(operation, StoreOperationFailedError)
-            raise cls(
+            raise VectorStoreRuntimeError(
                 f"Arrow failed during {operation}: {type(exc).__name__}: {exc}",
+                code=_OPERATION_CODES.get(operation, "E_VECTOR_STORE_OPERATION_FAILED"),
                 collection=collection,
                 operation=operation,
             ) from exc

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import IO
 
-from turnkit.batteries.vector._errors import StoreOperationFailedError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 
 __all__ = ["LOCK_DIR", "collection_lock", "heals_after_write", "local_root"]
 
@@ -69,7 +69,8 @@ async def collection_lock(
     never stalls turnkit's background loop.
 
     Raises:
-        StoreOperationFailedError: The lock stayed taken for ``timeout`` seconds.
+        VectorStoreRuntimeError: ``E_VECTOR_STORE_OPERATION_FAILED``: The lock stayed taken for ``timeout``
+            seconds.
     """
     root = local_root(uri)
     if root is None or fcntl is None:
@@ -83,8 +84,9 @@ async def collection_lock(
         pause = 0.001
         while not _try_lock(handle):
             if time.monotonic() > deadline:
-                raise StoreOperationFailedError(
+                raise VectorStoreRuntimeError(
                     f"Collection {name!r} stayed locked by another process for {timeout:.0f} s.",
+                    code="E_VECTOR_STORE_OPERATION_FAILED",
                     hint=f"A writer may be stuck; check processes holding {folder}/{name}.lock.",
                     collection=name,
                     operation="lock",

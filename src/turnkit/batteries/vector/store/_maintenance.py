@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from turnkit.batteries.vector._errors import (
-    InvalidQueryError,
-)
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._fields import ensure_field_indexes
 from turnkit.batteries.vector.store._index_policy import auto_index
@@ -107,13 +105,17 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
         params = {**auto_params, **params}
     configs = {"ivf_flat": IvfFlat, "ivf_pq": IvfPq, "hnsw_sq": HnswSq}
     if index_type not in configs:
-        raise InvalidQueryError(
-            f"Unknown index type {index_type!r}; use auto, ivf_flat, ivf_pq or hnsw_sq.", collection=name
+        raise VectorStoreUsageError(
+            f"Unknown index type {index_type!r}; use auto, ivf_flat, ivf_pq or hnsw_sq.",
+            code="E_VECTOR_STORE_INVALID_QUERY",
+            collection=name,
         )
     try:
         config = configs[index_type](distance_type=coll.metric, **params)
     except TypeError as exc:
-        raise InvalidQueryError(f"Bad parameters for {index_type}: {exc}", collection=name) from exc
+        raise VectorStoreUsageError(
+            f"Bad parameters for {index_type}: {exc}", code="E_VECTOR_STORE_INVALID_QUERY", collection=name
+        ) from exc
     async with coll.lock:
         with translate_errors("create_index", name):
             await coll.table.create_index("vector", config=config, replace=True)

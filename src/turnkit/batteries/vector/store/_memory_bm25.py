@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from turnkit.batteries.vector._errors import Unsupported
+
 __all__ = [
     "B",
     "EXPECTED_DETAILS",
@@ -185,10 +187,6 @@ def _fold(token: str) -> str | None:
             return None
         out.append(mapped.lower())
     return "".join(out)
-
-
-class Unsupported(ValueError):
-    """Text this copy cannot tokenize exactly as LanceDB does."""
 
 
 def marks_to_learn(documents: Sequence[str | None]) -> set[str]:

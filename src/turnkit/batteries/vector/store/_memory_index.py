@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from turnkit._aio import finish_before_exit
-from turnkit.batteries.vector._errors import InvalidVectorStoreConfigError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.query._spec import QuerySpec
@@ -105,16 +105,18 @@ class MemoryCache:
 
     def __post_init__(self) -> None:
         if self.refresh not in ("background", "inline"):
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"MemoryCache(refresh={self.refresh!r}) is not a refresh mode",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint='Pass refresh="background" (the default) or refresh="inline".',
             )
         threads = self.threads
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_SCAN_THREADS
         ):
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"MemoryCache(threads={self.threads!r}) is not a thread count",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint=f"Pass an int from 1 to {MAX_SCAN_THREADS}, or None for the cores this process may use.",
             )
 

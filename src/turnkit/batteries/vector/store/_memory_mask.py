@@ -19,6 +19,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from turnkit.batteries.vector._errors import Unsupported
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or
 from turnkit.batteries.vector.filters._fields import MISSING
 from turnkit.batteries.vector.filters._sql import _recheck
@@ -37,10 +38,6 @@ _NUMPY_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "lt": np.less,
     "lte": np.less_equal,
 }
-
-
-class _Unsupported(Exception):
-    """The mask cannot express this filter; LanceDB evaluates it."""
 
 
 class PathColumn:
@@ -116,7 +113,7 @@ def filter_mask(
     """
     try:
         return _mask(node, columns, path)
-    except (_Unsupported, pa.ArrowException, RecursionError):
+    except (Unsupported, pa.ArrowException, RecursionError):
         return None
 
 
@@ -137,7 +134,7 @@ def _mask(
     if isinstance(node, Not):
         return ~_mask(node.child, columns, path)
     if not isinstance(node, Condition):
-        raise _Unsupported
+        raise Unsupported
     node = _recheck(node)  # the same validation and normalization as the SQL compiler
     if node.field in COLUMN_FIELDS:
         return _column(columns[node.field], node.op, node.value)
@@ -169,7 +166,7 @@ def _column(array: pa.Array, op: Op, value: Any) -> Mask:
         case "eq" | "gt" | "gte" | "lt" | "lte":
             return _bools(_ARROW_OPS[op](array, pa.scalar(value, array.type)))
         case "like" | "contains":  # LanceDB's own semantics: the search falls back to it
-            raise _Unsupported
+            raise Unsupported
         case _:
             assert_never(op)
 
@@ -191,7 +188,7 @@ def _metadata(col: PathColumn, op: Op, value: Any) -> Mask:
                 out |= absent if item is None else _metadata(col, "eq", item)
             return ~out if op == "nin" else out
         case "like" | "contains":  # LanceDB's own semantics: the search falls back to it
-            raise _Unsupported
+            raise Unsupported
         case "eq" | "gt" | "gte" | "lt" | "lte":
             return _compare_metadata(col, op, value)
         case _:
@@ -202,7 +199,7 @@ def _compare_metadata(col: PathColumn, op: str, value: Any) -> Mask:
     kinds = col.kinds
     if isinstance(value, bool):
         if op != "eq":
-            raise _Unsupported
+            raise Unsupported
         return np.asarray((kinds == _BOOL) & (col.bools == value), dtype=np.bool_)
     if isinstance(value, str):
         strings = _bools(_ARROW_OPS[op](col.strings, pa.scalar(value, pa.string())))
@@ -211,7 +208,7 @@ def _compare_metadata(col: PathColumn, op: str, value: Any) -> Mask:
         try:
             literal = float(value)
         except OverflowError:
-            raise _Unsupported from None
+            raise Unsupported from None
         with np.errstate(invalid="ignore"):
             return np.asarray((kinds == _NUM) & _NUMPY_OPS[op](col.numbers, literal), dtype=np.bool_)
-    raise _Unsupported
+    raise Unsupported

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from turnkit.batteries.vector._errors import (
-    DimensionMismatchError,
-    InvalidQueryError,
-    SearchFailedError,
+    VectorStoreRuntimeError,
+    VectorStoreUsageError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import And, FilterNode
@@ -66,16 +65,18 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
         vector = np.asarray(spec.near.vector, dtype=np.float32)
     if vector is not None:
         if len(vector) != coll.dimension:
-            raise DimensionMismatchError(
+            raise VectorStoreUsageError(
                 f"The query vector has {len(vector)} dimensions; "
                 f"collection {coll.name!r} has {coll.dimension}.",
+                code="E_VECTOR_STORE_DIMENSION_MISMATCH",
                 collection=coll.name,
                 expected=coll.dimension,
             )
         if coll.metric == "cosine" and not np.any(vector):
             # LanceDB answers [] for it; upsert refuses such vectors for the same reason.
-            raise InvalidQueryError(
+            raise VectorStoreUsageError(
                 "The query vector is all zeros, which has no direction under the cosine metric.",
+                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint="Search with a non-zero vector (an encoder never returns a zero vector).",
                 collection=coll.name,
             )
@@ -167,8 +168,8 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
     query = _vector_query(store, coll, spec, vector, read_columns(select), where)
     try:
         found = await _answer(coll, query, _contains_raw(spec.filter))
-    except SearchFailedError:
-        if store.read_consistency_interval is None:
+    except VectorStoreRuntimeError as exc:
+        if exc.code != "E_VECTOR_STORE_SEARCH_FAILED" or store.read_consistency_interval is None:
             raise
         # Perhaps another process replaced the table: the loop's path looks and reads again.
         coll.checked_at = -math.inf

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import orjson
 import pyarrow as pa
 
-from turnkit.batteries.vector._errors import DimensionMismatchError, InvalidVectorRecordError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch, VectorRecord, parse_timestamp
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._fields import field_schema
@@ -89,8 +89,9 @@ class PreparedBatch:
         out: npt.NDArray[np.float32] | None = None
         for index, vec in enumerate(self.vectors):
             if _is_boolean(vec):
-                raise InvalidVectorRecordError(
+                raise VectorStoreUsageError(
                     f"Record {index} (id {self.ids[index]!r}): vector holds booleans, not numbers.",
+                    code="E_INVALID_VECTOR_RECORD",
                     hint="Pass float vectors from an encoder; True/False are not coordinates.",
                     index=index,
                     record_id=self.ids[index],
@@ -115,15 +116,17 @@ class PreparedBatch:
                 with np.errstate(over="ignore", invalid="ignore"):
                     row = np.asarray(vec, dtype=np.float32)
             except (TypeError, ValueError) as exc:
-                raise InvalidVectorRecordError(
+                raise VectorStoreUsageError(
                     f"Record {index} (id {self.ids[index]!r}): vector is not a sequence of numbers.",
+                    code="E_INVALID_VECTOR_RECORD",
                     index=index,
                     record_id=self.ids[index],
                 ) from exc
             if row.ndim != 1 or row.size == 0:
-                raise InvalidVectorRecordError(
+                raise VectorStoreUsageError(
                     f"Record {index} (id {self.ids[index]!r}): vector must be a flat, non-empty "
                     f"sequence of numbers, not shape {row.shape}.",
+                    code="E_INVALID_VECTOR_RECORD",
                     index=index,
                     record_id=self.ids[index],
                 )
@@ -132,9 +135,10 @@ class PreparedBatch:
             if out is None:
                 out = np.empty((len(self.ids), dimension), dtype=np.float32)
             if row.shape != (dimension,):
-                raise DimensionMismatchError(
+                raise VectorStoreUsageError(
                     f"Record {index} (id {self.ids[index]!r}): vector has shape {row.shape}, "
                     f"{source} dimension is {dimension}.",
+                    code="E_VECTOR_STORE_DIMENSION_MISMATCH",
                     hint="Use vectors from the same encoder the collection was created with.",
                     index=index,
                     record_id=self.ids[index],
@@ -148,8 +152,9 @@ class PreparedBatch:
             index = int(np.argmax(bad))
             given = np.asarray(self.vectors[index], dtype=np.float64)
             what = "NaN or infinity" if not np.isfinite(given).all() else "values too large for float32"
-            raise InvalidVectorRecordError(
+            raise VectorStoreUsageError(
                 f"Record {index} (id {self.ids[index]!r}): vector contains {what}.",
+                code="E_INVALID_VECTOR_RECORD",
                 index=index,
                 record_id=self.ids[index],
             )
@@ -188,15 +193,17 @@ def _is_boolean(vector: Any) -> bool:
         return False
 
 
-def _bad(index: int, record_id: Any, detail: str) -> InvalidVectorRecordError:
+def _bad(index: int, record_id: Any, detail: str) -> VectorStoreUsageError:
     who = f"Record {index}" + (f" (id {record_id!r})" if isinstance(record_id, str) and record_id else "")
-    return InvalidVectorRecordError(f"{who}: {detail}", index=index, record_id=record_id)
+    return VectorStoreUsageError(
+        f"{who}: {detail}", code="E_INVALID_VECTOR_RECORD", index=index, record_id=record_id
+    )
 
 
 def prepare_records(
     records: Iterable[Mapping[str, Any]], *, max_document_chars: int | None = None
 ) -> PreparedBatch:
-    """Validate a batch of records; raise `InvalidVectorRecordError` naming the first bad one."""
+    """Validate a batch of records; raise ``E_INVALID_VECTOR_RECORD`` naming the first bad one."""
     batch = PreparedBatch([], [], [], [], [], [], [])
     seen: dict[str, int] = {}
     # Bound methods and exact-type checks: this loop runs once per record on every upsert.
@@ -229,9 +236,10 @@ def prepare_records(
         if document is not None and type(document) is not str and not isinstance(document, str):
             raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
         if document is not None and max_document_chars is not None and len(document) > max_document_chars:
-            raise InvalidVectorRecordError(
+            raise VectorStoreUsageError(
                 f"Record {index} (id {rid!r}): `document` has {len(document):,} characters; "
                 f"the store accepts at most {max_document_chars:,}.",
+                code="E_INVALID_VECTOR_RECORD",
                 hint="Split it into chunks (turnkit.ingest does), or raise create_vector_store("
                 "max_document_chars=...).",
                 index=index,
@@ -270,7 +278,7 @@ def prepare_records(
 
 
 def metadata_to_json(index: int, rid: str, metadata: Any) -> str:
-    """``metadata`` as the JSON text stored, or `InvalidVectorRecordError` naming the record."""
+    """``metadata`` as the JSON text stored, or ``E_INVALID_VECTOR_RECORD`` naming the record."""
     if type(metadata) is not dict and not isinstance(metadata, Mapping):
         raise _bad(index, rid, f"`metadata` must be a JSON object (a dict), not {type(metadata).__name__}.")
     problem = None if _json_clean(metadata, 0) else _json_problem(metadata)

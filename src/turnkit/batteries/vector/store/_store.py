@@ -20,11 +20,9 @@ import numpy as np
 from turnkit._aio import on_loop, run_sync, sync_form
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
-    ConnectionFailedError,
-    EncoderMismatchError,
     EncoderRequiredError,
-    InvalidVectorStoreConfigError,
-    SearchFailedError,
+    VectorStoreRuntimeError,
+    VectorStoreUsageError,
 )
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.encoders._base import Encoder
@@ -152,8 +150,9 @@ class VectorStore:
                     **self._connect_options,
                 )
             except Exception as exc:
-                raise ConnectionFailedError(
+                raise VectorStoreRuntimeError(
                     f"Could not open the LanceDB database at {self.uri!r}: {exc}",
+                    code="E_VECTOR_STORE_CONNECTION_FAILED",
                     hint="Check the URI, credentials (storage_options) and that the directory is writable.",
                     uri=self.uri,
                 ) from exc
@@ -268,8 +267,9 @@ class VectorStore:
         names = set(schema.names)
         missing = [c for c in _COLUMNS if c not in names]
         if missing:
-            raise InvalidVectorStoreConfigError(
+            raise VectorStoreUsageError(
                 f"Table {name!r} is not a turnkit collection (missing columns {missing}).",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Use a new collection name, or create the collection with turnkit.",
                 collection=name,
             )
@@ -323,7 +323,8 @@ class VectorStore:
             name: Letters, digits, ``_``, ``-`` and ``.``.
             dimension: Vector length; defaults to the encoder's.
             metric: ``cosine`` (default: the store's), ``l2`` or ``dot``; fixed for the collection's life.
-            exist_ok: Return the existing collection instead of raising `CollectionExistsError`.
+            exist_ok: Return the existing collection instead of raising `VectorStoreUsageError`
+            (``E_VECTOR_STORE_COLLECTION_EXISTS``).
             fields: Metadata keys to keep as typed, indexed columns, besides the
                 store's own ``fields`` (see `declare_fields`).
         """
@@ -347,9 +348,9 @@ class VectorStore:
                 ``bool`` and ``list[str]`` (or their names as strings).
 
         Raises:
-            InvalidVectorRecordError: A stored row holds another type under a
+            VectorStoreUsageError: ``E_INVALID_VECTOR_RECORD``: A stored row holds another type under a
                 key (named in the error); nothing is changed.
-            InvalidVectorStoreConfigError: A bad name or type, or a key
+            VectorStoreUsageError: ``E_INVALID_VECTOR_STORE_CONFIG``: A bad name or type, or a key
                 already declared with another type.
         """
         _check_name(name)
@@ -422,9 +423,10 @@ class VectorStore:
 
     def _check_encoder(self, coll: _Collection | None, encoder: Encoder) -> None:
         if coll is not None and coll.encoder and coll.encoder != encoder.name:
-            raise EncoderMismatchError(
+            raise VectorStoreUsageError(
                 f"Collection {coll.name!r} was built with encoder {coll.encoder!r}; "
                 f"this store encodes with {encoder.name!r}.",
+                code="E_VECTOR_STORE_ENCODER_MISMATCH",
                 collection=coll.name,
                 expected=coll.encoder,
                 actual=encoder.name,
@@ -478,9 +480,11 @@ class VectorStore:
         """``read()``, and once more if it failed because another process replaced the table under it."""
         try:
             return await read()
-        except SearchFailedError:
+        except VectorStoreRuntimeError as exc:
             coll = self._collections.get(name)
-            if coll is None or not await _freshness.look_now(self, coll):
+            if exc.code != "E_VECTOR_STORE_SEARCH_FAILED" or coll is None:
+                raise
+            if not await _freshness.look_now(self, coll):
                 raise
         return await read()
 

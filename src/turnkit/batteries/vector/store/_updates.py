@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pyarrow as pa
 
-from turnkit.batteries.vector._errors import InvalidQueryError, InvalidVectorRecordError
+from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, evaluate, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
@@ -45,15 +45,18 @@ __all__ = ["check_updates", "update_metadata"]
 def check_updates(updates: Any) -> dict[str, dict[str, Any]]:
     """``{id: metadata}`` checked as an upsert checks records; raises naming the first bad one."""
     if not isinstance(updates, Mapping):
-        raise InvalidQueryError(
+        raise VectorStoreUsageError(
             f"update_metadata() takes a mapping of id to metadata, not {type(updates).__name__}.",
+            code="E_VECTOR_STORE_INVALID_QUERY",
             hint='Example: update_metadata({"doc-1": {"reviewed": True}}).',
         )
     checked: dict[str, dict[str, Any]] = {}
     for index, (rid, metadata) in enumerate(updates.items()):
         if not isinstance(rid, str) or not rid:
-            raise InvalidVectorRecordError(
-                f"Record {index}: ids must be non-empty strings, got {rid!r}.", index=index
+            raise VectorStoreUsageError(
+                f"Record {index}: ids must be non-empty strings, got {rid!r}.",
+                code="E_INVALID_VECTOR_RECORD",
+                index=index,
             )
         metadata_to_json(index, rid, metadata)
         checked[rid] = dict(metadata)
@@ -155,9 +158,10 @@ def _changed(
         new = {**old, **updates[rid]} if merge else dict(updates[rid])
         record = {"id": rid, "document": documents[index], "metadata": new}
         if guard is not None and not evaluate(guard, record):  # guard: a row may not leave it
-            raise InvalidVectorRecordError(
+            raise VectorStoreUsageError(
                 f"Record {rid!r}: the new metadata would take it outside the write guard; "
                 "nothing was written.",
+                code="E_INVALID_VECTOR_RECORD",
                 hint="Keep the keys the guard requires.",
                 index=index,
                 record_id=rid,

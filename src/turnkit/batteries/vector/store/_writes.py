@@ -11,11 +11,8 @@ import pyarrow as pa
 
 from turnkit._aio import on_loop
 from turnkit.batteries.vector._errors import (
-    DimensionMismatchError,
-    EncoderFailedError,
-    InvalidVectorRecordError,
-    UnsafeDeleteError,
-    UpsertFailedError,
+    VectorStoreRuntimeError,
+    VectorStoreUsageError,
 )
 from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_texts
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -108,8 +105,10 @@ async def write(
     try:
         data = batch.to_arrow(vectors, schema, datetime.now(UTC))
     except (pa.ArrowException, ValueError, TypeError) as exc:
-        raise InvalidVectorRecordError(
-            f"The batch for {name!r} could not be converted for LanceDB: {exc}", collection=name
+        raise VectorStoreUsageError(
+            f"The batch for {name!r} could not be converted for LanceDB: {exc}",
+            code="E_INVALID_VECTOR_RECORD",
+            collection=name,
         ) from exc
     existing = await store._existing(name)
     metric = existing.metric if existing is not None else store.metric
@@ -117,9 +116,10 @@ async def write(
         zero = ~vectors.any(axis=1)
         if zero.any():
             index = int(np.argmax(zero))
-            raise InvalidVectorRecordError(
+            raise VectorStoreUsageError(
                 f"Record {index} (id {batch.ids[index]!r}): an all-zero vector has no direction, "
                 "so a cosine collection could never return it.",
+                code="E_INVALID_VECTOR_RECORD",
                 hint="Check the encoder's output, or use metric='l2' for vectors that can be zero.",
                 collection=name,
                 index=index,
@@ -128,8 +128,9 @@ async def write(
     # Opened once above; only a collection that does not exist yet is created here.
     coll = existing or await store._collection(name, create_dimension=vectors.shape[1])
     if coll.dimension != vectors.shape[1]:
-        raise DimensionMismatchError(
+        raise VectorStoreUsageError(
             f"Collection {name!r} has dimension {coll.dimension}, the records have {vectors.shape[1]}.",
+            code="E_VECTOR_STORE_DIMENSION_MISMATCH",
             collection=name,
             expected=coll.dimension,
         )
@@ -147,11 +148,16 @@ async def write(
             try:
                 result = await _merge(store, coll, name, data, batch, replace, guard, across=across)
                 break
-            except UpsertFailedError as exc:
+            except VectorStoreRuntimeError as exc:
                 # integrity: on object storage a late create of this collection committed an
                 # overwrite after the version this write read (and then restored the table):
                 # the write is refused whole, so it runs again on the latest version.
-                if across or attempt == _SUPERSEDED_TRIES - 1 or not superseded(exc):
+                if (
+                    exc.code != "E_VECTOR_STORE_UPSERT_FAILED"
+                    or across
+                    or attempt == _SUPERSEDED_TRIES - 1
+                    or not superseded(exc)
+                ):
                     raise
                 with translate_errors("upsert", name):
                     await coll.table.checkout_latest()
@@ -208,8 +214,9 @@ async def _merge(
 def check_consent(store: VectorStore, terminal: str, spec: QuerySpec, *, all_records: bool) -> None:
     if not all_records and (spec.filter is None or _matches_everything(spec.filter) is True):
         what = "has no filter" if spec.filter is None else "has a filter that matches every record"
-        raise UnsafeDeleteError(
+        raise VectorStoreUsageError(
             f"{terminal}() on {spec.collection!r} {what} and would remove every record.",
+            code="E_VECTOR_STORE_UNSAFE_DELETE",
             collection=spec.collection,
         )
 
@@ -232,8 +239,9 @@ async def _encode_for(
     """`encode_texts`, with the collection (and first record) added to a failure's context."""
     try:
         return await encode_texts(encoder, texts, kind)
-    except EncoderFailedError as exc:
-        exc.add_context(collection=collection, operation="upsert" if kind == "document" else "search")
-        if first is not None:
-            exc.add_context(index=first)
+    except VectorStoreRuntimeError as exc:
+        if exc.code == "E_VECTOR_STORE_ENCODER_FAILED":
+            exc.add_context(collection=collection, operation="upsert" if kind == "document" else "search")
+            if first is not None:
+                exc.add_context(index=first)
         raise
