@@ -1,1 +1,1 @@
-"""Ranking over matches: fusion, rerank, scorers, judge, MMR, abstention (never imports ``store``)."""
+"""Ranking over matches: fusion, collapse, rerank, scorers, judge, MMR, abstention (imports no ``store``)."""

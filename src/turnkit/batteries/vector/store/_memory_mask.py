@@ -1,6 +1,6 @@
 """Filters evaluated over a collection held in memory: the filter tree to a boolean mask.
 
-The semantics are those of :func:`turnkit.batteries.vector._filters.evaluate`
+The semantics are those of :func:`turnkit.batteries.vector.filters._evaluate.evaluate`
 (type-strict JSON comparisons, two-valued logic, ``ne``/``nin`` as negations);
 the tests hold the mask to ``evaluate`` on hypothesis-generated trees. Anything
 this module does not handle (``like``, ``contains``, raw SQL) makes
