@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -16,6 +16,7 @@ from turnkit.batteries.vector import (
     parse_filter_expression,
     retrieve_sync,
 )
+from turnkit.batteries.vector.query._ranking_specs import FusionName
 from turnkit.cli import EXIT_OK, EXIT_USAGE, main
 from turnkit.cli._parser import build_parser
 from turnkit.cli._query_flags import QUERY_FLAGS, query_settings, settings_json
@@ -97,6 +98,9 @@ def test_the_table_names_real_fields_and_the_help_states_the_defaults() -> None:
     helps = {f.flags[-1]: str(f.argparse["help"]) for f in QUERY_FLAGS}
     assert f"default {defaults.top_k}" in helps["--top-k"]
     assert "on by default" in helps["--hybrid"] and f"default {defaults.hybrid.fusion}" in helps["--fusion"]
+    # The CLI spells the fusion names out (importing the battery would slow `turnkit --help`).
+    (fusion,) = [f for f in QUERY_FLAGS if "--fusion" in f.flags]
+    assert sorted(fusion.argparse["choices"]) == sorted(get_args(FusionName))
 
 
 @pytest.mark.parametrize(
