@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._checks import is_number
 from ._errors import HttpStatusError, HttpUnreachableError, TurnkitError
-from ._validation import is_number
 
 __all__ = ["JsonEndpoint", "error_detail", "status_hint"]
 

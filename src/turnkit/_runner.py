@@ -14,6 +14,7 @@ from dataclasses import replace
 from functools import partial
 
 from ._aio import run_sync
+from ._checks import expect
 from ._context import Callbacks, FetchMessagesCallback, StoreMessageCallback, TurnContext, invoke
 from ._errors import ModelError, PipelineError, TurnkitError, UsageError
 from ._fit import fit_prompt
@@ -29,7 +30,6 @@ from ._pipeline import (
 from ._prompt import RenderedPrompt
 from ._runner_config import DEFAULT_SYSTEM_PROMPT, TurnRunnerConfig
 from ._turn import TurnEvent, TurnResult, _Turn
-from ._validation import expect
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

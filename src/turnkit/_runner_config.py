@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._checks import is_int
 from ._context import (
     DeleteRetrievableCallback,
     FetchMessagesCallback,
@@ -22,7 +23,6 @@ from ._prompt import SAFETY_DIRECTIVE, UntrustedPlacement
 from ._retrievable import TrustTier, validate_trust_tier
 from ._tokens import DEFAULT_ENCODING, EncodingName
 from ._turn import TurnEvent
-from ._validation import is_int
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TurnRunnerConfig"]
 

@@ -9,19 +9,15 @@ every surface names the failing field the same way.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Self, TypeGuard, TypeVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationError, model_validator
 
+from ._checks import short_repr
 from ._errors import TurnkitError
 
-__all__ = ["STORE_HINT", "CheckedModel", "describe_validation", "expect", "is_int", "is_number", "short_repr"]
-
-T = TypeVar("T")
-
-STORE_HINT = "Create it with turnkit.batteries.vector.create_vector_store(...)."
+__all__ = ["CheckedModel", "describe_validation"]
 
 
 class CheckedModel(BaseModel):
@@ -89,43 +85,3 @@ def describe_validation(exc: ValidationError, model: str) -> tuple[str, str]:
                 msg += f" (got {short_repr(err.get('input'))})"
             parts.append(msg if loc == "<root>" else f"{loc!r}: {msg}")
     return f"Invalid {model}: " + "; ".join(parts) + ".", fields[0] if fields else ""
-
-
-def short_repr(value: object) -> str:
-    """``repr(value)``, cut to 60 characters."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def is_int(value: object, low: int | None = None, high: int | None = None) -> TypeGuard[int]:
-    """Whether ``value`` is an int in ``[low, high]`` (bounds left out are open); a bool is no int here."""
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and (low is None or value >= low)
-        and (high is None or value <= high)
-    )
-
-
-def is_number(
-    value: object, low: float | None = None, high: float | None = None, *, finite: bool = True
-) -> TypeGuard[float]:
-    """Whether ``value`` is an int or float in ``[low, high]``, finite unless told; a bool is no number."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and (math.isfinite(value) or not finite)
-        and (low is None or value >= low)
-        and (high is None or value <= high)
-    )
-
-
-def expect(
-    value: object, cls: type[T], name: str, error: Callable[..., TurnkitError], hint: str, **context: Any
-) -> T:
-    """``value`` when it is a ``cls``; else ``error`` saying what ``name`` must be, with ``hint``."""
-    if not isinstance(value, cls):
-        raise error(
-            f"{name} must be a turnkit {cls.__name__}, not {type(value).__name__}.", hint=hint, **context
-        )
-    return value

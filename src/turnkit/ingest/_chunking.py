@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from turnkit._validation import is_int
+from turnkit._checks import is_int
 
 from .._tokens import get_encoding
 from ..batteries.vector import PageSpan

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from turnkit._validation import is_int
+from turnkit._checks import is_int
 
 from .._aio import sync_form
 from ._chunking import (

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from turnkit._validation import is_int
+from turnkit._checks import is_int
 
 from .._aio import run_sync
 from .._lazy import import_optional

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
-from .._validation import expect
+from .._checks import expect
 from ..batteries.vector import And, Condition, FilterNode, Not, Or, parse_mongo
 from ..tools import (
     ToolErrorInfo,

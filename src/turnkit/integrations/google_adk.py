@@ -25,7 +25,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
-from .._validation import STORE_HINT, expect
+from .._checks import STORE_HINT, expect
 from ..batteries.vector import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,

@@ -15,9 +15,9 @@ from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.tool_context import ToolContext
 
+from .._checks import expect
 from .._errors import UsageError
 from .._messages import Message, MessageRole
-from .._validation import expect
 from ..batteries.vector import VectorMessageStore
 from ..tools import VectorQueryTool
 from ._common import GuardFilter, TierRule, ToolBridge

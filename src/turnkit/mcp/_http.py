@@ -23,7 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from turnkit._validation import is_int, is_number
+from turnkit._checks import is_int, is_number
 
 from ._auth import TokenVerifier, is_loopback
 from ._errors import MCPUsageError

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import anyio
 
-from turnkit._validation import is_int
+from turnkit._checks import is_int
 
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Tool as MCPTool
 
-from turnkit._validation import is_number
+from turnkit._checks import is_number
 
 from .._aio import run_sync
 from ..batteries.vector import (

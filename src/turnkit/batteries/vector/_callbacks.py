@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from turnkit._aio import call_maybe_async
+from turnkit._checks import STORE_HINT, expect
 from turnkit._context import TurnContext, invoke
 from turnkit._errors import TrustTierRequiredError, UnknownTrustTierError, UsageError
 from turnkit._retrievable import (
@@ -30,7 +31,6 @@ from turnkit._retrievable import (
     validate_trust_tier,
 )
 from turnkit._runner import GROUNDING_STASH_KEY
-from turnkit._validation import STORE_HINT, expect
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,

@@ -25,12 +25,12 @@ from functools import partial
 from typing import Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict, Unpack
 
 from turnkit._aio import on_loop, sync_form
+from turnkit._checks import STORE_HINT, expect, is_int
 from turnkit._context import TurnContext
 from turnkit._errors import TurnkitError, UsageError
 from turnkit._messages import Message
 from turnkit._pipeline import Next
 from turnkit._retrievable import Retrievable, TrustTier, trust_rank, validate_trust_tier
-from turnkit._validation import STORE_HINT, expect, is_int
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from turnkit._validation import is_int
+from turnkit._checks import is_int
 
 __all__ = ["PageSpan", "source_of"]
 

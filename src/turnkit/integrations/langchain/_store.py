@@ -11,7 +11,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore as LangChainVectorStore
 
 from ... import UsageError
-from ..._validation import STORE_HINT, expect
+from ..._checks import STORE_HINT, expect
 from ...batteries.vector import (
     MAX_IN_VALUES,
     CollectionNotFoundError,

@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.store.base import MatchCondition
 
-from turnkit._validation import is_int
+from turnkit._checks import is_int
 
 from ...batteries.vector import InvalidFilterError, VectorStoreUsageError
 

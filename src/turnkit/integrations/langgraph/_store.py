@@ -40,7 +40,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from turnkit._validation import STORE_HINT, expect, is_int, is_number
+from turnkit._checks import STORE_HINT, expect, is_int, is_number
 
 from ... import TrustTier, validate_trust_tier
 from ..._aio import run_sync

@@ -19,7 +19,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from ... import TrustTier, UsageError, validate_trust_tier
-from ..._validation import STORE_HINT, expect
+from ..._checks import STORE_HINT, expect
 from ...batteries.vector import (
     MAX_IN_VALUES,
     And,

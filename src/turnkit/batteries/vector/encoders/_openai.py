@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from turnkit._checks import is_int
 from turnkit._http import JsonEndpoint
-from turnkit._validation import is_int
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, TypeAlias, get_args
 
-from turnkit._validation import is_int, is_number
+from turnkit._checks import is_int, is_number
 
 __all__ = ["FIELD_TYPES", "MAX_EXACT_INT", "FieldType", "fits"]
 

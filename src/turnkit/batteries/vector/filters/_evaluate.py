@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Final, assert_never
 
-from turnkit._validation import is_number
+from turnkit._checks import is_number
 from turnkit.batteries.vector._errors import (
     InvalidFilterError,
 )

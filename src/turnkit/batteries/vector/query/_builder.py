@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from turnkit._aio import on_loop, run_sync, sync_form
-from turnkit._validation import is_int, is_number
+from turnkit._checks import is_int, is_number
 from turnkit.batteries.vector._errors import UnknownFieldError, VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode

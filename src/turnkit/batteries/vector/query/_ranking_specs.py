@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args
 
-from turnkit._validation import is_int, is_number
+from turnkit._checks import is_int, is_number
 from turnkit.batteries.vector.query._spec import MAX_LIMIT
 
 __all__ = [

@@ -25,7 +25,6 @@ import numpy as np
 
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.query._ranking_specs import DEFAULT_ALPHA, DEFAULT_RRF_K, HybridSpec
-from turnkit.batteries.vector.ranking._rerank import min_max_scaled
 
 __all__ = ["FUSIONS", "Fusion", "LinearFusion", "RRFFusion", "ZScoreFusion", "fusion_for"]
 
@@ -38,6 +37,16 @@ def _first(pairs: Pairs) -> dict[str, float]:
     for doc, value in pairs:
         first.setdefault(doc, float(value))
     return first
+
+
+def min_max_scaled(values: Sequence[float]) -> list[float]:
+    """``values`` scaled to [0, 1] (all 1 when equal): the vector signal, and linear fusion's legs."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low <= 1e-12:
+        return [1.0] * len(values)
+    return [(v - low) / (high - low) for v in values]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnkit._validation import is_int, is_number
+from turnkit._checks import is_int, is_number
 from turnkit.batteries.vector.ranking._rerank_options import _bad, _int_in
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from turnkit._aio import sync_form
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector._matches import VectorMatch
+from turnkit.batteries.vector.ranking._fusion import min_max_scaled
 from turnkit.batteries.vector.ranking._judge import LLMJudge, _valid, parse_judge_scores
 from turnkit.batteries.vector.ranking._rerank_options import (
     DEFAULT_RERANK_WEIGHTS,
@@ -54,16 +55,6 @@ __all__ = [
 ]
 
 # -- the reranker ------------------------------------------------------------------------------------
-
-
-def min_max_scaled(values: Sequence[float]) -> list[float]:
-    """``values`` scaled to [0, 1] (all 1 when equal): the vector signal, and linear fusion's legs."""
-    if not values:
-        return []
-    low, high = min(values), max(values)
-    if high - low <= 1e-12:
-        return [1.0] * len(values)
-    return [(v - low) / (high - low) for v in values]
 
 
 def _resolve_scorer(

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from turnkit._validation import describe_validation, is_int, is_number
+from turnkit._checks import is_int, is_number
+from turnkit._validation import describe_validation
 from turnkit.batteries.vector._errors import InvalidRankingConfigError, InvalidRankingValue
 from turnkit.batteries.vector._matches import VectorMatch
 
