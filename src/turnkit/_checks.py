@@ -13,7 +13,7 @@ from typing import Any, TypeGuard, TypeVar
 
 from ._errors import TurnkitError
 
-__all__ = ["STORE_HINT", "expect", "is_int", "is_number", "short_repr"]
+__all__ = ["STORE_HINT", "expect", "expect_text", "is_int", "is_number", "short_repr"]
 
 T = TypeVar("T")
 
@@ -57,4 +57,11 @@ def expect(
         raise error(
             f"{name} must be a turnkit {cls.__name__}, not {type(value).__name__}.", hint=hint, **context
         )
+    return value
+
+
+def expect_text(value: object, name: str, error: Callable[..., TurnkitError], **context: Any) -> str:
+    """``value`` when it is a non-empty string; else ``error`` saying what ``name`` must be."""
+    if not isinstance(value, str) or not value:
+        raise error(f"{name} must be a non-empty string, got {short_repr(value)}.", **context)
     return value

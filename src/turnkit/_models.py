@@ -21,6 +21,8 @@ from ._messages import ChatMessage
 
 __all__ = ["ChatModel", "OpenAIChatModel", "ScriptedModel"]
 
+_config_error = partial(UsageError, code="E_INVALID_MODEL_CONFIG")
+
 
 @runtime_checkable
 class ChatModel(Protocol):
@@ -68,9 +70,8 @@ class ScriptedModel:
             self._queue: list[Reply] = []
         elif isinstance(replies, str):
             # A bare string is a sequence of characters: almost certainly a mistake.
-            raise UsageError(
+            raise _config_error(
                 "ScriptedModel takes a list of replies, not a single string.",
-                code="E_INVALID_MODEL_CONFIG",
                 hint=f"Write ScriptedModel([{replies!r}]).",
             )
         else:
@@ -134,15 +135,13 @@ class OpenAIChatModel:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise UsageError(
-                "OpenAIChatModel needs a model name.", field="model", code="E_INVALID_MODEL_CONFIG"
-            )
+            raise _config_error("OpenAIChatModel needs a model name.", field="model")
         self._api = JsonEndpoint.checked(
             base_url,
             api_key=api_key,
             headers=headers,
             timeout=timeout,
-            error=partial(UsageError, code="E_INVALID_MODEL_CONFIG"),
+            error=_config_error,
         )
         self.model = model
         self.base_url = self._api.base_url
@@ -165,9 +164,8 @@ class OpenAIChatModel:
         env = os.environ
         model = overrides.pop("model", None) or env.get("TURNKIT_MODEL") or env.get("OPENAI_MODEL")
         if not model:
-            raise UsageError(
+            raise _config_error(
                 "No model name: set TURNKIT_MODEL (or pass model=...).",
-                code="E_INVALID_MODEL_CONFIG",
                 field="model",
             )
         overrides.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")

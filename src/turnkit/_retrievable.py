@@ -52,6 +52,8 @@ __all__ = [
     "validate_trust_tier",
 ]
 
+_retrievable_error = partial(UsageError, code="E_INVALID_RETRIEVABLE")
+
 TrustTier = Literal["first-party", "third-party"]
 """The closed set of trust tiers.
 
@@ -140,7 +142,7 @@ class _RetrievableFields(CheckedModel):
     """Fields and checks shared by `RawRetrievable` and `Retrievable`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-    invalid_error = partial(UsageError, code="E_INVALID_RETRIEVABLE")
+    invalid_error = _retrievable_error
 
     # Strict strings: pydantic would otherwise decode bytes into text silently.
     id: StrictStr
@@ -210,7 +212,7 @@ class _RetrievableFields(CheckedModel):
     @classmethod
     def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
         errors = [] if exc is None else exc.errors(include_url=False)
-        return UsageError(message, field=field, errors=errors, code="E_INVALID_RETRIEVABLE")
+        return _retrievable_error(message, field=field, errors=errors)
 
     def __hash__(self) -> int:
         # Equal records share id, content and tier; metadata (a dict) is not hashable.
@@ -251,9 +253,8 @@ class RawRetrievable(_RetrievableFields):
     @classmethod
     def _check_input(cls, data: Any) -> None:
         if isinstance(data, Mapping) and "trust_tier" in data:
-            raise UsageError(
+            raise _retrievable_error(
                 "RawRetrievable has no 'trust_tier' field.",
-                code="E_INVALID_RETRIEVABLE",
                 hint="Build a `Retrievable` instead, or use `Retrievable.from_raw(raw, trust_tier=...)`.",
                 field="trust_tier",
             )
@@ -332,9 +333,8 @@ class Retrievable(_RetrievableFields):
         elif isinstance(raw, Mapping):
             data = dict(raw)
         else:
-            raise UsageError(
+            raise _retrievable_error(
                 f"Cannot build a Retrievable from {type(raw).__name__}; pass a RawRetrievable or a mapping.",
-                code="E_INVALID_RETRIEVABLE",
                 field="<root>",
             )
         data["trust_tier"] = tier
@@ -366,9 +366,8 @@ def as_retrievable(value: object, *, where: str) -> Retrievable:
             hint="Assign a tier explicitly: `Retrievable.from_raw(raw, trust_tier=...)`.",
             id=value.id,
         )
-    raise UsageError(
+    raise _retrievable_error(
         f"{where} is a {type(value).__name__}, not a Retrievable.",
-        code="E_INVALID_RETRIEVABLE",
         hint="Return `turnkit.Retrievable` instances (build them with an explicit trust_tier).",
     )
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from functools import partial
 
 from ._aio import run_sync
-from ._checks import expect
+from ._checks import expect, expect_text
 from ._context import Callbacks, FetchMessagesCallback, StoreMessageCallback, TurnContext, invoke
 from ._errors import ModelError, PipelineError, TurnkitError, UsageError
 from ._fit import fit_prompt
@@ -43,6 +43,8 @@ __all__ = [
     "TurnRunnerConfig",
     "fetch_retrievables_stage",
 ]
+
+_context_error = partial(UsageError, code="E_INVALID_TURN_CONTEXT")
 
 
 class TurnRunner:
@@ -141,12 +143,7 @@ class TurnRunner:
                 without retrievables and history.
         """
         message = _user_message(user_message)
-        if not isinstance(conversation_id, str) or not conversation_id:
-            raise UsageError(
-                f"conversation_id must be a non-empty string, got {conversation_id!r}.",
-                code="E_INVALID_TURN_CONTEXT",
-                field="conversation_id",
-            )
+        expect_text(conversation_id, "conversation_id", _context_error, field="conversation_id")
         cfg = self._config
         ctx = TurnContext(
             callbacks=self._callbacks,
@@ -265,20 +262,18 @@ def _count(text: str, encoding: str) -> int:
 def _user_message(value: str | Message) -> Message:
     if isinstance(value, Message):
         if value.role != "user":
-            raise UsageError(
+            raise _context_error(
                 f"A turn starts with a user message, got role {value.role!r}.",
-                code="E_INVALID_TURN_CONTEXT",
                 field="user_message",
             )
         message = value
     elif isinstance(value, str):
         message = Message(role="user", content=value)
     else:
-        raise UsageError(
+        raise _context_error(
             f"run() takes the user's text or a Message, got {type(value).__name__}.",
-            code="E_INVALID_TURN_CONTEXT",
             field="user_message",
         )
     if not message.content.strip():
-        raise UsageError("The user message is empty.", code="E_INVALID_TURN_CONTEXT", field="user_message")
+        raise _context_error("The user message is empty.", field="user_message")
     return message

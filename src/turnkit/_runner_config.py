@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ._checks import is_int
@@ -25,6 +26,8 @@ from ._tokens import DEFAULT_ENCODING, EncodingName
 from ._turn import TurnEvent
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TurnRunnerConfig"]
+
+_config_error = partial(UsageError, code="E_INVALID_TURN_RUNNER_CONFIG")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant. Answer using the retrieved records when they are relevant."
@@ -48,9 +51,8 @@ def _check_callable(name: str, fn: object, count: int, what: str) -> None:
     if fn is None:
         return
     if not callable(fn) or not _accepts(fn, count):
-        raise UsageError(
+        raise _config_error(
             f"TurnRunnerConfig.{name} must be {what}, got {fn!r}.",
-            code="E_INVALID_TURN_RUNNER_CONFIG",
             hint=f"Pass a function (sync or async) taking {count} positional argument(s).",
             field=name,
         )
@@ -129,9 +131,8 @@ class TurnRunnerConfig:
     def __post_init__(self) -> None:
         complete = getattr(self.model, "complete", None)
         if not callable(complete) or not _accepts(complete, 1):
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.model must have a `complete(messages)` method, got {self.model!r}.",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 hint="Use ScriptedModel in tests, OpenAIChatModel for an API, or any object with complete().",
                 field="model",
             )
@@ -147,18 +148,16 @@ class TurnRunnerConfig:
             _check_callable(name, getattr(self, name), count, f"a callable {args}")
         if (self.fetch_messages is None) != (self.store_message is None):
             missing = "store_message" if self.store_message is None else "fetch_messages"
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.fetch_messages and store_message go together; {missing} is missing.",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 hint="Set both (your own history store) or neither (in-memory history).",
                 field=missing,
             )
         for name in ("input_pipeline", "output_pipeline"):
             stages = getattr(self, name)
             if isinstance(stages, str | bytes) or not isinstance(stages, Sequence):
-                raise UsageError(
+                raise _config_error(
                     f"TurnRunnerConfig.{name} must be a list of middleware, got {stages!r}.",
-                    code="E_INVALID_TURN_RUNNER_CONFIG",
                     field=name,
                 )
             for i, stage in enumerate(stages):
@@ -167,45 +166,39 @@ class TurnRunnerConfig:
             object.__setattr__(self, name, tuple(stages))
         budget = self.token_budget
         if budget is not None and not is_int(budget, 1):
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.token_budget must be a positive int or None, got {budget!r}.",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="token_budget",
             )
         if self.encoding not in ("cl100k_base", "o200k_base"):
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.encoding must be 'o200k_base' or 'cl100k_base', got {self.encoding!r}.",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="encoding",
             )
         limit = self.max_history_messages
         if limit is not None and not is_int(limit, 0):
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.max_history_messages must be an int >= 0 or None, got {limit!r}.",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="max_history_messages",
             )
         for name in ("system_prompt", "safety_directive"):
             if not isinstance(getattr(self, name), str):
-                raise UsageError(
+                raise _config_error(
                     f"TurnRunnerConfig.{name} must be a string, got {getattr(self, name)!r}.",
-                    code="E_INVALID_TURN_RUNNER_CONFIG",
                     field=name,
                 )
         if self.untrusted_placement not in ("user", "system"):
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.untrusted_placement must be 'user' or 'system', "
                 f"got {self.untrusted_placement!r}.",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 field="untrusted_placement",
             )
         _check_callable("on_event", self.on_event, 1, "a callable (event)")
         try:
             validate_trust_tier(self.turn_write_tier)
         except TurnkitError as exc:
-            raise UsageError(
+            raise _config_error(
                 f"TurnRunnerConfig.turn_write_tier: {exc.message}",
-                code="E_INVALID_TURN_RUNNER_CONFIG",
                 hint="Declare the tier of what turns write: 'third-party' (default) or 'first-party'.",
                 field="turn_write_tier",
             ) from None

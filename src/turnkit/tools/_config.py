@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from pydantic import ConfigDict, Field, ValidationError
@@ -38,6 +39,8 @@ __all__ = [
     "tool_settings",
 ]
 
+_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
+
 
 @contextmanager
 def tool_config_errors(option: str) -> Iterator[None]:
@@ -50,7 +53,7 @@ def tool_config_errors(option: str) -> Iterator[None]:
     except InvalidRankingConfigError as exc:
         field = exc.context.get("field")
         name = f"{option}.{field}" if field and field != "settings" else option
-        raise ToolUsageError(exc.message, code="E_INVALID_TOOL_CONFIG", hint=exc.hint, option=name) from None
+        raise _config_error(exc.message, hint=exc.hint, option=name) from None
 
 
 def tool_settings(value: SettingsInput, option: str = "settings") -> RetrievalSettings:
@@ -90,9 +93,7 @@ class ToolLimits(CheckedModel):
 
     @classmethod
     def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
-        return ToolUsageError(
-            message, option=field if exc is None else f"limits.{field}", code="E_INVALID_TOOL_CONFIG"
-        )
+        return _config_error(message, option=field if exc is None else f"limits.{field}")
 
 
 ModelResolver: TypeAlias = "Mapping[str, ChatModel] | Callable[[str], ChatModel | None]"
@@ -122,9 +123,8 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
             option=option,
         )
     if not callable(getattr(found, "complete", None)):
-        raise ToolUsageError(
+        raise _config_error(
             f"The model resolved for {name!r} is a {type(found).__name__}, not a ChatModel.",
-            code="E_INVALID_TOOL_CONFIG",
             option=option,
         )
     return cast("ChatModel", found)
@@ -133,10 +133,9 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
 def check_models(models: Any, option: str = "models") -> Any:
     """Validate a `ModelResolver` argument (``None`` allowed)."""
     if models is not None and not isinstance(models, Mapping) and not callable(models):
-        raise ToolUsageError(
+        raise _config_error(
             f"{option} must be a mapping of names to ChatModel objects or a function, "
             f"got {type(models).__name__}.",
-            code="E_INVALID_TOOL_CONFIG",
             option=option,
         )
     return models
@@ -163,9 +162,8 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
     if value is True:
         return {"rerank": True, **off}, None
     if not isinstance(value, Mapping):
-        raise ToolUsageError(
+        raise _config_error(
             f"reranker must be true, false or a dict, got {type(value).__name__}.",
-            code="E_INVALID_TOOL_CONFIG",
             option="reranker",
         )
     data = dict(value)
@@ -176,9 +174,8 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
         data["top_k"] = data.pop("topK")
     unknown = sorted(map(str, set(data) - set(_RERANKER_KEYS)))
     if unknown:
-        raise ToolUsageError(
+        raise _config_error(
             f"reranker: unknown keys {unknown}; use {', '.join(_RERANKER_KEYS)}.",
-            code="E_INVALID_TOOL_CONFIG",
             option="reranker",
         )
     model, scorer, cap = data.pop("model", None), data.pop("scorer", None), data.pop("top_k", None)
@@ -194,9 +191,8 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
 def _database_config(value: Any) -> dict[str, Any]:
     """Mastra's ``database_config`` (also under a ``"lancedb"`` key) as overrides of the index knobs."""
     if not isinstance(value, Mapping):
-        raise ToolUsageError(
+        raise _config_error(
             f"database_config must be a dict, got {type(value).__name__}.",
-            code="E_INVALID_TOOL_CONFIG",
             option="database_config",
         )
     data = dict(value)
@@ -204,9 +200,8 @@ def _database_config(value: Any) -> dict[str, Any]:
         data = dict(data["lancedb"])
     unknown = sorted(map(str, set(data) - set(_DATABASE_KEYS)))
     if unknown:
-        raise ToolUsageError(
+        raise _config_error(
             f"database_config: unknown keys {unknown}.",
-            code="E_INVALID_TOOL_CONFIG",
             hint="LanceDB takes nprobes, refine_factor, ef, min_score and prefilter.",
             option="database_config",
         )
@@ -228,9 +223,8 @@ def request_overrides(context: Mapping[str, Any], models: Any) -> tuple[dict[str
     elif isinstance(given, Mapping):
         overrides.update(given)
     elif given is not None:
-        raise ToolUsageError(
+        raise _config_error(
             f"request_context.settings must be RetrievalSettings or a dict, got {type(given).__name__}.",
-            code="E_INVALID_TOOL_CONFIG",
             option="request_context.settings",
         )
     overrides.update({key: context[key] for key in _PLAIN_KEYS if key in context})

@@ -10,6 +10,7 @@ select a row the guard excludes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from ..batteries.vector import (
@@ -39,6 +40,8 @@ __all__ = [
     "describe_metadata_fields",
     "normalize_filter_fields",
 ]
+
+_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
 
 _PREFIX: Final = "metadata."
 
@@ -165,9 +168,8 @@ def compile_guard(value: Any, *, option: str) -> FilterNode | None:
     if isinstance(value, Condition | And | Or | Not | Raw):
         node: FilterNode = value
     elif not isinstance(value, Mapping):
-        raise ToolUsageError(
+        raise _config_error(
             f"{option} must be a dict or a filter node, not {type(value).__name__}.",
-            code="E_INVALID_TOOL_CONFIG",
             option=option,
         )
     else:
@@ -176,18 +178,13 @@ def compile_guard(value: Any, *, option: str) -> FilterNode | None:
         except (InvalidFilterError, UnknownFieldError) as exc:
             # An unknown operator's own message does not list the known ones; its hint does.
             detail = str(exc) if exc.code == "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR" else exc.message
-            raise ToolUsageError(
-                f"{option} is invalid: {detail}", code="E_INVALID_TOOL_CONFIG", option=option
-            ) from exc
+            raise _config_error(f"{option} is invalid: {detail}", option=option) from exc
         except Exception as exc:  # anything else the parser raises
-            raise ToolUsageError(
-                f"{option} is invalid: {exc}", code="E_INVALID_TOOL_CONFIG", option=option
-            ) from exc
+            raise _config_error(f"{option} is invalid: {exc}", option=option) from exc
     # An empty guard (dict or node) would silently allow everything: almost always a host bug.
     if _is_empty(node):
-        raise ToolUsageError(
+        raise _config_error(
             f"{option} is empty; it would allow every record.",
-            code="E_INVALID_TOOL_CONFIG",
             hint="Leave the guard out for no guard, or pass a condition such as {'tenant': 'acme'}.",
             option=option,
         )
@@ -199,9 +196,8 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
     if value is None:
         return None
     if isinstance(value, str):
-        raise ToolUsageError(
+        raise _config_error(
             "filter_fields must be a list of keys or a dict of key -> description, not a string.",
-            code="E_INVALID_TOOL_CONFIG",
             option="filter_fields",
         )
     items: dict[str, str] = {}
@@ -211,9 +207,8 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
         pairs = [(key, "") for key in value]
     for key, description in pairs:
         if not isinstance(key, str) or not isinstance(description, str):
-            raise ToolUsageError(
+            raise _config_error(
                 "filter_fields keys and descriptions must be strings.",
-                code="E_INVALID_TOOL_CONFIG",
                 option="filter_fields",
             )
         if key.startswith(_PREFIX):
@@ -221,9 +216,8 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
         try:
             validate_field(_PREFIX + key)
         except UnknownFieldError as exc:
-            raise ToolUsageError(
+            raise _config_error(
                 f"filter_fields: {exc.message}",
-                code="E_INVALID_TOOL_CONFIG",
                 option="filter_fields",
                 hint=exc.hint,
             ) from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
@@ -47,6 +48,9 @@ __all__ = [
     "retrieve_contexts_sync",
 ]
 
+_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
+_input_error = partial(ToolUsageError, code="E_TOOL_INVALID_INPUT")
+
 log = logging.getLogger("turnkit.tools")
 
 RETRIEVE_CONTEXTS_DESCRIPTION: Final = (
@@ -65,18 +69,16 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
     if isinstance(request, RetrieveContextsRequest):
         return request
     if not isinstance(request, Mapping):
-        raise ToolUsageError(
+        raise _input_error(
             f"The request must be an object, not {type(request).__name__}.",
-            code="E_TOOL_INVALID_INPUT",
             hint='Send {"query": {"text": "..."}}.',
         )
     try:
         return RetrieveContextsRequest.model_validate(dict(request))
     except ValidationError as exc:
         message, field = describe_validation(exc, "retrieve_contexts request")
-        raise ToolUsageError(
+        raise _input_error(
             message,
-            code="E_TOOL_INVALID_INPUT",
             field=field,
             hint='Minimal request: {"query": {"text": "...", "rag_retrieval_config": {"top_k": 5}}}.',
         ) from None
@@ -92,9 +94,8 @@ def _ranker(
     if ranking.llm_ranker is not None:
         name = ranking.llm_ranker.model_name
         if not name:
-            raise ToolUsageError(
+            raise _input_error(
                 "ranking.llm_ranker needs a model_name.",
-                code="E_TOOL_INVALID_INPUT",
                 hint="Name one of the host's models.",
             )
         return resolve_model(models, name, "ranking.llm_ranker.model_name"), None
@@ -113,9 +114,7 @@ def _ranker(
         try:
             return None, local_scorer(store.encoder)
         except InvalidRankingConfigError as exc:
-            raise ToolUsageError(
-                exc.message, code="E_INVALID_TOOL_CONFIG", hint=exc.hint, option="scorers"
-            ) from None
+            raise _config_error(exc.message, hint=exc.hint, option="scorers") from None
     return None, None
 
 
@@ -125,9 +124,8 @@ def _check_scorers(scorers: Any) -> Mapping[str, RelevanceScorer] | None:
     if not isinstance(scorers, Mapping) or not all(
         isinstance(k, str) and callable(getattr(v, "score", None)) for k, v in scorers.items()
     ):
-        raise ToolUsageError(
+        raise _config_error(
             "scorers must map rank_service model names to RelevanceScorer objects.",
-            code="E_INVALID_TOOL_CONFIG",
             option="scorers",
         )
     return scorers
@@ -205,17 +203,15 @@ async def retrieve_contexts(
     base = tool_settings(settings)
     bounds = ToolLimits.of(limits)
     if score not in ("distance", "similarity"):
-        raise ToolUsageError(
+        raise _config_error(
             f"score must be 'distance' or 'similarity', got {score!r}.",
-            code="E_INVALID_TOOL_CONFIG",
             option="score",
         )
     req = parse_request(request)
     if len(req.query.text) > bounds.max_query_chars:
-        raise ToolUsageError(
+        raise _input_error(
             f"query.text has {len(req.query.text)} characters; "
             f"at most {bounds.max_query_chars} are accepted.",
-            code="E_TOOL_INVALID_INPUT",
             hint="Send a shorter query: a question or a few keywords.",
         )
     config = req.query.rag_retrieval_config
@@ -304,9 +300,8 @@ def _request_settings(
     legacy = rag_store.vector_distance_threshold if rag_store is not None else None
     if legacy is not None:
         if distance_max is not None or (flt is not None and flt.vector_similarity_threshold is not None):
-            raise ToolUsageError(
+            raise _input_error(
                 "Set one vector threshold: vertex_rag_store.vector_distance_threshold is deprecated.",
-                code="E_TOOL_INVALID_INPUT",
                 hint="Use query.rag_retrieval_config.filter.vector_distance_threshold only.",
             )
         distance_max = legacy

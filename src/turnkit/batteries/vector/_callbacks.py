@@ -69,6 +69,8 @@ __all__ = [
     "create_vector_retrievable_callbacks",
 ]
 
+_config_error = partial(VectorStoreUsageError, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG")
+
 log = logging.getLogger("turnkit.vector.retrievables")
 
 _SELECT = ("id", "document", "metadata", "created_at", "updated_at")
@@ -140,19 +142,11 @@ class VectorRetrievableGlue:
             self._tier_fn = trust_tier
         else:
             self._tier = validate_trust_tier(trust_tier)
-        expect(
-            store,
-            VectorStore,
-            "store",
-            partial(VectorStoreUsageError, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG"),
-            STORE_HINT,
-            field="store",
-        )
+        expect(store, VectorStore, "store", _config_error, STORE_HINT, field="store")
         for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
             if hook is not None and not callable(hook):
-                raise VectorStoreUsageError(
+                raise _config_error(
                     f"{name} must be a function, got {type(hook).__name__}.",
-                    code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                     field=name,
                 )
         shorthands = {
@@ -170,22 +164,19 @@ class VectorRetrievableGlue:
                         rerank_scorer=local_scorer(store.encoder, scorer or "auto")  # type: ignore[arg-type]
                     )
         except InvalidRankingConfigError as exc:
-            raise VectorStoreUsageError(
+            raise _config_error(
                 exc.message,
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint=exc.hint,
                 field=exc.context.get("field", "settings"),
             ) from None
         if abstain_reply is not None and (not isinstance(abstain_reply, str) or not abstain_reply.strip()):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"abstain_reply must be a non-empty string or None, got {abstain_reply!r}.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 field="abstain_reply",
             )
         if abstain_reply is not None and self.settings.min_score is None:
-            raise VectorStoreUsageError(
+            raise _config_error(
                 "abstain_reply needs min_score: without a threshold the callbacks never abstain.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 field="abstain_reply",
             )
         store(collection)  # a bad collection name fails at creation, not mid-turn

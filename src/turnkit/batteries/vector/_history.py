@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any, ClassVar, Literal, NotRequired, TypeAlias, TypedDict, Unpack
 
 from turnkit._aio import on_loop, sync_form
-from turnkit._checks import STORE_HINT, expect, is_int
+from turnkit._checks import STORE_HINT, expect, expect_text, is_int
 from turnkit._context import TurnContext
 from turnkit._errors import TurnkitError, UsageError
 from turnkit._messages import Message
@@ -49,6 +49,9 @@ from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = ["RecallScope", "TenantRule", "VectorMessageStore", "create_vector_message_store"]
+
+_context_error = partial(UsageError, code="E_INVALID_TURN_CONTEXT")
+_config_error = partial(VectorStoreUsageError, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG")
 
 log = logging.getLogger("turnkit.vector.history")
 
@@ -113,43 +116,31 @@ class VectorMessageStore(CallbackMapping):
         recall_scope: RecallScope = "conversation",
         trust_tier: TrustTier = "third-party",
     ) -> None:
-        expect(
-            store,
-            VectorStore,
-            "store",
-            partial(VectorStoreUsageError, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG"),
-            STORE_HINT,
-            field="store",
-        )
+        expect(store, VectorStore, "store", _config_error, STORE_HINT, field="store")
         store(collection)  # a bad collection name fails now, not at the first turn
         if tenant is not None and not callable(tenant) and not _is_name(tenant):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 "tenant must be a non-empty string, a function of the turn's context, or None; "
                 f"got {tenant!r}.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint=_HINT,
                 field="tenant",
             )
         if window is not None and not is_int(window, 1):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"window must be a positive int or None, got {window!r}.",
                 hint=_HINT,
                 field="window",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
             )
         if recall_scope not in ("conversation", "all"):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"recall_scope must be 'conversation' or 'all', got {recall_scope!r}.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint=_HINT,
                 field="recall_scope",
             )
         try:
             self.trust_tier: TrustTier = validate_trust_tier(trust_tier)
         except TurnkitError as exc:
-            raise VectorStoreUsageError(
-                exc.message, code="E_INVALID_RETRIEVABLE_GLUE_CONFIG", hint=exc.hint, field="trust_tier"
-            ) from None
+            raise _config_error(exc.message, hint=exc.hint, field="trust_tier") from None
         if recall is True:
             self.recall: RetrievalSettings | None = RetrievalSettings()
         elif recall is False or recall is None:
@@ -158,9 +149,8 @@ class VectorMessageStore(CallbackMapping):
             try:
                 self.recall = RetrievalSettings.of(recall)
             except TurnkitError as exc:
-                raise VectorStoreUsageError(
+                raise _config_error(
                     exc.message,
-                    code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                     hint=exc.hint,
                     field=f"recall.{exc.context.get('field', '')}".rstrip("."),
                 ) from None
@@ -193,9 +183,8 @@ class VectorMessageStore(CallbackMapping):
                 string.
         """
         if not _is_name(tenant):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"for_tenant() takes a non-empty string, got {tenant!r}.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint=_HINT,
                 field="tenant",
             )
@@ -288,10 +277,9 @@ class VectorMessageStore(CallbackMapping):
             UsageError: ``E_INVALID_TURN_CONTEXT``: ``conversation_id`` is empty, or ``limit`` is negative.
         """
         if limit is not None and not is_int(limit, 0):
-            raise UsageError(
+            raise _context_error(
                 f"limit must be an int >= 0 or None, got {limit!r}.",
                 field="limit",
-                code="E_INVALID_TURN_CONTEXT",
             )
         rows = await self._rows(self._fixed_tenant(), _checked_id(conversation_id), keep=limit)
         return [row.message for row in rows]
@@ -323,9 +311,8 @@ class VectorMessageStore(CallbackMapping):
     # -- internals -----------------------------------------------------------------------------
     def _recall_settings(self) -> RetrievalSettings:
         if self.recall is None:
-            raise VectorStoreUsageError(
+            raise _config_error(
                 "This message store was created without recall.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint="Pass recall=True (or a dict of RetrievalSettings fields) "
                 "to create_vector_message_store().",
                 field="recall",
@@ -338,10 +325,9 @@ class VectorMessageStore(CallbackMapping):
             return rule
         value = rule(ctx)
         if not _is_name(value):
-            raise UsageError(
+            raise _context_error(
                 f"The tenant function returned {value!r} for conversation {ctx.conversation_id!r}; "
                 "it must return a non-empty string.",
-                code="E_INVALID_TURN_CONTEXT",
                 hint="Return the tenant of the request (its id), never None.",
                 field="tenant",
             )
@@ -349,9 +335,8 @@ class VectorMessageStore(CallbackMapping):
 
     def _fixed_tenant(self) -> str | None:
         if callable(self._tenant):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 "This message store takes its tenant from each turn's context; outside a turn it has none.",
-                code="E_INVALID_RETRIEVABLE_GLUE_CONFIG",
                 hint="Call history.for_tenant('...') and use the scoped store.",
                 field="tenant",
             )
@@ -577,13 +562,7 @@ def _is_name(value: object) -> bool:
 
 
 def _checked_id(conversation_id: object) -> str:
-    if not isinstance(conversation_id, str) or not conversation_id:
-        raise UsageError(
-            f"conversation_id must be a non-empty string, got {conversation_id!r}.",
-            code="E_INVALID_TURN_CONTEXT",
-            field="conversation_id",
-        )
-    return conversation_id
+    return expect_text(conversation_id, "conversation_id", _context_error, field="conversation_id")
 
 
 class _MessageStoreOptions(TypedDict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, cast
 
 from ...batteries.vector import Encoder, FilterNode, SettingsInput, VectorStore
@@ -13,6 +14,8 @@ from ._options import VectorQueryOptions, check_collection, check_provider_optio
 from ._tool import DEFAULT_DESCRIPTION, FilterFields, VectorQueryTool
 
 __all__ = ["create_vector_query_tool"]
+
+_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
 
 
 def create_vector_query_tool(
@@ -76,9 +79,8 @@ def create_vector_query_tool(
         ToolUsageError: ``E_INVALID_TOOL_CONFIG``: An option is invalid.
     """
     if not isinstance(store, VectorStore) and not callable(store):
-        raise ToolUsageError(
+        raise _config_error(
             "store must be a VectorStore or a resolver function of the request context.",
-            code="E_INVALID_TOOL_CONFIG",
             option="store",
         )
     if collection is not None:
@@ -88,26 +90,20 @@ def create_vector_query_tool(
         and isinstance(getattr(encoder, "dimension", None), int)
         and callable(getattr(encoder, "encode", None))
     ):
-        raise ToolUsageError(
-            f"encoder {encoder!r} is not an Encoder.", code="E_INVALID_TOOL_CONFIG", option="encoder"
-        )
+        raise _config_error(f"encoder {encoder!r} is not an Encoder.", option="encoder")
     for option, value in (("id", id), ("description", description)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ToolUsageError(
-                f"{option} must be a non-empty string.", code="E_INVALID_TOOL_CONFIG", option=option
-            )
+            raise _config_error(f"{option} must be a non-empty string.", option=option)
     if not isinstance(enable_filter, bool):
-        raise ToolUsageError(
+        raise _config_error(
             f"enable_filter must be true or false, got {enable_filter!r}.",
-            code="E_INVALID_TOOL_CONFIG",
             option="enable_filter",
         )
     checked = ToolLimits.of(limits)
     values = tool_settings(settings)
     if values.top_k > checked.max_top_k:
-        raise ToolUsageError(
+        raise _config_error(
             f"settings.top_k ({values.top_k}) is above limits.max_top_k ({checked.max_top_k}).",
-            code="E_INVALID_TOOL_CONFIG",
             option="settings.top_k",
         )
     guard = compile_guard(guard, option="guard")

@@ -7,6 +7,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from functools import partial
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -24,6 +25,8 @@ from ...batteries.vector import MONGO_OPERATORS
 from .._errors import ToolUsageError
 
 __all__ = ["VectorQueryInput", "filter_description", "input_schema", "parse_input"]
+
+_input_error = partial(ToolUsageError, code="E_TOOL_INVALID_INPUT")
 
 _VALUES_SEEN: Final = "; values seen:"
 _QUERY_TEXT = "What to search for: the user's question or topic in plain words, not wrapped in quotes."
@@ -85,15 +88,13 @@ def parse_input(
         try:
             raw = json.loads(raw or "{}")
         except (ValueError, RecursionError):
-            raise ToolUsageError(
+            raise _input_error(
                 "The tool arguments are not valid JSON.",
-                code="E_TOOL_INVALID_INPUT",
                 hint='Send a JSON object such as {"query_text": "refund policy", "top_k": 5}.',
             ) from None
     if not isinstance(raw, Mapping):
-        raise ToolUsageError(
+        raise _input_error(
             f"The tool arguments must be a JSON object, not {type(raw).__name__}.",
-            code="E_TOOL_INVALID_INPUT",
             hint='Send {"query_text": "..."}.',
         )
     try:
@@ -103,9 +104,7 @@ def parse_input(
     allowed = "query_text, top_k" + (", filter" if filtering else "")
     unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"])
     if unknown:
-        raise ToolUsageError(
-            f"Unknown arguments {unknown}.", code="E_TOOL_INVALID_INPUT", hint=f"The arguments are {allowed}."
-        )
+        raise _input_error(f"Unknown arguments {unknown}.", hint=f"The arguments are {allowed}.")
     field = str(errors[0]["loc"][0]) if errors[0]["loc"] else "query_text"
     message, hint = _PROBLEMS.get(
         field, ("The arguments do not fit the tool", f"The arguments are {allowed}.")
@@ -113,9 +112,8 @@ def parse_input(
     limits = {"max_query_chars": max_query_chars, "max_top_k": max_top_k}
     got = errors[0].get("input")
     shown = repr(got) if not isinstance(got, str) or len(got) <= 40 else f"{len(got)} characters"
-    raise ToolUsageError(
+    raise _input_error(
         f"{message.format(**limits)}; got {shown}.",
-        code="E_TOOL_INVALID_INPUT",
         hint=hint.format(**limits),
         field=field,
     )

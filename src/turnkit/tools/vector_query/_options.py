@@ -6,8 +6,10 @@ import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal
 
+from ..._checks import expect_text
 from ...batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
 from .._config import request_overrides, tool_config_errors
 from .._errors import ToolUsageError
@@ -15,18 +17,14 @@ from .._filters import compile_guard
 
 __all__ = ["OptionsEncoder", "VectorQueryOptions", "check_collection", "check_provider_options"]
 
+_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
+
 log = logging.getLogger("turnkit.tools")
 
 
 def check_collection(value: Any) -> str:
     """A collection name option: a non-empty string."""
-    if not isinstance(value, str) or not value:
-        raise ToolUsageError(
-            f"collection must be a non-empty string, got {value!r}.",
-            code="E_INVALID_TOOL_CONFIG",
-            option="collection",
-        )
-    return value
+    return expect_text(value, "collection", _config_error, option="collection")
 
 
 def accepts_provider_options(encoder: Encoder) -> bool:
@@ -45,15 +43,13 @@ def check_provider_options(value: Any, encoder: Encoder | None = None) -> dict[s
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, Mapping) for k, v in value.items()
     ):
-        raise ToolUsageError(
+        raise _config_error(
             "provider_options must map a provider name to a dict of options.",
-            code="E_INVALID_TOOL_CONFIG",
             option="provider_options",
         )
     if value and encoder is not None and not accepts_provider_options(encoder):
-        raise ToolUsageError(
+        raise _config_error(
             f"provider_options were given but the encoder {encoder.name!r} cannot take them.",
-            code="E_INVALID_TOOL_CONFIG",
             hint="Use an encoder whose encode(texts, *, kind, provider_options) accepts options "
             "(the store's own, or encoder=...), or configure the options on the encoder itself.",
             option="provider_options",
@@ -79,9 +75,8 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
     """A request context's guard: never ``None`` (which would mean "no guard"), never shown back."""
     option = "request_context.filter"
     if value is None:
-        raise ToolUsageError(
+        raise _config_error(
             f"{option} is None; a guard must be a filter.",
-            code="E_INVALID_TOOL_CONFIG",
             hint="Pass the guard (e.g. {'tenant': 'acme'}), or leave the key out for no guard.",
             option=option,
         )
@@ -92,9 +87,8 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
             raise
         # The message can quote the guard's values (a tenant id): log it, do not show it.
         log.warning("vector query tool %r: %s", tool_id, exc.message)
-        raise ToolUsageError(
+        raise _config_error(
             f"{option} (the host's guard) is invalid; the details are in the host's log.",
-            code="E_INVALID_TOOL_CONFIG",
             option=option,
         ) from None
     assert guard is not None

@@ -17,6 +17,9 @@ from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
 
 __all__ = ["OpenAIEmbeddingEncoder"]
 
+_encoder_error = partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_ENCODER_FAILED")
+_config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
+
 
 class OpenAIEmbeddingEncoder:
     """Embeddings from an OpenAI-compatible HTTP API, one request per batch.
@@ -52,26 +55,22 @@ class OpenAIEmbeddingEncoder:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise VectorStoreUsageError(
+            raise _config_error(
                 "OpenAIEmbeddingEncoder needs a model name.",
                 field="model",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
             )
         if not is_int(dimension, 1):
-            raise VectorStoreUsageError(
-                f"dimension must be a positive int, got {dimension!r}.", code="E_INVALID_VECTOR_STORE_CONFIG"
-            )
+            raise _config_error(f"dimension must be a positive int, got {dimension!r}.")
         self._api = JsonEndpoint.checked(
             base_url,
             api_key=api_key,
             headers=headers,
             timeout=timeout,
-            error=partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG"),
+            error=_config_error,
         )
         if not is_int(batch_size, 1):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"batch_size must be a positive int, got {batch_size!r}.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
             )
         self.model = model
         self.name = f"openai:{model}" + (f"@{dimension}" if send_dimensions else "")
@@ -104,7 +103,7 @@ class OpenAIEmbeddingEncoder:
             "/embeddings",
             data,
             endpoint="embeddings endpoint",
-            error=partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_ENCODER_FAILED"),
+            error=_encoder_error,
             encoder=self.name,
         )
 
@@ -114,17 +113,15 @@ class OpenAIEmbeddingEncoder:
             rows = sorted(data, key=lambda item: int(item.get("index", 0)))
             array = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise VectorStoreRuntimeError(
+            raise _encoder_error(
                 f"The embeddings endpoint sent a body without data[].embedding: {raw[:200]!r}",
-                code="E_VECTOR_STORE_ENCODER_FAILED",
                 hint="Check that the endpoint implements OpenAI's /embeddings.",
                 encoder=self.name,
             ) from exc
         if array.shape != (n, self.dimension):
-            raise VectorStoreRuntimeError(
+            raise _encoder_error(
                 f"The embeddings endpoint returned shape {array.shape} for {n} texts; "
                 f"expected ({n}, {self.dimension}).",
-                code="E_VECTOR_STORE_ENCODER_FAILED",
                 hint="Set dimension= to the model's output size (or send_dimensions=True).",
                 encoder=self.name,
             )

@@ -51,6 +51,15 @@ class _MongoParser:
     def error(self, where: str, detail: str, hint: str | None = None) -> InvalidFilterError:
         return InvalidFilterError(f"Invalid filter at {_short(where)}: {detail}", hint=hint, location=where)
 
+    def unsupported(self, key: str, where: str) -> InvalidFilterError:
+        return InvalidFilterError(
+            f"Unsupported filter operator {key[:40]!r} at {where}; supported: {_MONGO_OPS_TEXT}.",
+            code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
+            op=key[:40],
+            location=where,
+            hint=f"Use one of {_MONGO_OPS_TEXT}.",
+        )
+
     def document(self, obj: Any, where: str, depth: int) -> FilterNode:
         """A filter object: implicit AND of its keys."""
         if depth > self.max_depth:
@@ -91,13 +100,7 @@ class _MongoParser:
                 f"{key} must be applied to a field.",
                 f"Write {{'<field>': {{'{key}': ...}}}}; only $and $or $nor $not go at the top level.",
             )
-        raise InvalidFilterError(
-            f"Unsupported filter operator {key[:40]!r} at {where}; supported: {_MONGO_OPS_TEXT}.",
-            code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
-            op=key[:40],
-            location=where,
-            hint=f"Use one of {_MONGO_OPS_TEXT}.",
-        )
+        raise self.unsupported(key, where)
 
     def field_name(self, key: str, where: str) -> str:
         if self.field_prefix:
@@ -160,13 +163,7 @@ class _MongoParser:
                         f"{key} cannot be used inside a field.",
                         "Put $and/$or/$nor at the top level: {'$or': [{'a': 1}, {'b': 2}]}.",
                     )
-                raise InvalidFilterError(
-                    f"Unsupported filter operator {key[:40]!r} at {here}; supported: {_MONGO_OPS_TEXT}.",
-                    code="E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR",
-                    op=key[:40],
-                    location=here,
-                    hint=f"Use one of {_MONGO_OPS_TEXT}.",
-                )
+                raise self.unsupported(key, here)
             self.count(here)
             if op == "exists" and not isinstance(value, bool):
                 raise self.error(here, f"$exists needs true or false, not {_describe(value)}.")

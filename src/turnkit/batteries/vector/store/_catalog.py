@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from turnkit.batteries.vector._errors import (
@@ -11,7 +10,7 @@ from turnkit.batteries.vector._errors import (
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector.filters._declared import FieldType
-from turnkit.batteries.vector.store._common import _FORMAT, CollectionInfo
+from turnkit.batteries.vector.store._common import CollectionInfo
 from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes, fill_declared
 from turnkit.batteries.vector.store._integrity import remove_duplicates, undo_late_create
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -79,13 +78,7 @@ async def _create_new(
                     collection=name,
                 )
             return False
-        meta = {
-            "format": _FORMAT,
-            "dimension": dim,
-            "metric": chosen,
-            "encoder": store._encoder_name_for(dim),
-            "created_at": datetime.now(UTC).isoformat(),
-        }
+        meta = store._new_meta(dim, chosen)
         try:
             with translate_errors("create_collection", name):
                 declared = {**store.fields, **(fields or {})}

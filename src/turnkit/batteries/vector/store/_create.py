@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
+from turnkit._checks import expect_text
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.store._fields import normalize_fields
@@ -22,6 +24,8 @@ from turnkit.batteries.vector.store._scores import (
 from turnkit.batteries.vector.store._store import AutoOptimize, VectorStore
 
 __all__ = ["create_vector_store"]
+
+_config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
 
 
 def create_vector_store(
@@ -72,12 +76,7 @@ def create_vector_store(
     """
     if isinstance(uri, os.PathLike):
         uri = os.fspath(uri)
-    if not isinstance(uri, str) or not uri:
-        raise VectorStoreUsageError(
-            "uri must be a non-empty string.",
-            code="E_INVALID_VECTOR_STORE_CONFIG",
-            hint="Try uri='memory://'.",
-        )
+    uri = expect_text(uri, "uri", _config_error, hint="Try uri='memory://'.")
     if "://" not in uri:
         # LanceDB reads a bare relative name as a LanceDB Cloud database; a
         # path without a scheme is always a local directory here.
@@ -85,38 +84,30 @@ def create_vector_store(
     try:
         canonical = normalize_metric(metric)
     except ValueError as exc:
-        raise VectorStoreUsageError(str(exc), code="E_INVALID_VECTOR_STORE_CONFIG") from None
+        raise _config_error(str(exc)) from None
     if encoder is not None and not (
         isinstance(getattr(encoder, "name", None), str)
         and isinstance(getattr(encoder, "dimension", None), int)
         and callable(getattr(encoder, "encode", None))
     ):
-        raise VectorStoreUsageError(
+        raise _config_error(
             f"encoder {encoder!r} is not an Encoder (needs .name, .dimension and .encode(texts, kind=...)).",
-            code="E_INVALID_VECTOR_STORE_CONFIG",
             hint="Wrap a plain function with turnkit.batteries.vector.FunctionEncoder.",
         )
     if read_consistency_interval is not None and not isinstance(read_consistency_interval, timedelta):
-        raise VectorStoreUsageError(
+        raise _config_error(
             "read_consistency_interval must be a datetime.timedelta or None.",
-            code="E_INVALID_VECTOR_STORE_CONFIG",
         )
     if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
-        raise VectorStoreUsageError(
-            "auto_optimize must be an AutoOptimize or None.", code="E_INVALID_VECTOR_STORE_CONFIG"
-        )
+        raise _config_error("auto_optimize must be an AutoOptimize or None.")
     if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
-        raise VectorStoreUsageError(
-            "memory_cache must be a MemoryCache or None.", code="E_INVALID_VECTOR_STORE_CONFIG"
-        )
+        raise _config_error("memory_cache must be a MemoryCache or None.")
     if max_document_chars is not None and (
         isinstance(max_document_chars, bool)
         or not isinstance(max_document_chars, int)
         or max_document_chars < 1
     ):
-        raise VectorStoreUsageError(
-            "max_document_chars must be a positive integer or None.", code="E_INVALID_VECTOR_STORE_CONFIG"
-        )
+        raise _config_error("max_document_chars must be a positive integer or None.")
     declared = normalize_fields(fields)
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.

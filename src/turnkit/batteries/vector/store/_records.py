@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,8 @@ __all__ = [
     "parse_timestamp",
     "prepare_records",
 ]
+
+_record_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_RECORD")
 
 RECORD_KEYS = frozenset({"id", "document", "vector", "metadata", "created_at", "updated_at"})
 MAX_ID_LENGTH = 1024
@@ -89,9 +92,8 @@ class PreparedBatch:
         out: npt.NDArray[np.float32] | None = None
         for index, vec in enumerate(self.vectors):
             if _is_boolean(vec):
-                raise VectorStoreUsageError(
+                raise _record_error(
                     f"Record {index} (id {self.ids[index]!r}): vector holds booleans, not numbers.",
-                    code="E_INVALID_VECTOR_RECORD",
                     hint="Pass float vectors from an encoder; True/False are not coordinates.",
                     index=index,
                     record_id=self.ids[index],
@@ -116,17 +118,15 @@ class PreparedBatch:
                 with np.errstate(over="ignore", invalid="ignore"):
                     row = np.asarray(vec, dtype=np.float32)
             except (TypeError, ValueError) as exc:
-                raise VectorStoreUsageError(
+                raise _record_error(
                     f"Record {index} (id {self.ids[index]!r}): vector is not a sequence of numbers.",
-                    code="E_INVALID_VECTOR_RECORD",
                     index=index,
                     record_id=self.ids[index],
                 ) from exc
             if row.ndim != 1 or row.size == 0:
-                raise VectorStoreUsageError(
+                raise _record_error(
                     f"Record {index} (id {self.ids[index]!r}): vector must be a flat, non-empty "
                     f"sequence of numbers, not shape {row.shape}.",
-                    code="E_INVALID_VECTOR_RECORD",
                     index=index,
                     record_id=self.ids[index],
                 )
@@ -152,9 +152,8 @@ class PreparedBatch:
             index = int(np.argmax(bad))
             given = np.asarray(self.vectors[index], dtype=np.float64)
             what = "NaN or infinity" if not np.isfinite(given).all() else "values too large for float32"
-            raise VectorStoreUsageError(
+            raise _record_error(
                 f"Record {index} (id {self.ids[index]!r}): vector contains {what}.",
-                code="E_INVALID_VECTOR_RECORD",
                 index=index,
                 record_id=self.ids[index],
             )
@@ -195,9 +194,7 @@ def _is_boolean(vector: Any) -> bool:
 
 def _bad(index: int, record_id: Any, detail: str) -> VectorStoreUsageError:
     who = f"Record {index}" + (f" (id {record_id!r})" if isinstance(record_id, str) and record_id else "")
-    return VectorStoreUsageError(
-        f"{who}: {detail}", code="E_INVALID_VECTOR_RECORD", index=index, record_id=record_id
-    )
+    return _record_error(f"{who}: {detail}", index=index, record_id=record_id)
 
 
 def prepare_records(
@@ -236,10 +233,9 @@ def prepare_records(
         if document is not None and type(document) is not str and not isinstance(document, str):
             raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
         if document is not None and max_document_chars is not None and len(document) > max_document_chars:
-            raise VectorStoreUsageError(
+            raise _record_error(
                 f"Record {index} (id {rid!r}): `document` has {len(document):,} characters; "
                 f"the store accepts at most {max_document_chars:,}.",
-                code="E_INVALID_VECTOR_RECORD",
                 hint="Split it into chunks (turnkit.ingest does), or raise create_vector_store("
                 "max_document_chars=...).",
                 index=index,

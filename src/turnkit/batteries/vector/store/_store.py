@@ -240,22 +240,21 @@ class VectorStore:
         coll.keyed = KEY in schema.names
         return coll.fields
 
-    def _encoder_name_for(self, dimension: int) -> str | None:
+    def _new_meta(self, dimension: int, metric: str) -> dict[str, Any]:
+        """What a new collection records about itself."""
         # Precomputed vectors of another size were not made by this store's encoder.
-        if self.encoder is None or self.encoder.dimension != dimension:
-            return None
-        return self.encoder.name
-
-    async def _create_table(self, conn: Any, name: str, dimension: int, metric: Metric) -> Any:
-        meta = {
+        encoder = self.encoder if self.encoder is not None and self.encoder.dimension == dimension else None
+        return {
             "format": _FORMAT,
             "dimension": dimension,
             "metric": metric,
-            "encoder": self._encoder_name_for(dimension),
+            "encoder": encoder.name if encoder is not None else None,
             "created_at": datetime.now(UTC).isoformat(),
         }
+
+    async def _create_table(self, conn: Any, name: str, dimension: int, metric: Metric) -> Any:
         # integrity: another process may have created it since we looked.
-        schema = collection_schema(dimension, meta, self.fields)
+        schema = collection_schema(dimension, self._new_meta(dimension, metric), self.fields)
         table = await create_or_open(conn, name, schema, unlocked=heals_after_write(self.uri))
         await ensure_field_indexes(table, name, declared_fields(await table.schema()))
         return table
