@@ -21,8 +21,17 @@ from ._errors import UsageError
 
 T = TypeVar("T")
 P = ParamSpec("P")
+F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["call_maybe_async", "finish_before_exit", "loop", "on_loop", "run_sync", "sync_form"]
+__all__ = [
+    "call_maybe_async",
+    "finish_before_exit",
+    "loop",
+    "named_sync_form",
+    "on_loop",
+    "run_sync",
+    "sync_form",
+]
 
 
 _EXIT_WAIT = 10.0  # seconds the interpreter's exit waits for `finish_before_exit` tasks
@@ -143,9 +152,14 @@ def sync_form(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     def sync(*args: P.args, **kwargs: P.kwargs) -> T:
         return run_sync(fn(*args, **kwargs))
 
-    sync.__name__ = sync.__qualname__ = f"{fn.__name__}_sync"
+    return named_sync_form(sync, fn, "works inside a running event loop too")
+
+
+def named_sync_form(sync: F, fn: Callable[..., Any], note: str) -> F:
+    """``sync`` named and documented as the sync form of ``fn``, with ``fn``'s signature."""
+    sync.__name__, sync.__qualname__ = f"{fn.__name__}_sync", f"{fn.__qualname__}_sync"
     sync.__module__ = fn.__module__
-    sync.__doc__ = f"Sync form of `{fn.__name__}` (works inside a running event loop too)."
+    sync.__doc__ = f"Sync form of `{fn.__name__}` ({note})."
     sync.__wrapped__ = fn  # type: ignore[attr-defined]  # inspect.signature reads fn's parameters
     return sync
 

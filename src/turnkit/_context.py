@@ -19,9 +19,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ._aio import run_sync
+from ._aio import named_sync_form, run_sync
 from ._errors import (
     UsageError,
 )
@@ -39,6 +39,18 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _turn_sync(
+    fn: Callable[Concatenate[TurnContext, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[TurnContext, P], T]:
+    # Not sync_form: these run on the turn's own loop, so async callbacks see the loop they were written for.
+    def sync(self: TurnContext, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._sync(fn(self, *args, **kwargs))
+
+    return named_sync_form(sync, fn, "for sync callbacks and middleware")
+
 
 FetchRetrievablesCallback = Callable[
     ["TurnContext"], "Iterable[Retrievable] | Awaitable[Iterable[Retrievable]]"
@@ -336,29 +348,12 @@ class TurnContext:
 
     # -- sync forms -----------------------------------------------------------------
 
-    def fetch_messages_sync(self) -> list[Message]:
-        """Sync form of `fetch_messages`, for sync callbacks and middleware."""
-        return self._sync(self.fetch_messages())
-
-    def last_user_message_sync(self) -> Message | None:
-        """Sync form of `last_user_message`."""
-        return self._sync(self.last_user_message())
-
-    def fetch_retrievables_sync(self) -> list[Retrievable]:
-        """Sync form of `fetch_retrievables`."""
-        return self._sync(self.fetch_retrievables())
-
-    def store_retrievable_sync(self, retrievable: Retrievable) -> None:
-        """Sync form of `store_retrievable`."""
-        self._sync(self.store_retrievable(retrievable))
-
-    def mutate_retrievable_sync(self, retrievable: Retrievable) -> None:
-        """Sync form of `mutate_retrievable`."""
-        self._sync(self.mutate_retrievable(retrievable))
-
-    def delete_retrievable_sync(self, id: str) -> None:
-        """Sync form of `delete_retrievable`."""
-        self._sync(self.delete_retrievable(id))
+    fetch_messages_sync = _turn_sync(fetch_messages)
+    last_user_message_sync = _turn_sync(last_user_message)
+    fetch_retrievables_sync = _turn_sync(fetch_retrievables)
+    store_retrievable_sync = _turn_sync(store_retrievable)
+    mutate_retrievable_sync = _turn_sync(mutate_retrievable)
+    delete_retrievable_sync = _turn_sync(delete_retrievable)
 
     def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
         # Run on the turn's own loop, so async callbacks see the loop they were

@@ -180,7 +180,7 @@ class PipelineError(RuntimeFailure):
             "A middleware in the input pipeline raised; its name and the cause are attached."
         ),
         "E_OUTPUT_PIPELINE_ERROR": (
-            "A middleware in the input pipeline raised; its name and the cause are attached."
+            "A middleware in the output pipeline raised; its name and the cause are attached."
         ),
     }
 
