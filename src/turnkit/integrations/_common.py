@@ -9,9 +9,10 @@ this module renders.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
@@ -31,6 +32,7 @@ __all__ = [
     "TierRule",
     "ToolBridge",
     "ToolOutcome",
+    "batches",
     "error_text",
     "guard_keys",
     "raise_error",
@@ -42,6 +44,7 @@ __all__ = [
 log = logging.getLogger("turnkit.integrations")
 
 DepsT = TypeVar("DepsT")
+T = TypeVar("T")
 GuardFilter: TypeAlias = "Mapping[str, Any] | FilterNode"
 """A host's guard: a Mongo dict over metadata keys, or a filter node."""
 TierRule: TypeAlias = "TrustTier | Callable[[VectorQuerySource], TrustTier]"
@@ -112,6 +115,13 @@ def _copy_label(copy: Any) -> str:
     if isinstance(copy, str):
         return copy
     return str(getattr(copy, "source_display_name", None) or getattr(copy, "source_uri", None) or copy.id)
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter): keeps each ``in`` list and commit small."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def error_text(info: ToolErrorInfo) -> str:
@@ -260,6 +270,13 @@ class ToolBridge(Generic[DepsT]):
         """Sync form of `run`."""
         context, hidden = self.context_for(deps)
         return scrub(self.tool.execute_sync(arguments, request_context=context), hidden)
+
+    async def sources(self, query: str, top_k: int | None, deps: DepsT) -> list[VectorQuerySource]:
+        """A retriever's search: the sources for ``query``; a failed search raises ``E_TOOL_FAILED``."""
+        result = await self.run({"query_text": query} | ({"top_k": top_k} if top_k is not None else {}), deps)
+        if result.error is not None:
+            raise_error(result.error)
+        return result.sources
 
     async def call(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> ToolOutcome:
         """Run the tool for one model call; never raises for the model's mistakes or a failing backend."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from ._errors import MCPUsageError
+from ._errors import MCPUsageError, config_error
 
 __all__ = ["Principal", "TokenVerifier", "is_loopback", "load_principals"]
 
@@ -46,12 +46,11 @@ def is_loopback(host: str) -> bool:
 
 def _digest(token: str, where: str) -> bytes:
     if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or token != token.strip():
-        raise MCPUsageError(
+        raise config_error(
             f"{where}: a token must be a string of at least {MIN_TOKEN_CHARS} characters without "
             "surrounding spaces.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint=_TOKEN_HINT,
-            option="token",
+            "token",
+            _TOKEN_HINT,
         )
     return hashlib.sha256(token.encode()).digest()
 
@@ -82,23 +81,19 @@ def load_principals(
         out += _read_file(Path(tokens_file))
     digests = [p.digest for p in out]
     if len(set(digests)) != len(digests):
-        raise MCPUsageError(
-            "Two principals share a token.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="Give every principal its own token.",
-            option="tokens_file",
+        raise config_error(
+            "Two principals share a token.", "tokens_file", "Give every principal its own token."
         )
     return out
 
 
 def _read_file(path: Path) -> list[Principal]:
     def bad(message: str) -> MCPUsageError:
-        return MCPUsageError(
+        return config_error(
             f"Tokens file {str(path)!r}: {message}",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint='Expected {"principals": {"NAME": {"token_sha256": "<64 hex digits>", "guard": {...}}}} '
+            "tokens_file",
+            'Expected {"principals": {"NAME": {"token_sha256": "<64 hex digits>", "guard": {...}}}} '
             "(JSON, or the same as TOML in a .toml file).",
-            option="tokens_file",
         )
 
     try:

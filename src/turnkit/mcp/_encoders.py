@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ..batteries.vector import (
     Encoder,
@@ -11,40 +12,30 @@ from ..batteries.vector import (
     build_recorded_encoder,
     encoder_from_spec,
 )
-from ._errors import MCPUsageError
+from ._errors import config_error
 
-__all__ = ["encoder_from_name", "recorded_encoder", "spec_encoder"]
+__all__ = ["recorded_encoder", "spec_encoder"]
+
+T = TypeVar("T")
 
 
-def _option_error(exc: VectorStoreUsageError) -> MCPUsageError:
-    """The registry's refusal of an encoder name as the server's option error; others go on as they are."""
-    if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
-        raise exc
-    return MCPUsageError(exc.message, code="E_INVALID_MCP_SERVER_CONFIG", hint=exc.hint, option="encoder")
+def _as_option(build: Callable[[], T]) -> T:
+    """``build()``, the registry's refusal of an encoder name reported as a bad ``encoder=`` option."""
+    try:
+        return build()
+    except VectorStoreUsageError as exc:
+        if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
+            raise
+        raise config_error(exc.message, "encoder", exc.hint) from None
 
 
 def spec_encoder(spec: str) -> Encoder:
     """`encoder_from_spec`, its refusal reported as a bad ``encoder=`` option of the server."""
-    try:
-        return encoder_from_spec(spec)
-    except VectorStoreUsageError as exc:
-        raise _option_error(exc) from None
-
-
-def encoder_from_name(name: str, dimension: int | None = None) -> Encoder | None:
-    """The encoder whose ``name`` a collection recorded, when turnkit knows how to build it.
-
-    The registry's one rule (`build_recorded_encoder`); a served store may use
-    the remote families too, as the command line does.
-    """
-    try:
-        return build_recorded_encoder(name, dimension, remote=True)
-    except VectorStoreUsageError as exc:
-        raise _option_error(exc) from None
+    return _as_option(lambda: encoder_from_spec(spec))
 
 
 async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> Encoder | None:
-    """The one encoder every collection was built with, or ``None`` when none recorded one.
+    """The one encoder every collection recorded (remote families too), or ``None`` when none did.
 
     Raises:
         MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: The collections disagree, or the name is unknown.
@@ -59,19 +50,17 @@ async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> En
     if not names:
         return None
     if len(names) > 1:
-        raise MCPUsageError(
+        raise config_error(
             f"The collections were built with different encoders: {sorted(names)}.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="Serve the collections of one encoder at a time (collections=[...]).",
-            option="encoder",
+            "encoder",
+            "Serve the collections of one encoder at a time (collections=[...]).",
         )
     (recorded,) = names
-    encoder = encoder_from_name(recorded, dimension)
+    encoder = _as_option(lambda: build_recorded_encoder(recorded, dimension, remote=True))
     if encoder is None:
-        raise MCPUsageError(
+        raise config_error(
             f"The collections were built with encoder {recorded!r}, which turnkit cannot build by name.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="Pass the store itself: create_mcp_server(store=create_vector_store(..., encoder=...)).",
-            option="encoder",
+            "encoder",
+            "Pass the store itself: create_mcp_server(store=create_vector_store(..., encoder=...)).",
         )
     return encoder

@@ -13,7 +13,7 @@ import logging
 import socket
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from turnkit._checks import is_int, is_number
 
 from ._auth import TokenVerifier, is_loopback
-from ._errors import MCPUsageError
+from ._errors import MCPUsageError, config_error
 
 __all__ = ["HttpLimits", "SessionLimits", "allowed_hosts", "build_http_app", "describe_hosts", "listen"]
 
@@ -63,24 +63,14 @@ class HttpLimits:
         for name in ("max_body_bytes", "max_sessions", "max_sessions_per_client"):
             value = getattr(self, name)
             if not is_int(value, 1):
-                raise MCPUsageError(
-                    f"{name} must be a positive integer, got {value!r}.",
-                    option=name,
-                    code="E_INVALID_MCP_SERVER_CONFIG",
-                )
+                raise config_error(f"{name} must be a positive integer, got {value!r}.", name)
         for name in ("idle_timeout", "uninitialized_timeout"):
             value = getattr(self, name)
             if not (is_number(value) and value > 0):
-                raise MCPUsageError(
-                    f"{name} must be a positive number of seconds.",
-                    option=name,
-                    code="E_INVALID_MCP_SERVER_CONFIG",
-                )
+                raise config_error(f"{name} must be a positive number of seconds.", name)
         if self.max_sessions_per_client > self.max_sessions:
-            raise MCPUsageError(
-                "max_sessions_per_client cannot exceed max_sessions.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                option="max_sessions_per_client",
+            raise config_error(
+                "max_sessions_per_client cannot exceed max_sessions.", "max_sessions_per_client"
             )
 
 
@@ -100,11 +90,10 @@ def allowed_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> Transpo
     for raw in [*names, *extra]:
         entry = raw.strip()
         if not entry or "/" in entry or "*" in entry or any(c.isspace() for c in entry):
-            raise MCPUsageError(
+            raise config_error(
                 f"--allow-host {raw!r} is not a host name.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                hint="Give a name or address as clients write it, e.g. kb.example.com or 10.0.0.5:8765.",
-                option="allow_hosts",
+                "allow_hosts",
+                "Give a name or address as clients write it, e.g. kb.example.com or 10.0.0.5:8765.",
             )
         entry = entry.lower()
         has_port = (
@@ -146,12 +135,11 @@ def listen(host: str, port: int) -> socket.socket:
         sock.listen(2048)  # uvicorn's backlog; a client that connects as soon as the address is printed waits
     except OSError as exc:
         sock.close()
-        raise MCPUsageError(
+        raise config_error(
             f"Cannot listen on {_bracket(bare)}:{port}: {exc.strerror or exc}.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="Pick another --port (--port 0 picks a free one), or stop the program using it; "
+            "port",
+            "Pick another --port (--port 0 picks a free one), or stop the program using it; "
             "--host must be an address of this machine.",
-            option="port",
         ) from None
     return sock
 
@@ -165,12 +153,6 @@ class _Session:
     in_flight: int = 0
 
 
-@dataclass(slots=True)
-class _Table:
-    sessions: dict[str, _Session] = field(default_factory=dict)
-    pending: Counter[str] = field(default_factory=Counter)
-
-
 class SessionLimits:
     """An ASGI layer in front of the SDK's session manager that keeps floods from locking others out.
 
@@ -182,12 +164,8 @@ class SessionLimits:
     def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
         self.app = app
         self.limits = limits
-        self._t = _Table()
-
-    @property
-    def open_sessions(self) -> int:
-        """Sessions this layer currently counts."""
-        return len(self._t.sessions)
+        self._sessions: dict[str, _Session] = {}
+        self._pending: Counter[str] = Counter()  # sessions each client is opening now
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -202,27 +180,21 @@ class SessionLimits:
             await self.app(scope, receive, send)
 
     async def _existing(self, sid: str, scope: Scope, receive: Receive, send: Send) -> None:
-        session = self._t.sessions.get(sid)
+        session = self._sessions.get(sid)
         if session is None or session.key != _client_key(scope):
             await self.app(scope, receive, send)  # the SDK answers 404 (another principal's id too)
             return
         session.requests += 1
         session.in_flight += 1
-        status = 0
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
+        start: Message = {}
         try:
-            await self.app(scope, receive, watch)
+            await self.app(scope, receive, _watching(send, start))
         finally:
             session.in_flight -= 1
             session.last = time.monotonic()
+            status = start.get("status", 0)
             if status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300):
-                self._t.sessions.pop(sid, None)
+                self._sessions.pop(sid, None)
 
     async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = _client_key(scope)
@@ -233,29 +205,21 @@ class SessionLimits:
             await _refuse(refusal, send)
             return
         template = dict(scope)
-        opened: list[str] = []
-        status = 0
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                opened.extend(
-                    v.decode("latin-1") for k, v in message.get("headers", []) if k.lower() == _SESSION_HEADER
-                )
-            await send(message)
-
-        self._t.pending[key] += 1
+        start: Message = {}
+        self._pending[key] += 1
         try:
-            await self.app(scope, receive, watch)
+            await self.app(scope, receive, _watching(send, start))
         finally:
-            self._t.pending[key] -= 1
-            if opened and status < 400:
-                self._t.sessions[opened[0]] = _Session(key, template, time.monotonic())
+            self._pending[key] -= 1
+            opened = [
+                v.decode("latin-1") for k, v in start.get("headers", []) if k.lower() == _SESSION_HEADER
+            ]
+            if opened and start.get("status", 0) < 400:
+                self._sessions[opened[0]] = _Session(key, template, time.monotonic())
 
     def _admit(self, key: str) -> tuple[list[tuple[str, _Session]], int | None]:
         """Sessions to end (already forgotten here) and, if no room can be made, the status to refuse with."""
-        now, lim, table = time.monotonic(), self.limits, self._t.sessions
+        now, lim, table = time.monotonic(), self.limits, self._sessions
         victims = [
             (sid, s)
             for sid, s in table.items()
@@ -276,9 +240,9 @@ class SessionLimits:
         for sid, _ in victims:
             del table[sid]
         mine = [(sid, s) for sid, s in table.items() if s.key == key]
-        if len(mine) + self._t.pending[key] >= lim.max_sessions_per_client and not evict(mine):
+        if len(mine) + self._pending[key] >= lim.max_sessions_per_client and not evict(mine):
             return victims, 429
-        if len(table) + sum(self._t.pending.values()) >= lim.max_sessions and not evict(list(table.items())):
+        if len(table) + sum(self._pending.values()) >= lim.max_sessions and not evict(list(table.items())):
             return victims, 503
         return victims, None
 
@@ -307,6 +271,17 @@ class SessionLimits:
             await self.app(scope, receive, discard)
         except Exception:  # pragma: no cover - the session is forgotten either way
             log.exception("Ending session %s failed", sid[:8])
+
+
+def _watching(send: Send, start: Message) -> Send:
+    """``send``, keeping a copy of the response's start message (status, headers) in ``start``."""
+
+    async def watch(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        await send(message)
+
+    return watch
 
 
 def _client_key(scope: Scope) -> str:
@@ -353,8 +328,8 @@ def build_http_app(
     verifier: TokenVerifier | None,
     extra_hosts: list[str] | tuple[str, ...] = (),
     limits: HttpLimits | None = None,
-) -> tuple[ASGIApp, SessionLimits]:
-    """The ASGI app for ``serve(transport="http")``, and its session layer."""
+) -> ASGIApp:
+    """The ASGI app for ``serve(transport="http")``."""
     lim = limits or HttpLimits()
     inner = server.streamable_http_app(
         streamable_http_path=path,
@@ -367,9 +342,9 @@ def build_http_app(
     )
     sessions = SessionLimits(inner, lim)
     if verifier is None:
-        return sessions, sessions
+        return sessions
     required = _HttpOnly(RequireAuthMiddleware(AuthContextMiddleware(sessions), []), sessions)
-    return AuthenticationMiddleware(required, backend=BearerAuthBackend(verifier)), sessions
+    return AuthenticationMiddleware(required, backend=BearerAuthBackend(verifier))
 
 
 def check_bind(host: str, *, authenticated: bool, insecure_no_auth: bool) -> None:
@@ -378,8 +353,6 @@ def check_bind(host: str, *, authenticated: bool, insecure_no_auth: bool) -> Non
     Raises:
         MCPUsageError: ``E_MCP_INSECURE_BIND``: ``host`` is not loopback and there is no token.
     """
-    from ._errors import MCPUsageError
-
     if authenticated or is_loopback(host):
         return
     if not insecure_no_auth:

@@ -16,7 +16,7 @@ from turnkit._checks import is_int
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression
 from ._auth import Principal, TokenVerifier, is_loopback, load_principals
-from ._errors import MCPUsageError
+from ._errors import config_error
 from ._http import HttpLimits, allowed_hosts, build_http_app, check_bind, describe_hosts, listen
 from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
@@ -38,21 +38,15 @@ def parse_guard(value: str | Mapping[str, Any] | FilterNode | None) -> Mapping[s
     if not isinstance(value, str):
         return value
     if not value.strip():
-        raise MCPUsageError(
+        raise config_error(
             "--guard is empty; it would allow every record.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint='Give a condition such as tenant = "acme", or leave --guard out.',
-            option="guard",
+            "guard",
+            'Give a condition such as tenant = "acme", or leave --guard out.',
         )
     try:
         return parse_filter_expression(value, field_prefix="metadata.")
     except TurnkitError as exc:
-        raise MCPUsageError(
-            f"--guard does not parse: {exc.message}",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint=exc.hint,
-            option="guard",
-        ) from None
+        raise config_error(f"--guard does not parse: {exc.message}", "guard", exc.hint) from None
 
 
 def parse_filter_fields(value: str | Sequence[str] | Mapping[str, str] | None) -> Any:
@@ -61,11 +55,8 @@ def parse_filter_fields(value: str | Sequence[str] | Mapping[str, str] | None) -
         return value
     keys = [k.strip() for k in value.split(",") if k.strip()]
     if not keys:
-        raise MCPUsageError(
-            "--filter-fields names no keys.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="Use auto, any, or keys such as kind,year.",
-            option="filter_fields",
+        raise config_error(
+            "--filter-fields names no keys.", "filter_fields", "Use auto, any, or keys such as kind,year."
         )
     return keys
 
@@ -95,56 +86,32 @@ def serve(
     connect: Mapping[str, Any] | None = None,
     read_consistency_interval: timedelta | float | None = DEFAULT_READ_CONSISTENCY_INTERVAL,
 ) -> None:
-    """Serve a store's collections over MCP until interrupted (blocking).
+    """Serve a store's collections over MCP until interrupted (blocking); docs/mcp.md describes every option.
 
     Args:
         uri: The store to open (a directory, ``s3://…``, ``db://…``).
         collection: One collection (or several) to expose; default all.
-        collections: Same as ``collection``, for callers with a list.
-        transport: ``"stdio"`` (a client launches this process) or ``"http"``
-            (streamable HTTP at ``http://{host}:{port}{path}``).
-        host: HTTP interface; loopback by default. Anything else (``0.0.0.0``,
-            a LAN address) needs a token, or ``insecure_no_auth``.
-        port: HTTP port; 0 picks a free one. Over HTTP, three lines on
-            stderr say at start where the server listens, how it
-            authenticates (and where the token came from) and which
-            ``Host`` names it accepts.
+        collections: The same, for callers with a list.
+        transport: ``"stdio"`` (a client launches this process) or ``"http"`` (streamable HTTP).
+        host: HTTP interface; anything but loopback needs a token, or ``insecure_no_auth``.
+        port: HTTP port; 0 picks a free one.
         path: HTTP endpoint path.
-        enable_writes: Add the destructive ``store_documents`` and
-            ``delete_documents`` tools.
-        encoder: An `Encoder` or a spec (``"hash:64"``, ``"wordllama"``);
-            default the encoder the collections recorded.
-        settings: `RetrievalSettings` (or a dict of its fields) for both tools
-            (see `create_mcp_server`); ``None``: turnkit's default, hybrid
-            search with duplicate texts collapsed. The command line's
-            ``--hybrid [ALPHA]`` / ``--no-hybrid``, ``--top-k`` and ``--rerank`` set it.
-        guard: A guard filter ANDed with every search (and write): a filter
-            expression over metadata keys (``'tenant = "acme"'``, the
-            ``retrieve_contexts`` grammar), a Mongo dict or a filter node.
-            Never shown to clients.
-        filter_fields: ``"auto"`` (keys read from the collections inside the
-            guard), ``"any"``, comma-separated keys (``"kind,year"``), or a list.
+        enable_writes: Add the destructive write tools.
+        encoder: An `Encoder` or a spec (``"hash:64"``); default what the collections recorded.
+        settings: `RetrievalSettings` (or a dict of its fields) for both tools.
+        guard: A filter expression over metadata keys (``'tenant = "acme"'``), a Mongo dict or a
+            filter node, ANDed with every search and write.
+        filter_fields: ``"auto"``, ``"any"``, comma-separated keys (``"kind,year"``), or a list.
         enable_filter: Let ``vector_query`` take a model ``filter``.
         log_level: Server log level; logs go to stderr, never stdout.
-        token: HTTP bearer token of the principal ``default``; default the
-            ``TURNKIT_MCP_TOKEN`` variable (a bad one is reported under that
-            name). Compared in constant time; a request without it gets 401
-            with ``WWW-Authenticate: Bearer``.
-        tokens_file: A JSON or TOML file of principals, each with a token (or
-            its SHA-256) and an optional guard its calls run with (see `load_principals`).
-        allow_hosts: Host names clients use, beyond the loopback names and
-            ``host``: the ``Host`` and ``Origin`` headers are checked on every bind.
-        insecure_no_auth: Serve a non-loopback ``host`` with no token (something
-            in front authenticates); logs a warning.
+        token: HTTP bearer token of the principal ``default``; default the ``TURNKIT_MCP_TOKEN`` variable.
+        tokens_file: A JSON or TOML file of principals and their guards (see `load_principals`).
+        allow_hosts: Host names clients use, beyond the loopback names and ``host``.
+        insecure_no_auth: Serve a non-loopback ``host`` with no token (something in front authenticates).
         limits: HTTP body and session limits (`HttpLimits`).
         max_message_bytes: Over stdio, a longer message is dropped (and logged).
-        connect: More `create_vector_store` arguments for ``uri``
-            (``storage_options``, ``api_key``, ``region``).
-        read_consistency_interval: How stale answers may be with respect to
-            other processes' writes (seconds or a `timedelta`; default 1 s):
-            a search looks for newer commits, and for collections dropped and
-            recreated, at most this often. ``0`` looks before every read;
-            ``None`` never looks (a restart shows other processes' writes).
+        connect: More `create_vector_store` arguments for ``uri``.
+        read_consistency_interval: How often a search looks for other processes' writes (seconds).
 
     Raises:
         MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: Bad options (checked before serving), or
@@ -153,31 +120,15 @@ def serve(
             ``insecure_no_auth``.
     """
     if collection is not None and collections is not None:
-        raise MCPUsageError(
-            "Pass collection= or collections=, not both.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            option="collections",
-        )
+        raise config_error("Pass collection= or collections=, not both.", "collections")
     if transport not in ("stdio", "http"):
-        raise MCPUsageError(
-            f"transport must be 'stdio' or 'http', got {transport!r}.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            option="transport",
-        )
+        raise config_error(f"transport must be 'stdio' or 'http', got {transport!r}.", "transport")
     if not is_int(port, 0, 65535):
-        raise MCPUsageError(
-            f"port must be in [0, 65535], got {port!r}.", option="port", code="E_INVALID_MCP_SERVER_CONFIG"
-        )
+        raise config_error(f"port must be in [0, 65535], got {port!r}.", "port")
     if not isinstance(path, str) or not path.startswith("/"):
-        raise MCPUsageError(
-            f"path must start with '/', got {path!r}.", option="path", code="E_INVALID_MCP_SERVER_CONFIG"
-        )
+        raise config_error(f"path must start with '/', got {path!r}.", "path")
     if not is_int(max_message_bytes, 1):
-        raise MCPUsageError(
-            "max_message_bytes must be a positive integer.",
-            option="max_message_bytes",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-        )
+        raise config_error("max_message_bytes must be a positive integer.", "max_message_bytes")
     token_source = "--token"
     if token is None:
         token, token_source = os.environ.get(ENV_TOKEN) or None, ENV_TOKEN
@@ -204,7 +155,7 @@ def serve(
         return
     import uvicorn  # a dependency of the mcp SDK
 
-    app, _ = build_http_app(
+    app = build_http_app(
         server,
         path=path,
         bind=host,

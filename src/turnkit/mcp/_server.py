@@ -27,7 +27,7 @@ from ..tools._filters import compile_guard
 from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
 from ..tools.vector_query._input import filter_description
 from ._encoders import recorded_encoder, spec_encoder
-from ._errors import MCPUsageError
+from ._errors import config_error
 from ._tools import (
     DELETE_SCHEMA,
     READ_ONLY_ANNOTATIONS,
@@ -65,11 +65,10 @@ def read_consistency(value: timedelta | float | None) -> timedelta | None:
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if not is_number(seconds, 0):
-        raise MCPUsageError(
+        raise config_error(
             f"read_consistency_interval must be seconds >= 0, a timedelta, or None; got {value!r}.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="0 looks for other processes' writes before every read; None never looks.",
-            option="read_consistency_interval",
+            "read_consistency_interval",
+            "0 looks for other processes' writes before every read; None never looks.",
         )
     return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
 
@@ -100,39 +99,27 @@ def _open_store(
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
-        raise MCPUsageError(
-            "Pass exactly one of store= and uri=.", code="E_INVALID_MCP_SERVER_CONFIG", option="store"
-        )
+        raise config_error("Pass exactly one of store= and uri=.", "store")
     if store is not None:
         if not isinstance(store, VectorStore):
-            raise MCPUsageError(
-                "store must be a VectorStore.", code="E_INVALID_MCP_SERVER_CONFIG", option="store"
-            )
+            raise config_error("store must be a VectorStore.", "store")
         if encoder is not None:
-            raise MCPUsageError(
-                "encoder= is for uri=; a store brings its own encoder.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                option="encoder",
-            )
+            raise config_error("encoder= is for uri=; a store brings its own encoder.", "encoder")
         if consistency is not DEFAULT_READ_CONSISTENCY_INTERVAL:
-            raise MCPUsageError(
+            raise config_error(
                 "read_consistency_interval= is for uri=; a store brings its own.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                hint="Pass it to create_vector_store(read_consistency_interval=...).",
-                option="read_consistency_interval",
+                "read_consistency_interval",
+                "Pass it to create_vector_store(read_consistency_interval=...).",
             )
         return store, False
     if not isinstance(uri, str) or not uri:
-        raise MCPUsageError(
-            "uri must be a non-empty string.", code="E_INVALID_MCP_SERVER_CONFIG", option="uri"
-        )
+        raise config_error("uri must be a non-empty string.", "uri")
     if "://" not in uri and not Path(uri).expanduser().is_dir():
         # Connecting would create an empty database directory; serving one is always a mistake.
-        raise MCPUsageError(
+        raise config_error(
             f"No database at {uri!r}.",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            hint="Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
-            option="uri",
+            "uri",
+            "Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
         )
     resolved = spec_encoder(encoder) if isinstance(encoder, str) else encoder
     # A server runs for long while other processes ingest: it looks for their writes.
@@ -161,58 +148,31 @@ def create_mcp_server(
     name: str = "turnkit",
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> MCPServer:
-    """Build an MCP server exposing ``vector_query`` and ``retrieve_contexts`` over a store.
+    """Build an MCP server exposing ``vector_query`` and ``retrieve_contexts`` (read-only) over a store.
 
-    Both tools are annotated read-only, idempotent, not destructive and closed
-    world. With ``enable_writes=True`` the server also offers
-    ``store_documents`` and ``delete_documents``, annotated destructive.
+    docs/mcp.md describes every option; in short:
 
     Args:
         store: The store to serve (its encoder embeds queries). Or pass ``uri``.
         uri: Open the store at this URI instead.
-        connect: With ``uri``: more `create_vector_store` arguments
-            (``storage_options``, ``api_key``, ``region``).
-        read_consistency_interval: With ``uri``: how stale the server may be
-            with respect to other processes' writes (seconds or a `timedelta`;
-            default 1 s). A search looks for newer commits, and for a
-            collection dropped and recreated, at most this often; ``0`` looks
-            before every read, ``None`` never (only a restart shows them).
-        collections: The collection(s) to expose; default every collection in
-            the store. With more than one, each tool takes a ``collection``.
-        encoder: With ``uri``: an `Encoder` or a spec (``"hash:64"``,
-            ``"wordllama"``); default the encoder the collections recorded.
-        enable_writes: Add the destructive write tools.
+        connect: With ``uri``: more `create_vector_store` arguments (``storage_options``, ``api_key``).
+        encoder: With ``uri``: an `Encoder` or a spec (``"hash:64"``); default what the collections recorded.
+        read_consistency_interval: With ``uri``: how often (seconds or a `timedelta`) a search
+            looks for other processes' writes; ``0`` before every read, ``None`` never.
+        collections: The collection(s) to expose; default all. With several, each tool takes ``collection``.
+        enable_writes: Add the destructive ``store_documents`` and ``delete_documents`` tools.
         enable_filter: Let models send a metadata ``filter`` to ``vector_query``.
-        filter_fields: Metadata keys models may filter on: ``"auto"`` (default,
-            or ``None``) reads them from each collection inside the guard and
-            refuses others; a list or dict declares them; ``"any"`` allows any key.
-        guard: A filter ANDed with every search and delete (and that
-            every stored record must satisfy); never shown to models.
-        settings: `RetrievalSettings` (or a dict of its fields) for both
-            tools: ``top_k`` (results when a call gives none), ``hybrid``,
-            ``rerank`` (with ``rerank_model`` / ``rerank_scorer``; for
-            ``retrieve_contexts``, the weights and pool of a request's
-            ``ranking``), ``min_score``, ``collapse_duplicates``… ``None``:
-            turnkit's default (hybrid search, duplicate texts collapsed, 5 results).
-        limits: `ToolLimits` (or a dict) for both tools: ``max_top_k`` (larger
-            requests are clamped), ``max_query_chars``, the filter limits.
+        filter_fields: ``"auto"`` (keys read inside the guard), a list or dict of keys, or ``"any"``.
+        guard: A filter ANDed with every search and delete, that every stored record must satisfy.
+        settings: `RetrievalSettings` (or a dict of its fields) for both tools.
+        limits: `ToolLimits` (or a dict) for both tools.
         score: The ``retrieve_contexts`` score: raw ``"distance"`` or ``"similarity"``.
-        models: Chat models by name: what ``retrieve_contexts`` requests may
-            name in ``ranking.llm_ranker.model_name``.
-        scorers: Relevance scorers by name for ``ranking.rank_service``;
-            without them, any name selects the offline scorer.
-        principal_guards: Per-principal guards: each call runs with the guard of
-            its authenticated principal (the access token's ``client_id``; see
-            `serve`'s tokens) ANDed with ``guard``, and the listing shows
-            the filter keys seen inside it. A call from a principal not listed
-            (or with no authentication) is the tool error
-            ``E_MCP_UNKNOWN_PRINCIPAL``. ``None`` for a principal: no guard of its own.
+        models: Chat models by name, for ``ranking.llm_ranker.model_name``.
+        scorers: Relevance scorers by name, for ``ranking.rank_service``.
+        principal_guards: A guard per authenticated principal (the token's ``client_id``), ANDed
+            with ``guard``; a call from any other principal is ``E_MCP_UNKNOWN_PRINCIPAL``.
         name: The server name reported to clients.
         log_level: The SDK's log level (logs go to stderr).
-
-    Returns:
-        An ``mcp.server.mcpserver.MCPServer``; pass it to ``mcp.Client`` in
-        process, or run it with `serve`.
 
     Raises:
         MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: Conflicting or invalid options.
@@ -221,40 +181,32 @@ def create_mcp_server(
     if collections is None:
         names = served.list_collections_sync()
         if not names:
-            raise MCPUsageError(
+            raise config_error(
                 f"The store at {served.uri!r} has no collections.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                hint="Ingest documents first, or name the collection(s) to serve.",
-                option="collections",
+                "collections",
+                "Ingest documents first, or name the collection(s) to serve.",
             )
     else:
         names = [collections] if isinstance(collections, str) else list(collections)
         if not names or not all(isinstance(n, str) for n in names):
-            raise MCPUsageError(
-                "collections must name at least one collection.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                option="collections",
-            )
+            raise config_error("collections must name at least one collection.", "collections")
         for n in names:
             served(n)  # validates the name
         missing = [n for n in names if not served.has_collection_sync(n)]
         if missing:
             existing = served.list_collections_sync()
-            raise MCPUsageError(
+            raise config_error(
                 f"No collection {missing[0]!r} in the store at {served.uri!r}.",
-                code="E_INVALID_MCP_SERVER_CONFIG",
-                hint=f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
+                "collections",
+                f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
                 "or name an existing one.",
-                option="collections",
             )
     names = list(dict.fromkeys(names))
     if read_encoder:
         existing = [n for n in names if served.has_collection_sync(n)]
         served.encoder = run_sync(recorded_encoder(served, existing))
     if not isinstance(enable_writes, bool):
-        raise MCPUsageError(
-            "enable_writes must be true or false.", code="E_INVALID_MCP_SERVER_CONFIG", option="enable_writes"
-        )
+        raise config_error("enable_writes must be true or false.", "enable_writes")
     guard = compile_guard(guard, option="guard")
     per_principal = _principal_guards(principal_guards)
     values, bounds = tool_settings(settings), ToolLimits.of(limits)
@@ -361,10 +313,9 @@ def _principal_guards(value: Mapping[str, Any] | None) -> dict[str, FilterNode |
     if value is None:
         return None
     if not isinstance(value, Mapping) or not value or not all(isinstance(k, str) and k for k in value):
-        raise MCPUsageError(
+        raise config_error(
             "principal_guards must map principal names to guards (None for no guard of its own).",
-            code="E_INVALID_MCP_SERVER_CONFIG",
-            option="principal_guards",
+            "principal_guards",
         )
     return {
         name: compile_guard(g, option=f"principal_guards[{name!r}]") if g is not None else None

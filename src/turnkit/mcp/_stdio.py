@@ -59,19 +59,11 @@ async def bounded_lines(source: BinaryIO, max_bytes: int) -> AsyncIterator[str]:
         yield buffer.decode("utf-8", "replace")
 
 
-class _Lines:
-    """What ``stdio_server`` iterates: ``async for line in stdin``."""
-
-    def __init__(self, lines: AsyncIterator[str]) -> None:
-        self._lines = lines
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines
-
-
 async def run_stdio(server: MCPServer[Any], max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
     """``server.run_stdio_async()`` with stdin read through `bounded_lines`."""
-    stdin: Any = _Lines(bounded_lines(sys.stdin.buffer, max_message_bytes))
+    stdin: Any = bounded_lines(
+        sys.stdin.buffer, max_message_bytes
+    )  # `async for line in stdin` is all it needs
     async with stdio_server(stdin=stdin) as (read_stream, write_stream):
         # MCPServer.run_stdio_async takes no stdin; this is what it runs, with our reader.
         lowlevel = server._lowlevel_server

@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -223,11 +225,6 @@ class Tools:
                 for name, g in self.principal_guards.items()
             }
 
-    @property
-    def multi_principal(self) -> bool:
-        """Whether calls run with their principal's guard."""
-        return self.principal_guards is not None
-
     def scope(self) -> Scope:
         """The scope of the current request.
 
@@ -324,21 +321,8 @@ class Tools:
         try:
             guard = self.scope().guard
             collection = _pick_collection(arguments, self.collections)
-            if set(arguments) != {"ids"}:
-                raise ToolUsageError(
-                    "The only argument besides `collection` is `ids`.", code="E_TOOL_INVALID_INPUT"
-                )
+            _check_arguments(arguments, DELETE_SCHEMA)
             ids = arguments["ids"]
-            if (
-                not isinstance(ids, list)
-                or not 1 <= len(ids) <= 1000
-                or not all(isinstance(i, str) and i for i in ids)
-            ):
-                raise ToolUsageError(
-                    "`ids` must be a list of 1 to 1000 non-empty strings.",
-                    code="E_TOOL_INVALID_INPUT",
-                    field="ids",
-                )
             query = self.store(collection).where_in("id", ids)
             if guard is not None:
                 query = query.where(guard)
@@ -361,31 +345,21 @@ def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
 
 
 def _write_records(arguments: dict[str, Any]) -> list[dict[str, Any]]:
-    if set(arguments) != {"records"}:
+    _check_arguments(arguments, STORE_SCHEMA)
+    return [
+        {"id": r["id"], "document": r["text"], "metadata": dict(r.get("metadata") or {})}
+        for r in arguments["records"]
+    ]
+
+
+def _check_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Refuse arguments outside the schema the tool publishes (a model may send anything)."""
+    error = best_match(Draft202012Validator(schema).iter_errors(arguments))
+    if error is not None:
+        where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         raise ToolUsageError(
-            "The only argument besides `collection` is `records`.", code="E_TOOL_INVALID_INPUT"
+            f"arguments{where}: {error.message}", code="E_TOOL_INVALID_INPUT", field=where.lstrip(".") or None
         )
-    records = arguments["records"]
-    if not isinstance(records, list) or not 1 <= len(records) <= _MAX_WRITE_BATCH:
-        raise ToolUsageError(
-            f"`records` must be a list of 1 to {_MAX_WRITE_BATCH} objects.", code="E_TOOL_INVALID_INPUT"
-        )
-    out: list[dict[str, Any]] = []
-    for i, record in enumerate(records):
-        if not isinstance(record, Mapping) or not set(record) <= {"id", "text", "metadata"}:
-            raise ToolUsageError(
-                f"records[{i}] must be an object with id, text and optional metadata.",
-                code="E_TOOL_INVALID_INPUT",
-            )
-        rid, text, metadata = record.get("id"), record.get("text"), record.get("metadata")
-        if not isinstance(rid, str) or not rid or not isinstance(text, str) or not text.strip():
-            raise ToolUsageError(
-                f"records[{i}] needs a non-empty string id and text.", code="E_TOOL_INVALID_INPUT"
-            )
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise ToolUsageError(f"records[{i}].metadata must be an object.", code="E_TOOL_INVALID_INPUT")
-        out.append({"id": rid, "document": text, "metadata": dict(metadata or {})})
-    return out
 
 
 STORE_SCHEMA: Final[dict[str, Any]] = {
@@ -400,8 +374,8 @@ STORE_SCHEMA: Final[dict[str, Any]] = {
                 "type": "object",
                 "properties": {
                     "id": {"type": "string", "minLength": 1},
-                    "text": {"type": "string", "minLength": 1},
-                    "metadata": {"type": "object"},
+                    "text": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                    "metadata": {"type": ["object", "null"]},
                 },
                 "required": ["id", "text"],
                 "additionalProperties": False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -10,8 +11,9 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from ... import TrustTier
-from ...tools import VectorQueryResult, VectorQueryTool
-from .._common import ToolBridge, raise_error, source_metadata
+from ..._aio import run_sync
+from ...tools import VectorQuerySource, VectorQueryTool
+from .._common import ToolBridge, source_metadata
 
 __all__ = ["TurnkitRetriever"]
 
@@ -54,38 +56,33 @@ class TurnkitRetriever(BaseRetriever):
     trust_tier: TrustTier | None = None
     hide_metadata_keys: list[str] = Field(default_factory=list)
 
-    def _bridge(self) -> ToolBridge[None]:
-        guard = self.guard
-        return ToolBridge(
+    def _sources(self, query: str, k: int | None) -> Coroutine[Any, Any, list[VectorQuerySource]]:
+        guard, context = self.guard, self.request_context
+        bridge: ToolBridge[None] = ToolBridge(
             self.tool,
             trust_tier=None,
-            guard=(lambda _: guard) if guard is not None else None,
-            request_context=lambda _: self.request_context,
+            guard=lambda _: guard,
+            request_context=lambda _: context,
             hide_metadata_keys=self.hide_metadata_keys,
         )
-
-    def _arguments(self, query: str, k: int | None) -> dict[str, Any]:
-        top_k = self.k if k is None else k
-        # No top_k: the tool's own default, its settings' top_k.
-        return {"query_text": query} | ({"top_k": top_k} if top_k is not None else {})
+        return bridge.sources(query, self.k if k is None else k, None)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return _documents(self._bridge().run_sync(self._arguments(query, k), None), self.trust_tier)
+        return self._documents(run_sync(self._sources(query, k)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return _documents(await self._bridge().run(self._arguments(query, k), None), self.trust_tier)
+        return self._documents(await self._sources(query, k))
 
-
-def _documents(result: VectorQueryResult, trust_tier: TrustTier | None) -> list[Document]:
-    if result.error is not None:
-        raise_error(result.error)
-    documents = []
-    for source in result.sources:
-        metadata = source_metadata(source, trust_tier)
-        metadata["score"] = source.score
-        documents.append(Document(id=source.id, page_content=source.document or "", metadata=metadata))
-    return documents
+    def _documents(self, sources: list[VectorQuerySource]) -> list[Document]:
+        return [
+            Document(
+                id=s.id,
+                page_content=s.document or "",
+                metadata=source_metadata(s, self.trust_tier) | {"score": s.score},
+            )
+            for s in sources
+        ]

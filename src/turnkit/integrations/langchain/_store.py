@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 from langchain_core.documents import Document
@@ -11,6 +12,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore as LangChainVectorStore
 
 from ... import UsageError
+from ..._aio import run_sync
 from ..._checks import STORE_HINT, expect
 from ...batteries.vector import (
     MAX_IN_VALUES,
@@ -22,7 +24,7 @@ from ...batteries.vector import (
     parse_mongo,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, guard_keys, visible_metadata
+from .._common import GuardFilter, batches, guard_keys, visible_metadata
 
 __all__ = ["TurnkitVectorStore"]
 
@@ -32,20 +34,15 @@ _FIELDS = ("id", "document", "metadata")
 class TurnkitVectorStore(LangChainVectorStore):
     """A LangChain ``VectorStore`` over one collection of a turnkit store.
 
+    Scores are turnkit's similarity in [0, 1], higher is closer, for every metric (so the
+    relevance scores are the same numbers); ``filter=`` is a Mongo-style dict over metadata keys.
+
     Args:
         store: The turnkit store (`turnkit.batteries.vector.create_vector_store`).
         collection: The collection; created by the first write.
-        embedding: A LangChain ``Embeddings`` that encodes documents and
-            queries; ``None`` uses the turnkit store's own encoder.
-        guard: A filter (Mongo dict over metadata keys, or a filter node)
-            ANDed with every search, ``get_by_ids`` and ``delete``; its keys
-            are removed from the metadata of returned documents. Writes are
-            not checked against it.
-
-    Search scores are turnkit's similarity in [0, 1], higher is closer, for
-    every metric, so ``similarity_search_with_score`` and
-    ``similarity_search_with_relevance_scores`` give the same numbers. A
-    ``filter=`` argument is a Mongo-style dict over metadata keys.
+        embedding: A LangChain ``Embeddings``; ``None`` uses the turnkit store's own encoder.
+        guard: A filter (Mongo dict or filter node) ANDed with every search, ``get_by_ids`` and
+            ``delete``, its keys removed from returned metadata; writes are not checked against it.
     """
 
     def __init__(
@@ -73,30 +70,6 @@ class TurnkitVectorStore(LangChainVectorStore):
         builder = self.store(self.collection)
         return builder.where(self._guard) if self._guard is not None else builder
 
-    def _records(
-        self,
-        texts: list[str],
-        metadatas: list[dict[Any, Any]] | None,
-        ids: Sequence[str | None] | None,
-        vectors: list[list[float]] | None,
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        if metadatas is not None and len(metadatas) != len(texts):
-            raise UsageError(f"Got {len(metadatas)} metadatas for {len(texts)} texts.")
-        if ids is not None and len(ids) != len(texts):
-            raise UsageError(f"Got {len(ids)} ids for {len(texts)} texts.")
-        made = [i or str(uuid.uuid4()) for i in (ids or [None] * len(texts))]
-        records: list[dict[str, Any]] = []
-        for n, (rid, text) in enumerate(zip(made, texts, strict=True)):
-            record: dict[str, Any] = {
-                "id": rid,
-                "document": text,
-                "metadata": dict(metadatas[n] if metadatas else {}),
-            }
-            if vectors is not None:
-                record["vector"] = vectors[n]
-            records.append(record)
-        return records, made
-
     def _search(self, near: str | list[float], k: int, filter: dict[str, Any] | None) -> QueryBuilder:
         builder = self._scoped()
         if filter:
@@ -111,14 +84,41 @@ class TurnkitVectorStore(LangChainVectorStore):
             metadata=visible_metadata(match.metadata, self._hidden),
         )
 
-    def _scored(self, matches: list[VectorMatch]) -> list[tuple[Document, float]]:
+    async def _upsert(
+        self,
+        texts: list[str],
+        metadatas: list[dict[Any, Any]] | None,
+        ids: Sequence[str | None] | None,
+        vectors: list[list[float]] | None,
+    ) -> list[str]:
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise UsageError(f"Got {len(metadatas)} metadatas for {len(texts)} texts.")
+        if ids is not None and len(ids) != len(texts):
+            raise UsageError(f"Got {len(ids)} ids for {len(texts)} texts.")
+        made = [i or str(uuid.uuid4()) for i in (ids or [None] * len(texts))]
+        records = [
+            {"id": rid, "document": text, "metadata": dict(metadatas[n] if metadatas else {})}
+            | ({"vector": vectors[n]} if vectors is not None else {})
+            for n, (rid, text) in enumerate(zip(made, texts, strict=True))
+        ]
+        if records:
+            await self.store(self.collection).upsert(records)
+        return made
+
+    async def _scored_search(
+        self, near: str | list[float], k: int, filter: dict[str, Any] | None
+    ) -> list[tuple[Document, float]]:
+        try:
+            matches = await self._search(near, k, filter).search()
+        except CollectionNotFoundError:
+            return []
+        except FilterKeyNotFoundError:
+            if self._guard is None:
+                raise
+            return []  # its hint would name keys of records outside the guard
         return [(self._document(m), float(m.score if m.score is not None else 0.0)) for m in matches]
 
-    def _id_chunks(self, ids: Iterable[str]) -> list[list[str]]:
-        unique = list(dict.fromkeys(ids))
-        return [unique[i : i + MAX_IN_VALUES] for i in range(0, len(unique), MAX_IN_VALUES)]
-
-    # -- writes -----------------------------------------------------------------------------------
+    # -- writes: the embeddings run in the caller's thread, the store's work as its async form ---------
     def add_texts(
         self,
         texts: Iterable[str],
@@ -130,10 +130,7 @@ class TurnkitVectorStore(LangChainVectorStore):
         """Upsert texts (same id: replaced); ids are generated where missing. Returns the ids."""
         texts = list(texts)
         vectors = self._embedding.embed_documents(texts) if self._embedding and texts else None
-        records, made = self._records(texts, metadatas, ids, vectors)
-        if records:
-            self.store(self.collection).upsert_sync(records)
-        return made
+        return run_sync(self._upsert(texts, metadatas, ids, vectors))
 
     async def aadd_texts(
         self,
@@ -146,47 +143,31 @@ class TurnkitVectorStore(LangChainVectorStore):
         """Async form of `add_texts`."""
         texts = list(texts)
         vectors = await self._embedding.aembed_documents(texts) if self._embedding and texts else None
-        records, made = self._records(texts, metadatas, ids, vectors)
-        if records:
-            await self.store(self.collection).upsert(records)
-        return made
+        return await self._upsert(texts, metadatas, ids, vectors)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete these ids (inside the guard); missing ids are not an error."""
-        if ids is None:
-            raise UsageError("delete() needs the ids to delete.", hint="Pass ids=[...].")
-        try:
-            for chunk in self._id_chunks(ids):
-                self._scoped().where_in("id", chunk).delete_sync()
-        except CollectionNotFoundError:
-            pass  # nothing was ever written: nothing to delete
-        return True
+        return run_sync(self.adelete(ids))
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Async form of `delete`."""
         if ids is None:
             raise UsageError("delete() needs the ids to delete.", hint="Pass ids=[...].")
-        try:
-            for chunk in self._id_chunks(ids):
+        with suppress(CollectionNotFoundError):  # nothing was ever written: nothing to delete
+            for chunk in batches(dict.fromkeys(ids), MAX_IN_VALUES):
                 await self._scoped().where_in("id", chunk).delete()
-        except CollectionNotFoundError:
-            pass
         return True
 
     # -- reads ------------------------------------------------------------------------------------
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The documents with these ids (inside the guard), in the order asked; missing ids left out."""
-        try:
-            return [self._document(m) for m in self._scoped().select(*_FIELDS).get_sync(list(ids))]
-        except CollectionNotFoundError:
-            return []
+        return run_sync(self.aget_by_ids(ids))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Async form of `get_by_ids`."""
-        try:
+        with suppress(CollectionNotFoundError):
             return [self._document(m) for m in await self._scoped().select(*_FIELDS).get(list(ids))]
-        except CollectionNotFoundError:
-            return []
+        return []
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any
@@ -200,27 +181,13 @@ class TurnkitVectorStore(LangChainVectorStore):
     ) -> list[tuple[Document, float]]:
         """Async form of `similarity_search_with_score`."""
         near: str | list[float] = await self._embedding.aembed_query(query) if self._embedding else query
-        try:
-            return self._scored(await self._search(near, k, filter).search())
-        except CollectionNotFoundError:
-            return []
-        except FilterKeyNotFoundError:
-            if self._guard is None:
-                raise
-            return []  # its hint would name keys of records outside the guard
+        return await self._scored_search(near, k, filter)
 
     def similarity_search_with_score_by_vector(
         self, embedding: str | list[float], k: int = 4, filter: dict[str, Any] | None = None
     ) -> list[tuple[Document, float]]:
         """The ``k`` documents nearest a vector (or a text the store encodes), with their similarity."""
-        try:
-            return self._scored(self._search(embedding, k, filter).search_sync())
-        except CollectionNotFoundError:
-            return []
-        except FilterKeyNotFoundError:
-            if self._guard is None:
-                raise
-            return []  # its hint would name keys of records outside the guard
+        return run_sync(self._scored_search(embedding, k, filter))
 
     def similarity_search(
         self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any

@@ -10,8 +10,9 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ... import TrustTier, validate_trust_tier
-from ...tools import VectorQueryResult, VectorQueryTool
-from .._common import GuardFilter, ToolBridge, raise_error, source_metadata
+from ..._aio import run_sync
+from ...tools import VectorQueryTool
+from .._common import GuardFilter, ToolBridge, source_metadata
 
 __all__ = ["TurnkitRetriever"]
 
@@ -59,29 +60,22 @@ class TurnkitRetriever(BaseRetriever):
         self._bridge: ToolBridge[None] = ToolBridge(
             tool,
             trust_tier=None,
-            guard=(lambda _: guard) if guard is not None else None,
+            guard=lambda _: guard,
             request_context=lambda _: context,
             hide_metadata_keys=hide_metadata_keys,
         )
         self._k = k
         self._tier = validate_trust_tier(trust_tier) if trust_tier is not None else None
 
-    def _arguments(self, query: QueryBundle) -> dict[str, Any]:
-        k = self._k
-        return {"query_text": query.query_str} | ({"top_k": k} if k is not None else {})
-
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._nodes(self._bridge.run_sync(self._arguments(query_bundle), None))
+        return run_sync(self._aretrieve(query_bundle))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._nodes(await self._bridge.run(self._arguments(query_bundle), None))
-
-    def _nodes(self, result: VectorQueryResult) -> list[NodeWithScore]:
-        if result.error is not None:
-            raise_error(result.error)
-        nodes = []
-        for source in result.sources:
-            metadata = source_metadata(source, self._tier)
-            node = TextNode(id_=source.id, text=source.document or "", metadata=metadata)
-            nodes.append(NodeWithScore(node=node, score=source.score))
-        return nodes
+        sources = await self._bridge.sources(query_bundle.query_str, self._k, None)
+        return [
+            NodeWithScore(
+                node=TextNode(id_=s.id, text=s.document or "", metadata=source_metadata(s, self._tier)),
+                score=s.score,
+            )
+            for s in sources
+        ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +20,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from ... import TrustTier, UsageError, validate_trust_tier
+from ..._aio import run_sync
 from ..._checks import STORE_HINT, expect
 from ...batteries.vector import (
     MAX_IN_VALUES,
@@ -29,7 +31,6 @@ from ...batteries.vector import (
     FilterNode,
     HybridSpec,
     QueryBuilder,
-    Retrieval,
     RetrievalSettings,
     SettingsInput,
     VectorMatch,
@@ -37,7 +38,6 @@ from ...batteries.vector import (
     condition,
     parse_mongo,
     retrieve,
-    retrieve_sync,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
 from .._common import GuardFilter, guard_keys, visible_metadata
@@ -56,35 +56,19 @@ _MODES = "default, hybrid, text_search, sparse (full-text) and mmr"
 class TurnkitVectorStore(BasePydanticVectorStore):
     """LlamaIndex's vector store contract over one collection of a turnkit store.
 
-    Nodes are stored whole: the text in the record's ``document``, the node
-    (relationships included) in its metadata as ``node_to_metadata_dict``
-    writes it, so ``VectorStoreIndex.from_vector_store`` and the memory blocks
-    rebuild them. Every record written carries ``trust_tier``, the tier the
-    deployer declared for what goes through this store.
+    Nodes are stored whole (the text as ``document``, the node in the metadata as
+    ``node_to_metadata_dict`` writes it), so ``VectorStoreIndex.from_vector_store`` and the
+    memory blocks rebuild them. Similarities are turnkit's scores, higher is closer.
 
     Args:
         store: The turnkit store (`turnkit.batteries.vector.create_vector_store`).
         collection: The collection; created by the first write.
-        trust_tier: Stored as every record's ``trust_tier`` (and set on every
-            node read back): ``"third-party"`` by default, since what an agent
-            or its framework writes is not first-party. turnkit's callbacks and
-            tools then fence it as untrusted.
-        guard: A tenant's scope: a Mongo dict over metadata keys or a filter
-            node, ANDed with every query, read and delete; writes go through it
-            (`upsert(guard=...)`) with its equality values stamped into the
-            metadata. Its keys are removed from the nodes read back.
-        settings: `RetrievalSettings` for searches: the filter, thresholds,
-            rerank, fusion and index knobs. The query names the rest: its
-            ``similarity_top_k``, its mode (vector, hybrid, full-text, MMR)
-            and ``alpha``. Duplicate texts are kept (each node is its own
-            result) unless these settings set ``collapse_duplicates``.
-        flat_metadata: Refuse node metadata that is not flat (LlamaIndex's
-            ``node_to_metadata_dict`` check). Off by default: turnkit stores
-            any JSON and filters lists with ``contains``/``any``/``all``.
-
-    Similarities are turnkit's scores, higher is closer: in [0, 1] for a
-    vector search (``(1 + cosine) / 2`` under the cosine metric), the fused
-    score under hybrid or full-text search.
+        trust_tier: Stored on every record and set on every node read back (default ``"third-party"``).
+        guard: A tenant's scope (a Mongo dict or a filter node): ANDed with every query, read and
+            delete; writes go through it with its equality values stamped; its keys are hidden on reads.
+        settings: `RetrievalSettings` for searches; the query sets ``top_k``, the mode and ``alpha``.
+            Duplicate texts are kept unless these settings set ``collapse_duplicates``.
+        flat_metadata: Refuse node metadata that is not flat (off: turnkit stores any JSON).
     """
 
     stores_text: bool = True
@@ -253,24 +237,10 @@ class TurnkitVectorStore(BasePydanticVectorStore):
             builder = builder.where_in("metadata.ref_doc_id", list(query.doc_ids))
         return builder, base.merge(**changes), words
 
-    def _result(self, found: Retrieval) -> VectorStoreQueryResult:
-        nodes = [self._node(m) for m in found.matches]
-        return VectorStoreQueryResult(
-            nodes=nodes,
-            similarities=[float(m.score) if m.score is not None else 0.0 for m in found.matches],
-            ids=[m.id for m in found.matches],
-        )
-
-    # -- writes -----------------------------------------------------------------------------------
+    # -- writes (each sync form runs its async form, as turnkit's own sync forms do) ---------------
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
-        """Upsert the nodes (an id already stored is replaced); returns their ids, in order.
-
-        A node without an embedding has its text encoded by the turnkit store's encoder.
-        """
-        records = self._records(nodes)
-        if records:
-            self._store(self.collection).upsert_sync(records, guard=self._guard)
-        return [n.node_id for n in nodes]
+        """Upsert the nodes (a stored id is replaced; the store encodes those without embedding)."""
+        return run_sync(self.async_add(nodes))
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         """Async form of `add`."""
@@ -280,22 +250,13 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         return [n.node_id for n in nodes]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Delete every node whose source document is ``ref_doc_id``.
-
-        Nodes without a source are stored with LlamaIndex's ``"None"``, so
-        ``delete("None")`` removes them all, as in ``SimpleVectorStore``.
-        """
-        try:
-            self._scoped().where(_ref_doc(ref_doc_id)).delete_sync()
-        except CollectionNotFoundError:
-            pass  # nothing was ever written: nothing to delete
+        """Delete every node whose source document is ``ref_doc_id`` (``"None"``: the nodes without one)."""
+        run_sync(self.adelete(ref_doc_id))
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Async form of `delete`."""
-        try:
-            await self._scoped().where(_ref_doc(ref_doc_id)).delete()
-        except CollectionNotFoundError:
-            pass
+        with suppress(CollectionNotFoundError):  # nothing was ever written: nothing to delete
+            await self._scoped().where(condition("metadata.ref_doc_id", "eq", ref_doc_id)).delete()
 
     def delete_nodes(
         self,
@@ -304,11 +265,7 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Delete the nodes in ``node_ids`` (when given) that match ``filters`` (when given); neither: all."""
-        try:
-            for builder in self._selections(node_ids, filters):
-                builder.delete_sync(all=True)
-        except CollectionNotFoundError:
-            pass
+        run_sync(self.adelete_nodes(node_ids, filters))
 
     async def adelete_nodes(
         self,
@@ -317,11 +274,9 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Async form of `delete_nodes`."""
-        try:
+        with suppress(CollectionNotFoundError):
             for builder in self._selections(node_ids, filters):
                 await builder.delete(all=True)
-        except CollectionNotFoundError:
-            pass
 
     def clear(self) -> None:
         """Delete every node (inside the guard)."""
@@ -336,45 +291,34 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """The nodes in ``node_ids`` (in that order; all when ``None``) that match ``filters``."""
-        try:
-            return [self._node(m) for m in self._reading(filters).get_sync(node_ids)]
-        except CollectionNotFoundError:
-            return []
+        return run_sync(self.aget_nodes(node_ids, filters))
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """Async form of `get_nodes`."""
-        try:
+        with suppress(CollectionNotFoundError):
             return [self._node(m) for m in await self._reading(filters).get(node_ids)]
-        except CollectionNotFoundError:
-            return []
+        return []
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` nodes nearest the query that match its filters, best first."""
-        builder, settings, words = self._search(query, kwargs)
-        try:
-            return self._result(retrieve_sync(builder, settings, text=words, missing_ok=True))
-        except FilterKeyNotFoundError as exc:
-            return _no_key(exc)
+        return run_sync(self.aquery(query, **kwargs))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async form of `query`."""
         builder, settings, words = self._search(query, kwargs)
         try:
-            return self._result(await retrieve(builder, settings, text=words, missing_ok=True))
+            found = await retrieve(builder, settings, text=words, missing_ok=True)
         except FilterKeyNotFoundError as exc:
-            return _no_key(exc)
-
-
-def _ref_doc(ref_doc_id: str) -> FilterNode:
-    return condition("metadata.ref_doc_id", "eq", ref_doc_id)
-
-
-def _no_key(exc: FilterKeyNotFoundError) -> VectorStoreQueryResult:
-    # SimpleVectorStore answers a filter on a key no node holds with no nodes; keep the hint in the log.
-    log.info("%s", exc)
-    return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+            # SimpleVectorStore answers a filter on a key no node holds with no nodes (the hint: logged).
+            log.info("%s", exc)
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+        return VectorStoreQueryResult(
+            nodes=[self._node(m) for m in found.matches],
+            similarities=[float(m.score) if m.score is not None else 0.0 for m in found.matches],
+            ids=[m.id for m in found.matches],
+        )
 
 
 def _equalities(guard: FilterNode | None) -> dict[str, Any]:
