@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ from ..batteries.vector import (
     condition,
     retrieve,
 )
+from ._common import batches
 
 if TYPE_CHECKING:
     from google.adk.events import Event
@@ -57,42 +57,24 @@ UNKNOWN_SESSION_ID = "__unknown_session_id__"
 _CHUNK = 1000  # ids per `where_in` (well under the filter's limit)
 
 
-@dataclass(frozen=True, slots=True)
-class _Stored:
-    kind: str | None
-    session_id: str | None
-    digest: str | None
-
-
 class TurnkitMemoryService(BaseMemoryService):
-    """An ADK memory service over a turnkit vector store collection.
+    """An ADK memory service over a turnkit vector store collection (see docs/integrations/google-adk.md).
 
-    Each event with text becomes one record: its text parts (``thought``
-    parts left out) are the document, and the metadata holds ``app_name``,
-    ``user_id``, ``session_id``, ``author``, ``timestamp`` (the event's, in
-    seconds), the event's ``content`` as JSON, and ``trust_tier``. Every
-    write goes through a guard on ``app_name`` and ``user_id``, so a user's
-    writes and reads never reach another user's or another app's records,
-    and event ids are scoped by it.
+    Each event with text becomes one record: its text parts (not ``thought`` parts) are the
+    document; the metadata holds ``app_name``, ``user_id``, ``session_id``, ``author``,
+    ``timestamp``, the event's ``content`` as JSON and ``trust_tier``. Every write and read goes
+    through a guard on ``app_name`` and ``user_id``, so no user reaches another's records.
 
     Args:
-        store: A `VectorStore` with an encoder (``create_vector_store(encoder=...)``).
-            For many users, declare the scope keys as fields:
-            ``create_vector_store(..., fields={"app_name": str, "user_id": str})``.
+        store: A `VectorStore` with an encoder; for many users, declare the scope keys as fields
+            (``fields={"app_name": str, "user_id": str}``).
         collection: The collection the memories live in.
-        trust_tier: The tier of memory written from a conversation, stored on
-            every record as ``metadata.trust_tier``: what a user or a model
-            said is not the operator's vetted data, so the default is
-            ``"third-party"``. Say ``"first-party"`` only for conversations you vouch for.
-        settings: The retrieval: `RetrievalSettings` or a dict of its fields
-            (turnkit's defaults: hybrid search, copies collapsed, ``top_k=5``).
-            Its ``filter`` is ANDed with the user's scope.
-        fence: Entries whose tier is not ``first-party`` come back with their
-            text inside a nonce fence, as `turnkit.render_prompt` fences
-            untrusted records (ADK's memory tools paste entries into the
-            prompt as they are); put `turnkit.SAFETY_DIRECTIVE` in the agent's
-            instruction. ``False`` returns each event's content as stored, as
-            ADK's own services do.
+        trust_tier: The tier stored on every record (default ``"third-party"``: what a user or a
+            model said is not the operator's vetted data).
+        settings: The retrieval: `RetrievalSettings` or a dict of its fields; its ``filter`` is
+            ANDed with the user's scope.
+        fence: Return entries not ``first-party`` inside a nonce fence, as `turnkit.render_prompt`
+            fences untrusted records; ``False`` returns each event's content as stored.
 
     Raises:
         VectorStoreUsageError: ``E_INVALID_VECTOR_STORE_CONFIG``: ``store`` is not a `VectorStore`, or has no
@@ -193,22 +175,20 @@ class TurnkitMemoryService(BaseMemoryService):
         is kept and returned by searches.
         """
         del custom_metadata
-        records = []
-        for memory in memories:
-            stamp = _parse_time(memory.timestamp)
-            records.append(
-                self._record(
-                    app_name,
-                    user_id,
-                    memory.id,
-                    memory.author or "",
-                    stamp,
-                    memory.content,
-                    session_id=None,
-                    extra=memory.custom_metadata,
-                )
+        records = [  # every timestamp is checked before anything is written
+            self._record(
+                app_name,
+                user_id,
+                m.id,
+                m.author or "",
+                _parse_time(m.timestamp),
+                m.content,
+                None,
+                m.custom_metadata,
             )
-        await self._upsert(app_name, user_id, [r for r in records if r is not None], None)
+            for m in memories
+        ]
+        await self._upsert(app_name, user_id, records, None)
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         """Delete one memory by its ``MemoryEntry.id``; re-adding its session does not bring it back.
@@ -220,7 +200,7 @@ class TurnkitMemoryService(BaseMemoryService):
             return
         guard = self.scope(app_name, user_id)
         stored = await self._stored(guard, [memory_id])
-        if memory_id not in stored or stored[memory_id].kind == DELETED_KIND:
+        if memory_id not in stored or stored[memory_id].get("kind") == DELETED_KIND:
             return
         await self._vs.upsert([self._marker(app_name, user_id, memory_id)], guard=guard)
 
@@ -250,44 +230,36 @@ class TurnkitMemoryService(BaseMemoryService):
     async def _write(
         self, app_name: str, user_id: str, session_id: str, events: Iterable[Event], *, replace: bool
     ) -> None:
-        records = []
-        for event in events:
-            if event.content is None or not event.content.parts:
-                continue
-            record = self._record(
-                app_name,
-                user_id,
-                event.id,
-                event.author or "",
-                float(event.timestamp),
-                event.content,
-                session_id=session_id,
-            )
-            if record is not None:
-                records.append(record)
+        records = [
+            self._record(app_name, user_id, e.id, e.author or "", float(e.timestamp), e.content, session_id)
+            for e in events
+            if e.content is not None and e.content.parts
+        ]
         await self._upsert(app_name, user_id, records, session_id if replace else None)
 
     async def _upsert(
-        self, app_name: str, user_id: str, records: list[dict[str, Any]], replace_session: str | None
+        self, app_name: str, user_id: str, made: list[dict[str, Any] | None], replace_session: str | None
     ) -> None:
+        records = [r for r in made if r is not None]  # None: no text, nothing to search for
         guard = self.scope(app_name, user_id)
         stored = await self._stored(guard, [r["id"] for r in records])
-        ids = {r["id"] for r in records}
         stale: list[str] = []
         if replace_session is not None:
-            session_rows = await self._session_rows(guard, replace_session)
+            session_rows = await self._stored(guard, None, session_id=replace_session)
             stored.update(session_rows)
-            stale = [rid for rid, row in session_rows.items() if rid not in ids and row.kind == EVENT_KIND]
+            ids = {r["id"] for r in records}
+            stale = [i for i, meta in session_rows.items() if i not in ids and meta.get("kind") == EVENT_KIND]
         fresh = {}
         for record in records:  # the last copy of an id wins, as a later event would
-            row = stored.get(record["id"])
-            if row is not None and (row.kind == DELETED_KIND or row.digest == record["metadata"]["digest"]):
+            meta = stored.get(record["id"])
+            if meta is not None and (
+                meta.get("kind") == DELETED_KIND or meta.get("digest") == record["metadata"]["digest"]
+            ):
                 continue  # deleted, or already stored as it is: nothing to encode
             fresh[record["id"]] = record
         if fresh:
             await self._vs.upsert(list(fresh.values()), guard=guard)
-        for start in range(0, len(stale), _CHUNK):
-            chunk = stale[start : start + _CHUNK]
+        for chunk in batches(stale, _CHUNK):
             await (
                 self._vs.where(guard)
                 .where("metadata.session_id", replace_session)
@@ -295,30 +267,20 @@ class TurnkitMemoryService(BaseMemoryService):
                 .delete()
             )
 
-    async def _stored(self, guard: FilterNode, ids: list[str]) -> dict[str, _Stored]:
-        found: dict[str, _Stored] = {}
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), _CHUNK):
-            try:
-                rows = (
-                    await self._vs.where(guard).select("id", "metadata").get(unique[start : start + _CHUNK])
-                )
-            except CollectionNotFoundError:
-                return {}
-            found.update((row.id, _row(row)) for row in rows)
-        return found
-
-    async def _session_rows(self, guard: FilterNode, session_id: str) -> dict[str, _Stored]:
+    async def _stored(
+        self, guard: FilterNode, ids: list[str] | None, *, session_id: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """The metadata of the rows with these ids (``None``: of the session's rows), by id."""
+        builder = self._vs.where(guard).select("id", "metadata")
+        if session_id is not None:
+            builder = builder.where("metadata.session_id", session_id)
+        found: dict[str, dict[str, Any]] = {}
         try:
-            rows = (
-                await self._vs.where(guard)
-                .where("metadata.session_id", session_id)
-                .select("id", "metadata")
-                .get()
-            )
+            for chunk in [None] if ids is None else batches(dict.fromkeys(ids), _CHUNK):
+                found.update((row.id, row.metadata or {}) for row in await builder.get(chunk))
         except CollectionNotFoundError:
             return {}
-        return {row.id: _row(row) for row in rows}
+        return found
 
     def _record(
         self,
@@ -328,13 +290,12 @@ class TurnkitMemoryService(BaseMemoryService):
         author: str,
         timestamp: float,
         content: types.Content,
-        *,
         session_id: str | None,
         extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any] | None:
         text = _text_of(content)
         if not text.strip():
-            return None  # function calls and responses only: nothing to search for
+            return None  # function calls and responses only
         content_json = content.model_dump_json(exclude_none=True)
         if not memory_id:
             # ADK's SQLite service keys id-less events the same way, so re-adding them is idempotent.
@@ -385,11 +346,6 @@ class TurnkitMemoryService(BaseMemoryService):
 
 def _text_of(content: types.Content) -> str:
     return " ".join(p.text for p in content.parts or () if p.text and not p.thought)
-
-
-def _row(match: VectorMatch) -> _Stored:
-    meta = match.metadata or {}
-    return _Stored(meta.get("kind"), meta.get("session_id"), meta.get("digest"))
 
 
 def _parse_time(value: str | None) -> float:

@@ -36,24 +36,18 @@ def vector_query_function_tool(
     hide_metadata_keys: Iterable[str] = (),
     name: str | None = None,
 ) -> FunctionTool:
-    """An Agents SDK ``FunctionTool`` over a turnkit vector query tool.
+    """An Agents SDK ``FunctionTool`` over a turnkit vector query tool (non-strict schema).
+
+    Its output is the rendered records; an error is the text ``CODE: message hint``, handed to the
+    model like any tool output so it can correct its call.
 
     Args:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        trust_tier: The tier of every result, or a function of one
-            `VectorQuerySource`; results are rendered by `turnkit.render_prompt`.
-        guard: ``fn(context) -> guard``, where ``context`` is the run's context
-            object (``Runner.run(..., context=...)``); read on every call,
-            ANDed with every query, never shown to the model.
+        trust_tier: The tier of every result, or a function of one `VectorQuerySource`.
+        guard: ``fn(context) -> guard`` of the run's context object, read on every call.
         request_context: ``fn(context) -> mapping`` of other request-context values.
         hide_metadata_keys: Metadata keys never returned besides the guard's.
         name: The tool name; default ``tool.name``.
-
-    Returns:
-        A ``FunctionTool`` (non-strict schema: ``top_k`` and ``filter`` are
-        optional). Its output is the rendered records; an error is returned as
-        the text ``CODE: message hint``, which the SDK hands to the model like
-        any tool output, so the model can correct its call.
     """
     bridge: ToolBridge[ContextT] = ToolBridge(
         tool,
@@ -81,23 +75,13 @@ _ITEM_KEY = "openai_item"  # the Message metadata key holding the item, stored w
 class TurnkitSession:
     """An Agents SDK ``Session`` over a turnkit `VectorMessageStore`: history that outlives the process.
 
-    It behaves as the SDK's ``SQLiteSession`` does: ``get_items(limit)``
-    returns the latest ``limit`` items oldest first (``None`` falls back to
-    ``session_settings.limit``, then all; ``0`` gives ``[]``; a negative limit
-    gives all), ``add_items`` appends in one commit, ``pop_item`` removes and
-    returns the newest item, ``clear_session`` removes this session's items
-    only. Items are stored whole and come back equal. Several processes and
-    replicas may share one session: order is the store's per-conversation
-    sequence (see docs/message-store.md).
-
-    The session id is the history's ``conversation_id``; each item is a
-    turnkit `Message` (its text encoded, for recall) carrying the item in its
-    metadata, so a `TurnRunner` over the same history reads the conversation too.
+    It behaves as the SDK's ``SQLiteSession`` (see docs/integrations/openai-agents.md); items are
+    stored whole, each as a `Message` whose text is encoded for recall, so a `TurnRunner` over the
+    same history reads the conversation too.
 
     Args:
-        session_id: The conversation to keep.
-        history: From `turnkit.batteries.vector.create_vector_message_store`;
-            with tenants, ``history.for_tenant(tenant)``.
+        session_id: The conversation to keep (the history's ``conversation_id``).
+        history: From `turnkit.batteries.vector.create_vector_message_store` (or its ``for_tenant(...)``).
         session_settings: The SDK's ``SessionSettings`` (its ``limit``).
 
     Raises:

@@ -43,26 +43,17 @@ def vector_query_tool(
     name: str | None = None,
     max_retries: int | None = None,
 ) -> Tool[DepsT]:
-    """A pydantic-ai tool over a turnkit vector query tool.
+    """A pydantic-ai tool over a turnkit vector query tool, its schema read per run inside its guard.
 
     Args:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        trust_tier: The tier of every result (``"first-party"`` or
-            ``"third-party"``), or a function of one `VectorQuerySource`. Results
-            are rendered as turnkit renders retrieved records: a corpus block,
-            or one nonce fence per untrusted record.
-        guard: ``fn(deps) -> guard`` for this run (a Mongo dict over metadata
-            keys, a filter node, or ``None`` for none). ANDed with every query;
-            its keys are left out of the schema and of every result.
-        request_context: ``fn(deps) -> mapping`` of other request-context values
-            (``collection``, ``top_k``, a tenant id for a store resolver…).
-        hide_metadata_keys: Metadata keys never shown to the model besides the
-            guard's own (a creation-time ``guard``'s keys, say).
+        trust_tier: The tier of every result, or a function of one `VectorQuerySource`.
+        guard: ``fn(deps) -> guard`` for this run, ANDed with every query; its keys are left out
+            of the schema and of every result.
+        request_context: ``fn(deps) -> mapping`` of other request-context values.
+        hide_metadata_keys: Metadata keys never shown to the model besides the guard's.
         name: The tool name; default ``tool.name``.
         max_retries: Retries the model gets after a wrong call; default the agent's.
-
-    Returns:
-        A ``pydantic_ai.Tool`` taking the run context.
     """
     bridge: ToolBridge[DepsT] = ToolBridge(
         tool,
@@ -117,11 +108,7 @@ def retrieval_instructions(
     request_context: Callable[[DepsT], Mapping[str, Any]] | None = None,
     top_k: int | None = None,
 ) -> Callable[[RunContext[DepsT]], Awaitable[str]]:
-    """An ``instructions`` function that retrieves for the user's prompt and renders the records.
-
-    The text is `turnkit.render_prompt`'s context: the safety directive, the
-    first-party corpus block and one nonce fence per untrusted record. No
-    metadata is rendered, so no guard value reaches the model.
+    """An ``instructions`` function: records retrieved for the prompt, rendered by `turnkit.render_prompt`.
 
     Args:
         tool: From `turnkit.tools.create_vector_query_tool`.
@@ -131,12 +118,10 @@ def retrieval_instructions(
         top_k: Records to retrieve; default the ``top_k`` of the tool's settings.
 
     Returns:
-        ``async fn(ctx) -> str`` for ``Agent(instructions=[...])``; ``""`` when
-        nothing matched or the prompt is empty.
+        ``async fn(ctx) -> str`` for ``Agent(instructions=[...])``; ``""`` when nothing matched.
 
     Raises:
-        ToolRuntimeError: ``E_TOOL_FAILED``: (when the run starts) the tool is misconfigured for
-            this run; the code is in the message, the details in the log.
+        ToolRuntimeError: ``E_TOOL_FAILED``: the tool is misconfigured for this run.
     """
     bridge: ToolBridge[DepsT] = ToolBridge(
         tool, trust_tier=trust_tier, guard=guard, request_context=request_context

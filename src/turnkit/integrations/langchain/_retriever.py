@@ -21,30 +21,17 @@ __all__ = ["TurnkitRetriever"]
 class TurnkitRetriever(BaseRetriever):
     """Documents from a turnkit vector query tool (its reranker, hybrid search and guard included).
 
+    A document's ``id`` is the record id; its metadata is the record's, with ``score`` and the
+    citation fields of `source_metadata`. A failed search raises ``E_TOOL_FAILED``, led by the original code.
+
     Attributes:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        k: Documents per query; ``None`` (the default) is the tool's
-            settings' ``top_k`` (`RetrievalSettings`, 5 unless the tool was
-            created with another); ``invoke(query, k=...)`` overrides it per call.
-        guard: A guard for every query (a Mongo dict over metadata keys); its
-            keys are removed from the documents' metadata. Build one retriever
-            per tenant (``retriever.model_copy(update={"guard": ...})``); the
-            tool is shared.
-        request_context: Other request-context values (``collection``,
-            ``reranker``, a tenant id for a store resolver…).
-        trust_tier: When given, every document's metadata carries it as
-            ``trust_tier``, for a prompt that renders tiers.
-        hide_metadata_keys: Metadata keys removed besides the guard's (a
-            creation-time ``guard``'s keys, say).
-
-    With no options the documents are those of `turnkit.batteries.vector.retrieve`
-    with default settings: hybrid search, copies of one text collapsed.
-    A document's ``id`` is the record id; its metadata is the record's
-    metadata plus ``score`` (the tool's score in [0, 1]) and, when known,
-    ``source_uri``, ``source_display_name``, ``page_span`` and ``duplicates``
-    (where the collapsed copies of its text are). A failed search
-    raises `turnkit.tools.ToolRuntimeError` (``E_TOOL_FAILED``) whose message starts with the
-    original stable code and whose hint is the tool's.
+        k: Documents per query; ``None``: the tool's settings' ``top_k``; ``invoke(query, k=...)`` per call.
+        guard: A Mongo dict ANDed with every query, its keys removed from the metadata (one retriever
+            per tenant: ``retriever.model_copy(update={"guard": ...})``).
+        request_context: Other request-context values (``collection``, ``reranker``, a tenant id…).
+        trust_tier: When given, every document's metadata carries it as ``trust_tier``.
+        hide_metadata_keys: Metadata keys removed besides the guard's.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -35,24 +35,18 @@ def vector_query_structured_tool(
     hide_metadata_keys: Iterable[str] = (),
     name: str | None = None,
 ) -> StructuredTool:
-    """A LangChain ``StructuredTool`` over a turnkit vector query tool.
+    """A LangChain ``StructuredTool`` over a turnkit vector query tool, sync and async.
+
+    Its content is the rendered records, its artifact the result as a dict (without the guard's
+    keys); an error is a ``ToolException`` whose text goes back to the model.
 
     Args:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        trust_tier: The tier of every result, or a function of one
-            `VectorQuerySource`; results are rendered by `turnkit.render_prompt`.
-        guard: ``fn(configurable) -> guard``, read from the run's
-            ``config["configurable"]`` on every call; never shown to the model.
+        trust_tier: The tier of every result, or a function of one `VectorQuerySource`.
+        guard: ``fn(configurable) -> guard``, read from the run's ``config["configurable"]`` on every call.
         request_context: ``fn(configurable) -> mapping`` of other request-context values.
         hide_metadata_keys: Metadata keys kept out of the artifact besides the guard's.
         name: The tool name; default ``tool.name``.
-
-    Returns:
-        A tool with ``response_format="content_and_artifact"``: the content is
-        the rendered records (what the model reads), the artifact the result
-        as a dict (sources without the guard's keys) for the host. Errors are
-        ``ToolException``s whose text (code, message, hint) goes back to the
-        model (``handle_tool_error=True``).
     """
     bridge: ToolBridge[Configurable] = ToolBridge(
         tool,

@@ -21,6 +21,7 @@ __all__ = [
     "OPERATORS",
     "check_filter",
     "check_page",
+    "invalid_query",
     "item_id",
     "json_text",
     "matches_filter",
@@ -36,6 +37,11 @@ _VALUE_HINT = (
     "Store JSON values: a dict with string keys holding str, int, float (finite), bool, None, "
     "lists and dicts; convert dates, tuples, sets and objects first."
 )
+
+
+def invalid_query(message: str, hint: str | None = None) -> VectorStoreUsageError:
+    """``E_VECTOR_STORE_INVALID_QUERY``: an operation LangGraph's contract, or a tenant scope, refuses."""
+    return VectorStoreUsageError(message, code="E_VECTOR_STORE_INVALID_QUERY", hint=hint)
 
 
 def json_text(value: Any) -> str:
@@ -214,7 +220,4 @@ def check_page(limit: int, offset: int, what: str) -> None:
     """Refuse a negative or non-integer page (LangGraph slices with them, meaning something else)."""
     for name, n in (("limit", limit), ("offset", offset)):
         if not is_int(n, 0):
-            raise VectorStoreUsageError(
-                f"{what}: {name} must be a non-negative integer, got {n!r}.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
-            )
+            raise invalid_query(f"{what}: {name} must be a non-negative integer, got {n!r}.")

@@ -58,9 +58,11 @@ from ...batteries.vector import (
     encode_texts,
     or_,
 )
+from .._common import batches
 from ._rules import (
     check_filter,
     check_page,
+    invalid_query,
     item_id,
     json_text,
     matches_filter,
@@ -123,31 +125,20 @@ def _check_fields(fields: Any, option: str) -> list[str]:
 class TurnkitStore(BaseStore):
     """A LangGraph store (``BaseStore``) kept in a turnkit vector-store collection.
 
-    Pass it to ``graph.compile(store=...)``; nodes reach it as ``runtime.store``
-    or ``get_store()``. Every operation of LangGraph's contract is supported:
-    put (with per-item ``index``), get, search (namespace prefix, ``filter``,
-    semantic ``query``, ``limit``, ``offset``), delete, ``list_namespaces``
-    (prefix, suffix, ``*``, ``max_depth``, paging) and TTL with refresh on read.
+    Pass it to ``graph.compile(store=...)``. Every operation of LangGraph's contract is
+    supported, TTL with refresh on read included (see docs/integrations/langgraph.md).
 
     Args:
-        store: A turnkit `VectorStore`; its location (a directory, object
-            storage, LanceDB Cloud) is where memories live.
+        store: A turnkit `VectorStore`; its location is where memories live.
         collection: The collection holding the items (created on first use).
-        index: What to embed for semantic search. ``None`` (default): the
-            whole value (``"$"``) with the store's encoder, or no semantic
-            index when the store has none. ``False``: no semantic index. A
-            LangGraph ``IndexConfig`` (``{"dims", "embed", "fields"}``);
-            without ``embed``, the store's encoder embeds ``fields``.
-        ttl: LangGraph's ``TTLConfig`` (``default_ttl`` and ``refresh_on_read``;
-            minutes). Expired items are never returned; `sweep_ttl` deletes them.
-        tenant_depth: How many leading namespace labels name the tenant (0: no
-            tenants). Each tenant's rows are written and read behind its own
-            turnkit guard, so no operation in one tenant's namespace reads or
-            changes another's rows, and an operation that does not name a
-            tenant (a shorter namespace or prefix) is refused.
-        trust_tier: The tier recorded on every row (metadata ``trust_tier``):
-            what an agent wrote is not first-party, so turnkit's retrieval
-            callbacks fence it as untrusted when it comes back.
+        index: What to embed for semantic search: ``None`` (the whole value with the store's
+            encoder, if it has one), ``False`` (no semantic index), or a LangGraph ``IndexConfig``
+            (without ``embed``, the store's encoder embeds ``fields``).
+        ttl: LangGraph's ``TTLConfig`` (minutes). Expired items are never returned; `sweep_ttl` deletes them.
+        tenant_depth: How many leading namespace labels name the tenant (0: no tenants). Each
+            tenant's rows are read and written behind its own guard; an operation naming no tenant is refused.
+        trust_tier: The tier recorded on every row: what an agent wrote is not first-party, so
+            turnkit's retrieval callbacks fence it as untrusted.
     """
 
     supports_ttl: bool = True
@@ -279,20 +270,15 @@ class TurnkitStore(BaseStore):
     # -- checks, before anything is read or written ---------------------------------------------------
     def _check(self, op: Any) -> None:
         if not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
-            raise VectorStoreUsageError(
+            raise invalid_query(
                 f"Unknown store operation {type(op).__name__}.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint="Pass GetOp, SearchOp, ListNamespacesOp or PutOp from langgraph.store.base.",
             )
         validate_op_namespace(op)  # LangGraph's own label rules (InvalidNamespaceError)
         if isinstance(op, GetOp | PutOp):
             self._tenant(op.namespace)
             if not isinstance(op.key, str):
-                raise VectorStoreUsageError(
-                    f"Item keys are strings, got {op.key!r}.",
-                    code="E_VECTOR_STORE_INVALID_QUERY",
-                    hint="Pass str(key).",
-                )
+                raise invalid_query(f"Item keys are strings, got {op.key!r}.", hint="Pass str(key).")
         if isinstance(op, PutOp):
             self._check_put(op)
         elif isinstance(op, SearchOp):
@@ -303,16 +289,11 @@ class TurnkitStore(BaseStore):
             check_page(op.limit, op.offset, "list_namespaces")
             for cond in op.match_conditions or ():
                 if cond.match_type not in ("prefix", "suffix"):
-                    raise VectorStoreUsageError(
-                        f"Unknown namespace match type {cond.match_type!r}.",
-                        code="E_VECTOR_STORE_INVALID_QUERY",
-                        hint="Use 'prefix' or 'suffix'.",
+                    raise invalid_query(
+                        f"Unknown namespace match type {cond.match_type!r}.", hint="Use 'prefix' or 'suffix'."
                     )
             if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 0):
-                raise VectorStoreUsageError(
-                    f"max_depth must be a non-negative integer, got {op.max_depth!r}.",
-                    code="E_VECTOR_STORE_INVALID_QUERY",
-                )
+                raise invalid_query(f"max_depth must be a non-negative integer, got {op.max_depth!r}.")
             self._list_tenant(op)
 
     def _check_put(self, op: PutOp) -> None:
@@ -337,10 +318,9 @@ class TurnkitStore(BaseStore):
         """The tenant a namespace (or search prefix) belongs to; refused when it names none."""
         depth = self.tenant_depth
         if len(namespace) < depth:
-            raise VectorStoreUsageError(
+            raise invalid_query(
                 f"Namespace {tuple(namespace)!r} does not name a tenant: with tenant_depth={depth}, "
                 f"its first {depth} label(s) are the tenant.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint=f"Start every namespace and search prefix with the tenant's {depth} label(s).",
             )
         return json_text(list(namespace[:depth]))
@@ -353,10 +333,9 @@ class TurnkitStore(BaseStore):
                 return json_text(list(path[:depth]))
         if depth == 0:
             return json_text([])
-        raise VectorStoreUsageError(
+        raise invalid_query(
             f"list_namespaces must name a tenant: with tenant_depth={depth}, pass a prefix whose first "
             f"{depth} label(s) are the tenant (no '*' there).",
-            code="E_VECTOR_STORE_INVALID_QUERY",
             hint="Example: store.list_namespaces(prefix=(user_id,)).",
         )
 
@@ -529,8 +508,8 @@ class TurnkitStore(BaseStore):
         for op in puts:
             by_tenant[self._tenant(op.namespace)].append(op)
         for tenant, group in by_tenant.items():
-            for start in range(0, len(group), _CHUNK):
-                await self._write_chunk(tenant, group[start : start + _CHUNK])
+            for chunk in batches(group, _CHUNK):
+                await self._write_chunk(tenant, chunk)
 
     async def _write_chunk(self, tenant: str, group: list[PutOp]) -> None:
         ids = [item_id(op.namespace, op.key) for op in group]
@@ -676,8 +655,7 @@ class TurnkitStore(BaseStore):
         for head in await builder.get():
             by_tenant[str((head.metadata or {}).get("lg_tenant"))].append(head.id)
         for tenant, ids in by_tenant.items():
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
+            for chunk in batches(ids, _CHUNK):
                 where = and_(
                     condition("metadata.lg_tenant", "eq", tenant), condition("metadata.lg_item", "in", chunk)
                 )

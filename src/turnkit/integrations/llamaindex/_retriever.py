@@ -20,28 +20,17 @@ __all__ = ["TurnkitRetriever"]
 class TurnkitRetriever(BaseRetriever):
     """Nodes from a turnkit vector query tool (its reranker, hybrid search and guard included).
 
+    A node's ``id_`` is the record id, its metadata the record's with the citation fields of
+    `source_metadata`; the score is the tool's, in [0, 1]. A failed search raises ``E_TOOL_FAILED``.
+
     Args:
         tool: From `turnkit.tools.create_vector_query_tool`.
-        k: Nodes per query; ``None`` (the default) is the tool's settings'
-            ``top_k`` (`RetrievalSettings`, 5 unless the tool was created with another).
-        guard: A guard for every query (a Mongo dict over metadata keys, or a
-            filter node); its keys are removed from the nodes' metadata. Build
-            one retriever per tenant; the tool is shared.
-        request_context: Other request-context values (``collection``,
-            ``reranker``, a tenant id for a store resolver…).
-        trust_tier: When given, every node's metadata carries it as
-            ``trust_tier``, for a prompt that renders tiers.
+        k: Nodes per query; ``None``: the tool's settings' ``top_k``.
+        guard: A Mongo dict or filter node ANDed with every query, its keys removed from the metadata.
+        request_context: Other request-context values (``collection``, ``reranker``, a tenant id…).
+        trust_tier: When given, every node's metadata carries it as ``trust_tier``.
         hide_metadata_keys: Metadata keys removed besides the guard's.
         callback_manager: LlamaIndex's callback manager.
-
-    With no options the nodes are those of `turnkit.batteries.vector.retrieve`
-    with default settings: hybrid search, copies of one text collapsed.
-    A node's ``id_`` is the record id, its ``text`` the chunk, its metadata
-    the record's metadata (plus ``source_uri``, ``source_display_name``,
-    ``page_span`` and ``duplicates``, where the collapsed copies of its text
-    are, when known); ``NodeWithScore.score`` is the tool's score in [0, 1].
-    A failed search raises `turnkit.tools.ToolRuntimeError` (``E_TOOL_FAILED``), its message
-    led by the original code.
     """
 
     def __init__(
