@@ -16,8 +16,17 @@ from itertools import islice
 from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
-from .._checks import expect
-from ..batteries.vector import And, Condition, FilterNode, Not, Or, parse_mongo
+from .._checks import STORE_HINT, expect
+from ..batteries.vector import (
+    And,
+    Condition,
+    FilterNode,
+    Not,
+    Or,
+    VectorStore,
+    VectorStoreUsageError,
+    parse_mongo,
+)
 from ..tools import (
     ToolErrorInfo,
     ToolRuntimeError,
@@ -33,6 +42,7 @@ __all__ = [
     "ToolBridge",
     "ToolOutcome",
     "batches",
+    "expect_store",
     "error_text",
     "guard_keys",
     "raise_error",
@@ -115,6 +125,12 @@ def _copy_label(copy: Any) -> str:
     if isinstance(copy, str):
         return copy
     return str(getattr(copy, "source_display_name", None) or getattr(copy, "source_uri", None) or copy.id)
+
+
+def expect_store(store: object) -> None:
+    """Refuse anything but a turnkit `VectorStore`: ``E_INVALID_VECTOR_STORE_CONFIG``."""
+    error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
+    expect(store, VectorStore, "store", error, STORE_HINT)
 
 
 def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -266,11 +282,6 @@ class ToolBridge(Generic[DepsT]):
         context, hidden = self.context_for(deps)
         return scrub(await self.tool.execute(arguments, request_context=context), hidden)
 
-    def run_sync(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> VectorQueryResult:
-        """Sync form of `run`."""
-        context, hidden = self.context_for(deps)
-        return scrub(self.tool.execute_sync(arguments, request_context=context), hidden)
-
     async def sources(self, query: str, top_k: int | None, deps: DepsT) -> list[VectorQuerySource]:
         """A retriever's search: the sources for ``query``; a failed search raises ``E_TOOL_FAILED``."""
         result = await self.run({"query_text": query} | ({"top_k": top_k} if top_k is not None else {}), deps)
@@ -283,17 +294,17 @@ class ToolBridge(Generic[DepsT]):
         return self.outcome(await self.run(arguments, deps))
 
     def call_sync(self, arguments: Mapping[str, Any] | str, deps: DepsT) -> ToolOutcome:
-        """Sync form of `call`."""
-        return self.outcome(self.run_sync(arguments, deps))
+        """Sync form of `call` (the run's callbacks are read in the caller's thread)."""
+        context, hidden = self.context_for(deps)
+        return self.outcome(scrub(self.tool.execute_sync(arguments, request_context=context), hidden))
 
     def outcome(self, result: VectorQueryResult) -> ToolOutcome:
-        """The text a model reads for this result: rendered records, or the error line."""
+        """The text a model reads for this result: rendered records (and notes), or the error line."""
         if result.error is not None:
             return ToolOutcome(result, error_text(result.error), result.error)
-        return ToolOutcome(result, self.render(result), None)
+        return ToolOutcome(result, self._render(result), None)
 
-    def render(self, result: VectorQueryResult) -> str:
-        """What the model reads for a successful call."""
+    def _render(self, result: VectorQueryResult) -> str:
         notes = "\n".join(f"Note: {n}" for n in result.notes)
         if result.status == "no_results":
             return notes or "No records matched."

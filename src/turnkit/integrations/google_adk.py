@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from google.adk.memory import BaseMemoryService
@@ -24,7 +23,6 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
-from .._checks import STORE_HINT, expect
 from ..batteries.vector import (
     CollectionNotFoundError,
     FilterKeyNotFoundError,
@@ -39,7 +37,7 @@ from ..batteries.vector import (
     condition,
     retrieve,
 )
-from ._common import batches
+from ._common import batches, expect_store
 
 if TYPE_CHECKING:
     from google.adk.events import Event
@@ -93,13 +91,7 @@ class TurnkitMemoryService(BaseMemoryService):
         settings: SettingsInput = None,
         fence: bool = True,
     ) -> None:
-        expect(
-            store,
-            VectorStore,
-            "store",
-            partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG"),
-            STORE_HINT,
-        )
+        expect_store(store)
         if store.encoder is None:
             raise VectorStoreUsageError(
                 "TurnkitMemoryService needs a store with an encoder: it encodes each event's text.",

@@ -202,9 +202,8 @@ def create_mcp_server(
                 "or name an existing one.",
             )
     names = list(dict.fromkeys(names))
-    if read_encoder:
-        existing = [n for n in names if served.has_collection_sync(n)]
-        served.encoder = run_sync(recorded_encoder(served, existing))
+    if read_encoder:  # every name is a collection by now
+        served.encoder = run_sync(recorded_encoder(served, names))
     if not isinstance(enable_writes, bool):
         raise config_error("enable_writes must be true or false.", "enable_writes")
     guard = compile_guard(guard, option="guard")

@@ -18,7 +18,6 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -40,7 +39,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from turnkit._checks import STORE_HINT, expect, is_int, is_number
+from turnkit._checks import is_int, is_number
 
 from ... import TrustTier, validate_trust_tier
 from ..._aio import run_sync
@@ -58,7 +57,7 @@ from ...batteries.vector import (
     encode_texts,
     or_,
 )
-from .._common import batches
+from .._common import batches, expect_store
 from ._rules import (
     check_filter,
     check_page,
@@ -153,13 +152,7 @@ class TurnkitStore(BaseStore):
         tenant_depth: int = 0,
         trust_tier: TrustTier = "third-party",
     ) -> None:
-        expect(
-            store,
-            VectorStore,
-            "store",
-            partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG"),
-            STORE_HINT,
-        )
+        expect_store(store)
         if not is_int(tenant_depth, 0):
             raise VectorStoreUsageError(
                 f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.",

@@ -126,12 +126,8 @@ def _order(name: str) -> Callable[[str, Any], FilterNode]:
     return lambda field, value: condition(field, name, value)
 
 
-def _in(field: str, value: Any) -> FilterNode:
-    return condition(field, "in", _values(field, FilterOperator.IN, value))
-
-
-def _nin(field: str, value: Any) -> FilterNode:
-    return condition(field, "nin", _values(field, FilterOperator.NIN, value))
+def _listed(op: FilterOperator) -> Callable[[str, Any], FilterNode]:
+    return lambda field, value: condition(field, op.value, _values(field, op, value))
 
 
 def _contains(field: str, value: Any) -> FilterNode:
@@ -181,8 +177,8 @@ _OPERATORS: dict[FilterOperator, Callable[[str, Any], FilterNode]] = {
     FilterOperator.GTE: _order("gte"),
     FilterOperator.LT: _order("lt"),
     FilterOperator.LTE: _order("lte"),
-    FilterOperator.IN: _in,
-    FilterOperator.NIN: _nin,
+    FilterOperator.IN: _listed(FilterOperator.IN),
+    FilterOperator.NIN: _listed(FilterOperator.NIN),
     FilterOperator.CONTAINS: _contains,
     FilterOperator.ANY: _any,
     FilterOperator.ALL: _all,

@@ -40,7 +40,7 @@ from ...batteries.vector import (
     retrieve,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, guard_keys, visible_metadata
+from .._common import GuardFilter, batches, guard_keys, visible_metadata
 from ._filters import to_filter_node
 
 __all__ = ["TurnkitVectorStore"]
@@ -173,11 +173,7 @@ class TurnkitVectorStore(BasePydanticVectorStore):
             builder = builder.where(node)
         if node_ids is None:
             return [builder]
-        unique = list(dict.fromkeys(node_ids))
-        return [
-            builder.where_in("id", unique[i : i + MAX_IN_VALUES])
-            for i in range(0, len(unique), MAX_IN_VALUES)
-        ]
+        return [builder.where_in("id", chunk) for chunk in batches(dict.fromkeys(node_ids), MAX_IN_VALUES)]
 
     def _search(
         self, query: VectorStoreQuery, kwargs: Mapping[str, Any]
