@@ -28,7 +28,15 @@ from turnkit._checks import is_int, is_number
 from ._auth import TokenVerifier, is_loopback
 from ._errors import MCPUsageError, config_error
 
-__all__ = ["HttpLimits", "SessionLimits", "allowed_hosts", "build_http_app", "describe_hosts", "listen"]
+__all__ = [
+    "HttpLimits",
+    "SessionLimits",
+    "allowed_hosts",
+    "bracket",
+    "build_http_app",
+    "describe_hosts",
+    "listen",
+]
 
 log = logging.getLogger("turnkit.mcp")
 
@@ -74,7 +82,8 @@ class HttpLimits:
             )
 
 
-def _bracket(host: str) -> str:
+def bracket(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
@@ -85,7 +94,7 @@ def allowed_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> Transpo
     """
     names = ["127.0.0.1", "localhost", "[::1]"]
     if bind not in ("0.0.0.0", "::", ""):
-        names.append(_bracket(bind))
+        names.append(bracket(bind))
     hosts: list[str] = []
     for raw in [*names, *extra]:
         entry = raw.strip()
@@ -100,7 +109,7 @@ def allowed_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> Transpo
             entry.rsplit("]", 1)[-1].count(":") == 1 if entry.startswith("[") else entry.count(":") == 1
         )
         if not has_port:
-            entry = _bracket(entry)
+            entry = bracket(entry)
         hosts += [entry] if has_port else [entry, f"{entry}:*"]
     hosts = list(dict.fromkeys(hosts))
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
@@ -136,7 +145,7 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise config_error(
-            f"Cannot listen on {_bracket(bare)}:{port}: {exc.strerror or exc}.",
+            f"Cannot listen on {bracket(bare)}:{port}: {exc.strerror or exc}.",
             "port",
             "Pick another --port (--port 0 picks a free one), or stop the program using it; "
             "--host must be an address of this machine.",

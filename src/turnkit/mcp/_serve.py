@@ -17,7 +17,7 @@ from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression
 from ._auth import Principal, TokenVerifier, is_loopback, load_principals
 from ._errors import config_error
-from ._http import HttpLimits, allowed_hosts, build_http_app, check_bind, describe_hosts, listen
+from ._http import HttpLimits, allowed_hosts, bracket, build_http_app, check_bind, describe_hosts, listen
 from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
 
@@ -165,7 +165,7 @@ def serve(
     )
     sock = listen(host, port)
     bound = sock.getsockname()[1]
-    where = f"http://{_url_host(host)}:{bound}{path}"
+    where = f"http://{bracket(host)}:{bound}{path}"
     hosts = describe_hosts(allowed_hosts(host, tuple(allow_hosts)))
     if host in ("0.0.0.0", "::", "") and not allow_hosts:
         hosts += "; clients that use another name need --allow-host NAME"
@@ -177,11 +177,6 @@ def serve(
         anyio.run(uvicorn.Server(config).serve, [sock])
     finally:
         sock.close()
-
-
-def _url_host(host: str) -> str:
-    bare = host.strip("[]")
-    return f"[{bare}]" if ":" in bare else bare
 
 
 def _auth_mode(

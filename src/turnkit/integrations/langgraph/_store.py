@@ -285,7 +285,7 @@ class TurnkitStore(BaseStore):
                     raise invalid_query(
                         f"Unknown namespace match type {cond.match_type!r}.", hint="Use 'prefix' or 'suffix'."
                     )
-            if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 0):
+            if op.max_depth is not None and not is_int(op.max_depth, 0):
                 raise invalid_query(f"max_depth must be a non-negative integer, got {op.max_depth!r}.")
             self._list_tenant(op)
 
@@ -585,8 +585,7 @@ class TurnkitStore(BaseStore):
         value = value_text(op.value, namespace=namespace, key=op.key)
         stamp = now.isoformat()
         ttl = float(op.ttl) if op.ttl is not None else None
-        placeholder = np.zeros(dimension, dtype=np.float32)
-        placeholder[0] = 1.0
+        placeholder = np.eye(1, dimension, dtype=np.float32)[0]  # a unit vector: rows with no text to embed
         first = indexed[0] if indexed else None
         head = {
             "id": iid,
