@@ -58,17 +58,11 @@ def _digest(token: str, where: str) -> bytes:
 def load_principals(
     token: str | None = None, tokens_file: str | Path | None = None, *, token_source: str = "--token"
 ) -> list[Principal]:
-    """The principals of ``token`` (named ``default``) and of a tokens file.
+    """The principals of ``token`` (named ``default``) and of a tokens file (docs/mcp.md shows its format).
 
-    A tokens file (JSON, or TOML when it ends in ``.toml``) maps principal names
-    to ``token`` or ``token_sha256`` (64 hex digits, so the file holds no
-    secret) and an optional ``guard`` (a Mongo-style object or a filter
-    expression string)::
-
-        {"principals": {"acme": {"token_sha256": "…", "guard": {"tenant": "acme"}}}}
-
-    ``token_source`` says where ``token`` came from (``--token``, or the
-    ``TURNKIT_MCP_TOKEN`` variable) in the error a bad token raises.
+    A tokens file (JSON, or TOML when it ends in ``.toml``) maps principal names to ``token`` or
+    ``token_sha256`` and an optional ``guard``. ``token_source`` names where ``token`` came from in
+    the error a bad token raises.
 
     Raises:
         MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: A token is too short, the file cannot be

@@ -45,20 +45,15 @@ _SESSION_HEADER = b"mcp-session-id"
 
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
-    """Bounds on what HTTP clients can make the server hold.
+    """Bounds on what HTTP clients can make the server hold (docs/mcp.md says what happens at each).
 
     Attributes:
-        max_body_bytes: A request body over this is refused with 413 (by its
-            ``Content-Length`` before reading, or as soon as it grows past it).
-        max_sessions: Open sessions in all. At the cap, a new session evicts an
-            idle one (never-used first, then the least recently used); 503 only
-            when every session has a request in flight.
-        max_sessions_per_client: Open sessions per principal (per token; per
-            client address without authentication). At the cap, the client's own
-            idle sessions are evicted first; 429 when all are busy.
+        max_body_bytes: A larger request body is refused with 413.
+        max_sessions: Open sessions in all; at the cap an idle one is ended, else 503.
+        max_sessions_per_client: Open sessions per principal (per address without tokens); at the
+            cap the client's own idle session is ended, else 429.
         idle_timeout: Seconds a session may go without a request before it ends.
-        uninitialized_timeout: Seconds a session that sent nothing after its
-            ``initialize`` request is kept when room is needed.
+        uninitialized_timeout: Seconds a session silent after ``initialize`` is kept when room is needed.
     """
 
     max_body_bytes: int = 4 * 1024 * 1024
@@ -127,14 +122,10 @@ def describe_hosts(settings: TransportSecuritySettings) -> str:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A socket listening on ``host:port`` (port 0: a free one), for the server to accept on.
-
-    Bound here rather than by uvicorn so that the address printed at start is
-    the real one, and a taken port is a clear error rather than uvicorn's exit.
+    """A socket listening on ``host:port`` (port 0: a free one), bound here so the address printed is real.
 
     Raises:
-        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: The address cannot be bound (in use, not this
-            machine's).
+        MCPUsageError: ``E_INVALID_MCP_SERVER_CONFIG``: The address cannot be bound (in use, not ours).
     """
     bare = host.strip("[]")
     sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET, socket.SOCK_STREAM)
