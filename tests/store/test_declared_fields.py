@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,21 +44,26 @@ LITERALS = st.one_of(STRINGS, FLOATS, st.booleans(), st.just(2**53 + 1), st.just
 
 
 @st.composite
-def metadata(draw: st.DrawFn) -> dict[str, Any] | None:
+def metadata(
+    draw: st.DrawFn,
+    keys: Mapping[str, st.SearchStrategy[Any]] = VALUES,
+    other: st.SearchStrategy[Any] | None = None,
+) -> dict[str, Any] | None:
+    """Records' metadata: each key missing, null or one of its values (or, with ``other``, one of those)."""
     if draw(st.integers(0, 9)) == 0:
         return None
     out: dict[str, Any] = {}
-    for key, values in VALUES.items():
+    for key, values in keys.items():
         choice = draw(st.integers(0, 4))
         if choice == 0:
             continue  # missing
-        out[key] = None if choice == 1 else draw(values)
+        out[key] = None if choice == 1 else draw(other if other is not None and choice == 2 else values)
     return out
 
 
 @st.composite
-def conditions(draw: st.DrawFn) -> FilterNode:
-    field = "metadata." + draw(st.sampled_from(sorted(VALUES)))
+def conditions(draw: st.DrawFn, keys: tuple[str, ...] = tuple(sorted(VALUES))) -> FilterNode:
+    field = "metadata." + draw(st.sampled_from(keys))
     op = draw(
         st.sampled_from(
             ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "like", "contains", "exists", "null"]
@@ -75,15 +81,20 @@ def conditions(draw: st.DrawFn) -> FilterNode:
     return condition(field, op, value)
 
 
-trees = st.recursive(
-    conditions(),
-    lambda children: st.one_of(
-        st.lists(children, min_size=1, max_size=3).map(lambda c: and_(*c)),
-        st.lists(children, min_size=1, max_size=3).map(lambda c: or_(*c)),
-        children.map(not_),
-    ),
-    max_leaves=5,
-)
+def filter_trees(keys: tuple[str, ...] = tuple(sorted(VALUES))) -> st.SearchStrategy[FilterNode]:
+    """Random filters of up to five conditions on ``metadata.<key>`` for ``keys``."""
+    return st.recursive(
+        conditions(keys),
+        lambda children: st.one_of(
+            st.lists(children, min_size=1, max_size=3).map(lambda c: and_(*c)),
+            st.lists(children, min_size=1, max_size=3).map(lambda c: or_(*c)),
+            children.map(not_),
+        ),
+        max_leaves=5,
+    )
+
+
+trees = filter_trees()
 
 
 def _store(**kwargs: Any) -> Any:

@@ -10,9 +10,10 @@ from turnkit.batteries.vector._errors import (
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector.filters._declared import FieldType
+from turnkit.batteries.vector.store._auto_fields import add_fields, before_move, deployer_fields
 from turnkit.batteries.vector.store._common import CollectionInfo
-from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes, fill_declared
-from turnkit.batteries.vector.store._integrity import remove_duplicates, undo_late_create
+from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes
+from turnkit.batteries.vector.store._integrity import undo_late_create
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
@@ -103,24 +104,13 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
     """Declare fields on an existing collection: migrate its rows, index the columns; rows filled."""
     coll = await store._collection(name)
     async with coll.lock, collection_lock(store.uri, name):
+        before_move(coll)
         with translate_errors("declare fields", name):
             await coll.table.checkout_latest()
         current = await store._refresh_fields(coll)
-        present = {f.name: f.type for f in await coll.table.schema()}
         check_same_types(name, current, fields)
-        # An unmarked column is what a declaration cut short left (filters never read it):
-        # it goes, and the declaration fills the key afresh.
-        stale = [k for k in fields if k not in current and k in present]
-        if stale:
-            with translate_errors("declare fields", name):
-                await coll.table.drop_columns(sorted(stale))
-        new = {key: kind for key, kind in fields.items() if key not in current}
-        if new:
-            # integrity: the fill sets list columns by record key, so every copy of a key held twice
-            # (older versions, object storage) would take one copy's values; the older copies go.
-            await remove_duplicates(coll.table, name)
-        rows = await fill_declared(coll.table, name, new) if new else 0
-        await ensure_field_indexes(coll.table, name, fields)
+        # An automatic field of the same type becomes the deployer's: writes then refuse other types.
+        rows = await add_fields(coll.table, name, current, fields, auto=False, promote=coll.auto)
         coll.wrote()
         await store._refresh_fields(coll)
     return rows
@@ -164,7 +154,8 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
                 unindexed = max(unindexed, int(istats.num_unindexed_rows))
     await _set_index(coll, indices)
     return CollectionInfo(
-        fields=dict(coll.fields),
+        fields=deployer_fields(coll),
+        auto_fields={key: kind for key, kind in coll.fields.items() if key in coll.auto},
         name=name,
         dimension=coll.dimension,
         metric=coll.metric,

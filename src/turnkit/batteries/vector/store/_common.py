@@ -191,3 +191,5 @@ class CollectionInfo:
     fragments: int
     fields: dict[str, FieldType] = field(default_factory=dict)
     """Declared fields (metadata keys kept as typed, indexed columns) and their types."""
+    auto_fields: dict[str, FieldType] = field(default_factory=dict)
+    """Keys the store keeps as typed, indexed columns by itself (every stored value had one type)."""

@@ -39,6 +39,7 @@ def create_vector_store(
     memory_cache: MemoryCache | None = MemoryCache(),
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
     fields: Mapping[str, Any] | None = None,
+    auto_fields: bool = True,
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -67,6 +68,11 @@ def create_vector_store(
             typed, indexed columns (``{"tenant": str, "year": int, "tags":
             list[str]}``), so filters on them read a column, not the JSON. See
             `VectorStore.declare_fields` for existing collections.
+        auto_fields: At optimize, keep each metadata key whose stored values
+            all have one type (``str``, ``int``, ``float``, ``bool`` or a list
+            of strings) as a typed, indexed column too, with the same filter
+            results; a key holding two types stays in the JSON. ``False``
+            leaves undeclared keys in the JSON.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
             API key defaults to the ``LANCEDB_API_KEY`` environment variable.
@@ -109,6 +115,10 @@ def create_vector_store(
     ):
         raise _config_error("max_document_chars must be a positive integer or None.")
     declared = normalize_fields(fields)
+    if not isinstance(auto_fields, bool):
+        raise VectorStoreUsageError(
+            "auto_fields must be True or False.", code="E_INVALID_VECTOR_STORE_CONFIG"
+        )
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.
         connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
@@ -120,6 +130,7 @@ def create_vector_store(
         uri=uri,
         encoder=encoder,
         fields=declared,
+        auto_fields=auto_fields,
         metric=canonical,
         read_consistency_interval=read_consistency_interval,
         storage_options=storage_options,

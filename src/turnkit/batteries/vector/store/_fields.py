@@ -8,7 +8,11 @@ Invariants (what filters on a declared field rely on):
   whose Arrow field carries ``turnkit.field``), so every process and store
   sees the same declaration as soon as it sees the version that made it;
 - declaring a field on a collection with rows fills the column from the JSON
-  in the same write lock as upserts, after checking every row's value.
+  in the same write lock as upserts, after checking every row's value;
+- an *automatic* field (one the store declared because every stored value of
+  the key had one type, see ``_auto_fields.py``) carries a second mark; a
+  write that brings another type drops its column before it commits, so the
+  key is read from the JSON again, and no write is ever refused for it.
 """
 
 from __future__ import annotations
@@ -21,26 +25,32 @@ import orjson
 import pyarrow as pa
 
 from turnkit.batteries.vector._errors import VectorStoreUsageError
-from turnkit.batteries.vector.filters._declared import FIELD_TYPES, FieldType, fits
+from turnkit.batteries.vector.filters._declared import FIELD_TYPES, MAX_EXACT_INT, FieldType, fits
 from turnkit.batteries.vector.store._common import _COLUMNS, record_key
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
     "FieldIndex",
+    "auto_fields",
     "check_same_types",
     "ensure_field_indexes",
     "declared_arrays",
     "declared_fields",
+    "field_marks",
     "field_schema",
     "fill_declared",
+    "is_field_name",
+    "kind_of",
     "normalize_fields",
     "scalar_index_config",
+    "value_kind",
     "with_declared",
 ]
 
 FieldIndex: TypeAlias = Literal["btree", "bitmap", "label_list"]
 
 _MARK: Final = b"turnkit.field"
+_AUTO: Final = b"turnkit.auto"  # b"1": declared by the store, not the deployer
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _ARROW: Final[Mapping[FieldType, pa.DataType]] = {
     "str": pa.string(),
@@ -90,7 +100,7 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
         )
     out: dict[str, FieldType] = {}
     for key, kind in fields.items():
-        if not isinstance(key, str) or _NAME.fullmatch(key) is None:
+        if not isinstance(key, str) or _NAME.fullmatch(key) is None:  # is_field_name, with its own error
             raise VectorStoreUsageError(
                 f"Declared field name {key!r} is not a plain metadata key.",
                 code="E_INVALID_VECTOR_STORE_CONFIG",
@@ -144,6 +154,61 @@ def declared_fields(schema: pa.Schema) -> dict[str, FieldType]:
         if kind is not None and kind.decode() in FIELD_TYPES:
             out[fld.name] = kind.decode()
     return out
+
+
+def auto_fields(schema: pa.Schema) -> frozenset[str]:
+    """Which of the table's declared fields the store declared by itself (see ``_auto_fields.py``)."""
+    return frozenset(
+        fld.name for fld in schema if (fld.metadata or {}).get(_MARK) and fld.metadata.get(_AUTO) == b"1"
+    )
+
+
+def field_marks(fields: Mapping[str, FieldType], *, auto: bool) -> list[dict[str, Any]]:
+    """The ``update_field_metadata`` entries that declare ``fields`` (automatic ones, or the deployer's)."""
+    flag = "1" if auto else "0"
+    return [
+        {"path": key, "metadata": {_MARK.decode(): kind, _AUTO.decode(): flag}}
+        for key, kind in sorted(fields.items())
+    ]
+
+
+def value_kind(value: Any) -> str | None:
+    """The type tag of one JSON value for automatic fields; None for JSON null.
+
+    ``int`` only within 2**53 (a larger one fits a float field, as declared
+    float fields take it); ``other`` (a dict, a mixed list) fits no field.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if -MAX_EXACT_INT <= value <= MAX_EXACT_INT else "bigint"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "list[str]"
+    return "other"
+
+
+def kind_of(tags: set[str]) -> FieldType | None:
+    """The one field type every tag fits, or None when the tags conflict."""
+    if not tags:
+        return None
+    if tags == {"int"}:
+        return "int"
+    if tags <= {"int", "bigint", "float"}:
+        return "float"
+    if len(tags) == 1 and (tag := next(iter(tags))) in ("str", "bool", "list[str]"):
+        return tag  # type: ignore[return-value]
+    return None
+
+
+def is_field_name(key: str) -> bool:
+    """Whether ``key`` can be a declared field (a plain name, not a column every collection has)."""
+    return _NAME.fullmatch(key) is not None and key not in _COLUMNS and not key.startswith("_")
 
 
 async def ensure_field_indexes(table: Any, name: str, fields: Mapping[str, FieldType]) -> None:
@@ -217,7 +282,7 @@ def with_declared(
     return data
 
 
-async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) -> int:
+async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType], *, auto: bool = False) -> int:
     """Declare ``fields`` on a table that may hold rows: add, fill from the JSON, then mark each column.
 
     A first pass over ``id, metadata`` in batches (memory stays bounded)
@@ -230,12 +295,15 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
     until the next optimize). A column counts as declared only once its mark
     is committed, last: a declaration cut short leaves an unmarked column
     that filters never read. The caller drops such columns first, holding
-    the collection's write locks.
+    the collection's write locks. ``auto``: the store declares them (their
+    types were found by reading every row under the same locks, so the first
+    pass is skipped).
     """
     rows = 0
-    async for ids, metas, _ in _id_metadata_batches(table, name, "id"):
-        declared_arrays(ids, metas, fields)  # pass 1: refuses before any write
-        rows += len(ids)
+    if not auto:
+        async for ids, metas, _ in _id_metadata_batches(table, name, "id"):
+            declared_arrays(ids, metas, fields)  # pass 1: refuses before any write
+            rows += len(ids)
     scalars = {key: kind for key, kind in fields.items() if kind != "list[str]"}
     lists = {key: kind for key, kind in fields.items() if kind == "list[str]"}
     with translate_errors("declare fields", name):
@@ -252,9 +320,7 @@ async def fill_declared(table: Any, name: str, fields: Mapping[str, FieldType]) 
             with translate_errors("declare fields", name):
                 await table.merge_insert(key).when_matched_update_all().execute(pa.table(columns))
     with translate_errors("declare fields", name):  # one commit declares them all
-        await table.update_field_metadata(
-            *({"path": key, "metadata": {_MARK.decode(): kind}} for key, kind in sorted(fields.items()))
-        )
+        await table.update_field_metadata(*field_marks(fields, auto=auto))
     return rows
 
 

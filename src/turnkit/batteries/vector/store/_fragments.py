@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from turnkit._aio import on_loop, sync_form
 from turnkit._lazy import import_optional
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
+from turnkit.batteries.vector.store._auto_fields import before_move, conflicts, deployer_fields
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._guarded import KEY, with_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -70,6 +71,9 @@ async def write_fragments(
             collection=collection,
         )
     fields = await on_loop(store._refresh_fields(coll))
+    # An automatic field a record does not fit is left out: the commit then drops it (_auto_fields.py).
+    misfits = conflicts(coll, batch.metadata)
+    fields = {key: kind for key, kind in fields.items() if key not in misfits}
     data = batch.to_arrow(array, collection_schema(coll.dimension, {}), datetime.now(UTC))
     data = with_declared(data, batch.ids, batch.metadata, fields)
     if coll.keyed:  # appended records are keyed by their ids, as an unguarded upsert keys them
@@ -107,18 +111,28 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
     async def commit() -> int:
         async with coll.lock, collection_lock(store.uri, collection):
             uri = await coll.table.uri()
+            before_move(coll)
             with translate_errors("upsert", collection):
                 await coll.table.checkout_latest()
-                version = await coll.table.version()
-                fields = await store._refresh_fields(coll)
-                columns = [*fields, *([KEY] if coll.keyed else [])]
-                dataset = None
-                if columns:
-                    dataset = await asyncio.to_thread(
-                        lance.dataset, uri, version=version, storage_options=store.storage_options or None
-                    )
-            if dataset is not None:
-                _check_declared_columns(collection, dataset, columns, fragments)
+            for _ in range(2):  # again after dropping automatic fields the fragments lack
+                with translate_errors("upsert", collection):
+                    version = await coll.table.version()
+                    fields = await store._refresh_fields(coll)
+                    columns = [*fields, *([KEY] if coll.keyed else [])]
+                    dataset = None
+                    if columns:
+                        dataset = await asyncio.to_thread(
+                            lance.dataset, uri, version=version, storage_options=store.storage_options or None
+                        )
+                missing = set() if dataset is None else _missing_columns(dataset, columns, fragments)
+                lacking = sorted(missing & coll.auto)
+                if not lacking:
+                    break
+                coll.fields = deployer_fields(coll)
+                with translate_errors("upsert", collection):
+                    await coll.table.drop_columns(lacking)
+                coll.wrote()
+            _check_declared_columns(collection, missing)
             with translate_errors("upsert", collection):
                 await asyncio.to_thread(
                     lance.LanceDataset.commit,
@@ -134,9 +148,7 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
     return await on_loop(commit())
 
 
-def _check_declared_columns(
-    collection: str, dataset: Any, columns: Sequence[str], fragments: Sequence[str]
-) -> None:
+def _missing_columns(dataset: Any, columns: Sequence[str], fragments: Sequence[str]) -> set[str]:
     # integrity: a fragment written before a field was declared (or the key column added) has no
     # data for its column, so Lance would read NULL there: filters on it would miss the row.
     ids = {dataset.lance_schema.field(key).id(): key for key in columns}
@@ -144,6 +156,10 @@ def _check_declared_columns(
     for text in fragments:
         present = {fid for data_file in json.loads(text)["files"] for fid in data_file["fields"]}
         missing.update(key for fid, key in ids.items() if fid not in present)
+    return missing
+
+
+def _check_declared_columns(collection: str, missing: set[str]) -> None:
     if missing:
         raise VectorStoreRuntimeError(
             f"Collection {collection!r} gained the columns {', '.join(sorted(missing))} (declared fields, or "

@@ -49,6 +49,7 @@ class _Collection:
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
     fts_positions: bool = False  # ... and it records positions (phrase queries work)
     fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
+    auto: frozenset[str] = frozenset()  # which of them the store declared by itself (_auto_fields.py)
     keyed: bool = False  # records are keyed by `_key` (a guarded write reached it), not `id`
     # Held while this handle moves to the latest version: a search that arrives meanwhile waits,
     # rather than read the old version under the new version's number (and cache it under it).

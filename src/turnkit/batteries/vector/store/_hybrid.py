@@ -24,6 +24,7 @@ import numpy as np
 
 from turnkit._aio import finish_before_exit
 from turnkit.batteries.vector.ranking._fusion import fusion_for
+from turnkit.batteries.vector.store._auto_fields import before_move
 from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata, vector_of
 
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ async def ensure_fts_index(coll: _Collection) -> None:
                 # look again at the latest version before giving up.
                 if attempt == 2 or exc.code != "E_VECTOR_STORE_OPERATION_FAILED":
                     raise
+                before_move(coll)  # that version may have dropped an automatic field
                 with translate_errors("create_index", coll.name):
                     await coll.table.checkout_latest()
         coll.fts_ready = True

@@ -1,4 +1,4 @@
-"""Collection maintenance: compaction after writes, repair, and vector indexes."""
+"""Collection maintenance: compaction after writes, repair, automatic fields, and vector indexes."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from turnkit.batteries.vector._errors import VectorStoreUsageError
+from turnkit.batteries.vector.store._auto_fields import before_move, declare_auto
 from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._fields import ensure_field_indexes
 from turnkit.batteries.vector.store._index_policy import auto_index
@@ -71,6 +72,7 @@ async def background_optimize(store: VectorStore, coll: _Collection) -> None:
 async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = False) -> int:
     async with coll.lock:
         removed = 0
+        before_move(coll)
         if repair:  # integrity: row ids stay put only while no other process commits
             async with collection_lock(store.uri, coll.name):
                 with translate_errors("optimize", coll.name):
@@ -83,7 +85,10 @@ async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = 
             await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
         coll.wrote()
         coll.writes = 0
+        await store._refresh_fields(coll)
         await ensure_field_indexes(coll.table, coll.name, coll.fields)  # e.g. lost to a race at creation
+        if store.auto_fields:
+            await declare_auto(store, coll)
         await _set_index(coll, await coll.table.list_indices())
     return removed
 

@@ -40,13 +40,19 @@ from turnkit.batteries.vector.store import (
     _updates,
     _writes,
 )
+from turnkit.batteries.vector.store._auto_fields import before_move
 from turnkit.batteries.vector.store._common import (
     _COLUMNS,
     _FORMAT,
     CollectionInfo,
     UpsertResult,
 )
-from turnkit.batteries.vector.store._fields import declared_fields, ensure_field_indexes, normalize_fields
+from turnkit.batteries.vector.store._fields import (
+    auto_fields,
+    declared_fields,
+    ensure_field_indexes,
+    normalize_fields,
+)
 from turnkit.batteries.vector.store._filter_keys import KeySet, check_filter_keys
 from turnkit.batteries.vector.store._guarded import KEY
 from turnkit.batteries.vector.store._handles import (
@@ -103,9 +109,11 @@ class VectorStore:
         memory_cache: MemoryCache | None = None,
         max_document_chars: int | None = None,
         fields: Mapping[str, FieldType] | None = None,
+        auto_fields: bool = True,
     ) -> None:
         self.uri = uri
         self.fields: dict[str, FieldType] = dict(fields or {})
+        self.auto_fields = auto_fields
         self.max_document_chars = max_document_chars
         self._memory = MemoryIndex(memory_cache)
         self.encoder = encoder
@@ -206,6 +214,7 @@ class VectorStore:
             async with coll.catching_up:
                 target = coll.tracker.version
                 if coll.seen_version != target:  # not already done by the search this one waited for
+                    before_move(coll)
                     with translate_errors("open", coll.name):
                         await coll.table.checkout_latest()
                     await self._refresh_fields(coll)
@@ -237,6 +246,7 @@ class VectorStore:
         with translate_errors("open", coll.name):
             schema = await coll.table.schema()
         coll.fields = declared_fields(schema)
+        coll.auto = auto_fields(schema)
         coll.keyed = KEY in schema.names
         return coll.fields
 
@@ -284,6 +294,7 @@ class VectorStore:
             encoder=meta.get("encoder"),
             tracker=self._tracker(name),
             fields=declared_fields(schema),
+            auto=auto_fields(schema),
             keyed=KEY in schema.names,
             born=_freshness.born(schema),
         )

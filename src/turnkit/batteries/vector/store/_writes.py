@@ -18,6 +18,7 @@ from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
+from turnkit.batteries.vector.store._auto_fields import before_move, deployer_fields, retire_conflicts
 from turnkit.batteries.vector.store._common import UpsertResult, _contains_raw, _matches_everything
 from turnkit.batteries.vector.store._fields import declared_arrays, with_declared
 from turnkit.batteries.vector.store._guarded import (
@@ -78,7 +79,8 @@ async def upsert(
         return UpsertResult(0, 0, await delete(store, replace, all_records=True))
     coll = await on_loop(store._existing(name))
     # Refused before anything is created or encoded; checked again on the version the write lands on.
-    declared_arrays(batch.ids, batch.metadata, store.fields if coll is None else coll.fields)
+    # (Automatic fields refuse nothing: a value of another type drops the field, see _auto_fields.py.)
+    declared_arrays(batch.ids, batch.metadata, store.fields if coll is None else deployer_fields(coll))
     await encode_documents(store, name, coll, batch)
     if coll is not None:
         array = batch.vector_array(coll.dimension, source="the collection's")
@@ -142,6 +144,7 @@ async def write(
         # include every earlier commit.
         await store._fresh(coll)
         if across:  # integrity: other processes' commits too
+            before_move(coll)
             with translate_errors("upsert", name):
                 await coll.table.checkout_latest()
         for attempt in range(_SUPERSEDED_TRIES):
@@ -159,6 +162,7 @@ async def write(
                     or not superseded(exc)
                 ):
                     raise
+                before_move(coll)
                 with translate_errors("upsert", name):
                     await coll.table.checkout_latest()
     if result is None:
@@ -184,7 +188,8 @@ async def _merge(
 ) -> Any:
     """One read-modify-commit of an upsert, on the handle's version (the caller holds the locks)."""
     # Declared fields as of the version this write lands on (another process may have declared one).
-    fields = await store._refresh_fields(coll)
+    await store._refresh_fields(coll)
+    fields = await retire_conflicts(store, coll, batch.metadata, "upsert")
     data = with_declared(data, batch.ids, batch.metadata, fields)
     replace_where = None if replace is None else to_sql(replace, fields)
     if guard is not None and not coll.keyed:  # guard: ids are scoped by guard from now on
