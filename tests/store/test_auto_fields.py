@@ -279,3 +279,17 @@ def test_optimizing_and_writing_other_types_in_two_processes_keeps_every_result(
     ):
         expected = {r["id"] for r in records if evaluate(node, r)}
         assert {m.id for m in fresh("mp").where(node).get_sync([r["id"] for r in records])} == expected
+
+
+def test_stores_on_object_storage_declare_no_automatic_fields() -> None:
+    from tests._s3 import moto_available, s3_server
+
+    if not moto_available():
+        pytest.skip("moto[server] is not installed (pip install 'turnkit[s3-test]')")
+    with s3_server() as s3:
+        # Writers there take no lock across processes: one could land rows between the read and the mark.
+        vs = create_vector_store(s3.new_bucket(), storage_options=s3.storage_options, auto_optimize=None)
+        vs("o").upsert_sync(_records([{"g": i} for i in range(5)]))
+        vs("o").optimize_sync()
+        assert vs.collection_info_sync("o").auto_fields == {}
+        assert vs("o").where("metadata.g", "gte", 3).count_sync() == 2

@@ -7,7 +7,8 @@ one type (``int``; ``float`` for floats, or floats and integers; ``str``;
 ``bool``; a list of strings) becomes a declared field marked automatic:
 filled from the JSON and indexed exactly as `declare_fields` does it, so a
 filter on it reads the column with the same results. A key holding two types
-stays in the JSON. ``create_vector_store(auto_fields=False)`` turns it off.
+stays in the JSON. ``create_vector_store(auto_fields=False)`` turns it off;
+it runs only where every writer takes that lock (a local disk, memory).
 
 A later write (upsert, update_metadata, fragments) whose value does not fit
 an automatic field is never refused: in the same locks, before its own

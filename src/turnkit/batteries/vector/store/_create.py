@@ -71,7 +71,8 @@ def create_vector_store(
         auto_fields: At optimize, keep each metadata key whose stored values
             all have one type (``str``, ``int``, ``float``, ``bool`` or a list
             of strings) as a typed, indexed column too, with the same filter
-            results; a key holding two types stays in the JSON. ``False``
+            results; a key holding two types stays in the JSON. Only on a
+            local disk (and ``memory://``), where writers lock. ``False``
             leaves undeclared keys in the JSON.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…). For ``db://`` URIs the

@@ -16,7 +16,7 @@ from turnkit.batteries.vector.store._integrity import (
     retry_conflicts,
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
-from turnkit.batteries.vector.store._locks import collection_lock
+from turnkit.batteries.vector.store._locks import collection_lock, local_root
 
 __all__ = [
     "after_write",
@@ -87,7 +87,9 @@ async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = 
         coll.writes = 0
         await store._refresh_fields(coll)
         await ensure_field_indexes(coll.table, coll.name, coll.fields)  # e.g. lost to a race at creation
-        if store.auto_fields:
+        # integrity: only where every writer takes the collection's lock (a local disk, or memory):
+        # an unlocked writer could land rows without the new column between the read and the mark.
+        if store.auto_fields and (local_root(store.uri) is not None or store.uri.startswith("memory://")):
             await declare_auto(store, coll)
         await _set_index(coll, await coll.table.list_indices())
     return removed
