@@ -117,9 +117,7 @@ def create_vector_store(
         raise _config_error("max_document_chars must be a positive integer or None.")
     declared = normalize_fields(fields)
     if not isinstance(auto_fields, bool):
-        raise VectorStoreUsageError(
-            "auto_fields must be True or False.", code="E_INVALID_VECTOR_STORE_CONFIG"
-        )
+        raise _config_error("auto_fields must be True or False.")
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.
         connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
