@@ -8,8 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -354,6 +352,9 @@ def _write_records(arguments: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _check_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
     """Refuse arguments outside the schema the tool publishes (a model may send anything)."""
+    from jsonschema import Draft202012Validator  # only the write tools need it: not at import
+    from jsonschema.exceptions import best_match
+
     error = best_match(Draft202012Validator(schema).iter_errors(arguments))
     if error is not None:
         where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
