@@ -13,10 +13,12 @@ from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._auto_fields import add_fields, before_move, deployer_fields
 from turnkit.batteries.vector.store._common import CollectionInfo
 from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes
+from turnkit.batteries.vector.store._index_policy import search_knobs
 from turnkit.batteries.vector.store._integrity import undo_late_create
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
+from turnkit.batteries.vector.store._reads import search_ef
 from turnkit.batteries.vector.store._records import collection_schema
 from turnkit.batteries.vector.store._scores import normalize_metric
 
@@ -165,4 +167,6 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
         indexes=tuple(f"{i.name}:{i.index_type}" for i in indices),
         unindexed_rows=unindexed,
         fragments=int(_fragment_count(stats)),
+        recall_curve=coll.recall_curve.points if coll.recall_curve else (),
+        search_ef=search_knobs(coll.index_type, coll.index_rows, 10, None, None, search_ef(coll, 10))[2],
     )

@@ -193,3 +193,8 @@ class CollectionInfo:
     """Declared fields (metadata keys kept as typed, indexed columns) and their types."""
     auto_fields: dict[str, FieldType] = field(default_factory=dict)
     """Keys the store keeps as typed, indexed columns by itself (every stored value had one type)."""
+    recall_curve: tuple[tuple[int, float], ...] = ()
+    """The HNSW index's recall@10 at each ``ef``, measured when it was built (empty: no HNSW index)."""
+    search_ef: int | None = None
+    """The HNSW ``ef`` a 10-result search uses now: the measured one for the store's ``recall_target``,
+    else the row-count rule's (``None``: the index is not HNSW)."""

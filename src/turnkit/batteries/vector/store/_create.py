@@ -8,13 +8,14 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from turnkit._checks import expect_text
+from turnkit._checks import expect_text, is_number, short_repr
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.store._fields import normalize_fields
 from turnkit.batteries.vector.store._memory_index import (
     MemoryCache,
 )
+from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET
 from turnkit.batteries.vector.store._records import (
     DEFAULT_MAX_DOCUMENT_CHARS,
 )
@@ -40,6 +41,7 @@ def create_vector_store(
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
     fields: Mapping[str, Any] | None = None,
     auto_fields: bool = True,
+    recall_target: float = DEFAULT_RECALL_TARGET,
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -74,6 +76,10 @@ def create_vector_store(
             results; a key holding two types stays in the JSON. Only on a
             local disk (and ``memory://``), where writers lock. ``False``
             leaves undeclared keys in the JSON.
+        recall_target: The recall@10 an HNSW search aims for when the query
+            sets no ``ef``: each HNSW build measures the recall at each ``ef``
+            on the collection's own vectors, and searches use the smallest
+            ``ef`` that meets this (see docs/store.md).
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
             API key defaults to the ``LANCEDB_API_KEY`` environment variable.
@@ -115,6 +121,8 @@ def create_vector_store(
         or max_document_chars < 1
     ):
         raise _config_error("max_document_chars must be a positive integer or None.")
+    if not is_number(recall_target, 0, 1) or recall_target <= 0:
+        raise _config_error(f"recall_target must be a number in (0, 1], got {short_repr(recall_target)}.")
     declared = normalize_fields(fields)
     if not isinstance(auto_fields, bool):
         raise _config_error("auto_fields must be True or False.")
@@ -137,4 +145,5 @@ def create_vector_store(
         auto_optimize=auto_optimize,
         memory_cache=memory_cache,
         max_document_chars=max_document_chars,
+        recall_target=float(recall_target),
     )

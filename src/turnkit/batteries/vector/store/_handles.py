@@ -9,6 +9,7 @@ from typing import Any
 
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.filters._declared import FieldType
+from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET, RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
 __all__ = ["AutoOptimize"]
@@ -45,6 +46,8 @@ class _Collection:
     writes: int = 0
     index_type: str | None = None
     index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
+    recall_curve: RecallCurve | None = None  # the HNSW index's measured recall per ef (_recall.py)
+    recall_target: float = DEFAULT_RECALL_TARGET  # the store's
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
     fts_positions: bool = False  # ... and it records positions (phrase queries work)

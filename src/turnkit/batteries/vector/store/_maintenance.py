@@ -17,6 +17,7 @@ from turnkit.batteries.vector.store._integrity import (
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, local_root
+from turnkit.batteries.vector.store._recall import RecallCurve, measure_recall_curve
 
 __all__ = [
     "after_write",
@@ -128,6 +129,12 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
             await coll.table.create_index("vector", config=config, replace=True)
             coll.wrote()
             await _set_index(coll, await coll.table.list_indices())
+            if index_type == "hnsw_sq" and coll.index_type is not None:
+                curve = await measure_recall_curve(coll.table, coll.metric, coll.index_type, coll.index_rows)
+                metadata = RecallCurve.field_metadata(curve)  # replaces the last build's
+                await coll.table.update_field_metadata({"path": "vector", "metadata": metadata})
+                coll.wrote()
+                coll.recall_curve = curve
     return index_type
 
 
@@ -141,6 +148,9 @@ def _vector_index_type(indices: Iterable[Any]) -> str | None:
 async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
     coll.index_type = _vector_index_type(indices)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
+    coll.recall_curve = None
+    if "hnsw" in (coll.index_type or "").lower():
+        coll.recall_curve = RecallCurve.of_field((await coll.table.schema()).field("vector").metadata)
 
 
 def _fragment_count(stats: Any) -> int:

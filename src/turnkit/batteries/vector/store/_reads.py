@@ -220,10 +220,22 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
     return coll, near.vector, spec.select or ("*",)
 
 
+def search_ef(coll: _Collection, wanted: int, filtered: bool = False) -> int | None:
+    """The HNSW ``ef`` the store's recall target needs, from the curve measured at the build (else None).
+
+    The curve is of unfiltered searches; a filtered search walks past the rows
+    its filter drops, so it keeps the row-count rule (`search_knobs`).
+    """
+    if coll.recall_curve is None or filtered:
+        return None
+    return coll.recall_curve.ef_for(coll.recall_target, coll.index_rows, wanted)
+
+
 def knobs(query: Any, coll: _Collection, spec: QuerySpec) -> Any:
     # Defaults that hold recall@10 as the collection grows (see _index_policy.py, docs/store.md).
     wanted = spec.limit + spec.offset
-    chosen = search_knobs(coll.index_type, coll.index_rows, wanted, spec.nprobes, spec.refine_factor, spec.ef)
+    ef = search_ef(coll, wanted, spec.filter is not None) if spec.ef is None else spec.ef
+    chosen = search_knobs(coll.index_type, coll.index_rows, wanted, spec.nprobes, spec.refine_factor, ef)
     return apply_knobs(query, chosen)
 
 

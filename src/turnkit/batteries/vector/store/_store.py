@@ -74,6 +74,7 @@ from turnkit.batteries.vector.store._memory_index import (
     MemoryCacheStats,
     MemoryIndex,
 )
+from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET
 from turnkit.batteries.vector.store._records import (
     collection_schema,
 )
@@ -110,8 +111,10 @@ class VectorStore:
         max_document_chars: int | None = None,
         fields: Mapping[str, FieldType] | None = None,
         auto_fields: bool = True,
+        recall_target: float = DEFAULT_RECALL_TARGET,
     ) -> None:
         self.uri = uri
+        self.recall_target = recall_target
         self.fields: dict[str, FieldType] = dict(fields or {})
         self.auto_fields = auto_fields
         self.max_document_chars = max_document_chars
@@ -297,6 +300,7 @@ class VectorStore:
             auto=auto_fields(schema),
             keyed=KEY in schema.names,
             born=_freshness.born(schema),
+            recall_target=self.recall_target,
         )
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
