@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 _context_error = partial(UsageError, code="E_INVALID_TURN_CONTEXT")
+_config_error = partial(UsageError, code="E_INVALID_TURN_RUNNER_CONFIG")
 
 
 class TurnRunner:
@@ -66,14 +67,7 @@ class TurnRunner:
 
     def __init__(self, config: TurnRunnerConfig) -> None:
         hint = "Write TurnRunner(TurnRunnerConfig(model=..., ...))."
-        expect(
-            config,
-            TurnRunnerConfig,
-            "config",
-            partial(UsageError, code="E_INVALID_TURN_RUNNER_CONFIG"),
-            hint,
-            field="config",
-        )
+        expect(config, TurnRunnerConfig, "config", _config_error, hint, field="config")
         self._config = config
         self._store: InMemoryMessageStore | None = None
         if config.fetch_messages is None or config.store_message is None:
