@@ -20,7 +20,7 @@ def _gaussian(n: int, dim: int, seed: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    vectors = _gaussian(4000, 32, seed=0)
+    vectors = _gaussian(2000, 32, seed=0)
     uri = str(tmp_path_factory.mktemp("recall"))
     store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
     store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
@@ -46,7 +46,7 @@ def test_the_build_records_a_rising_curve_and_searches_use_its_ef(built):
     assert efs == sorted(efs) and set(efs) <= set(LADDER)
     assert recalls[-1] >= 0.98 and recalls[0] < recalls[-1]
     assert info.search_ef == next(ef for ef, recall in info.recall_curve if recall >= 0.98)
-    assert info.search_ef < default_ef(4000, 10)  # the rule spent more than the target needs
+    assert info.search_ef < default_ef(2000, 10)  # the rule spent more than the target needs
     # Held-out queries (not stored vectors) meet the target within the sample's error.
     queries = _gaussian(100, 32, seed=1)
     assert _recall(store, vectors, queries) >= 0.95
