@@ -3,9 +3,12 @@
 For each size: the same clustered 256-d vectors go into every system; then the
 same queries run through each one, the systems alternated per query, top-10
 cosine, unfiltered and with a 10%-selective filter on a declared field. Prints p50/p95,
-recall@10 (against numpy's exact answer), build time, and throughput with 16
-concurrent async queries (median of 3 rounds, the systems alternated), plus
-the ratios of turnkit's p50 to numpy's, raw LanceDB's and Chroma's.
+recall@10 (against numpy's exact answer), build time, and throughput with one
+query in flight (``q/s x1``: sequential async queries, as an agent asks once
+per turn) and with 16 concurrent async queries (``q/s x16``; each the median
+of 3 rounds, the systems alternated), plus the ratios of turnkit's p50 to
+numpy's, raw LanceDB's and Chroma's, and of its ``q/s x1`` to raw LanceDB
+async's and Chroma's.
 
 Above 50,000 rows the table gets the index ``create_index('auto')`` builds,
 and raw LanceDB searches it with turnkit's search knobs; turnkit searches it
@@ -291,7 +294,9 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
                 {s: functools.partial(fn, filtered=filtered) for s, fn in systems.items()}, queries
             )
             extra = {"turnkit index": index_bases[filtered]} if "turnkit index" in systems else {}
-            qps = throughput({"turnkit": bases[filtered], **extra}, tmp, raw_query, chroma, queries, filtered)
+            tk_bases = {"turnkit": bases[filtered], **extra}
+            qps1 = throughput(tk_bases, tmp, raw_query, chroma, queries, filtered, concurrency=1)
+            qps = throughput(tk_bases, tmp, raw_query, chroma, queries, filtered)
             builds = {"numpy": npy.build, "turnkit": tk_build, "lancedb": tk_build, "turnkit index": tk_build}
             if chroma is not None:
                 builds["chroma"] = chroma.build
@@ -311,10 +316,13 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
                         f"{p95_ms(samples[s]):.3f}",
                         f"{recall(found[s], truth):.3f}",
                         f"{builds[s]:.1f}",
+                        f"{qps1.get(s, float('nan')):.0f}",
                         f"{qps.get(s, float('nan')):.0f}",
                         f"{p50[s] / p50['numpy']:.2f}" if tk else "",
                         f"{p50[s] / p50['lancedb']:.2f}" if tk else "",
                         f"{p50[s] / p50['chroma']:.2f}" if tk and "chroma" in p50 else "",
+                        f"{qps1[s] / qps1['lancedb']:.2f}" if tk else "",
+                        f"{qps1[s] / qps1['chroma']:.2f}" if tk and "chroma" in qps1 else "",
                     )
                 )
             print(table(out[-len(systems) :], HEADER), flush=True)
@@ -330,10 +338,13 @@ HEADER = (
     "p95 ms",
     "recall@10",
     "build s",
+    "q/s x1",
     "q/s x16",
     "tk/np",
     "tk/lance",
     "tk/chroma",
+    "x1 tk/lance",
+    "x1 tk/chroma",
 )
 
 
@@ -344,11 +355,12 @@ def throughput(
     chroma: Chroma | None,
     queries: np.ndarray,
     filtered: bool,
+    concurrency: int = CONCURRENCY,
 ) -> dict[str, float]:
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
     async def gather(fn: Callable[[np.ndarray], Any]) -> float:
-        sem = asyncio.Semaphore(CONCURRENCY)
+        sem = asyncio.Semaphore(concurrency)
 
         async def one(q: np.ndarray) -> None:
             async with sem:
@@ -378,7 +390,7 @@ def throughput(
 
     def chroma_qps() -> float:
         assert chroma is not None
-        with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:  # Chroma's local client is sync
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:  # Chroma's local client is sync
             t = time.perf_counter()
             list(pool.map(lambda q: chroma.search(q, filtered), queries))
             return len(queries) / (time.perf_counter() - t)

@@ -21,9 +21,9 @@ from turnkit.batteries.vector import (
     create_vector_store,
 )
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store import _memory_batch
+from turnkit.batteries.vector.store import _memory_batch, _memory_index
 from turnkit.batteries.vector.store._memory_batch import BatchedProduct, dot_tolerance
-from turnkit.batteries.vector.store._memory_index import _Snapshot
+from turnkit.batteries.vector.store._memory_index import MemoryIndex, _Snapshot
 
 
 def _table(matrix: np.ndarray, ids: list[str]) -> pa.Table:
@@ -361,3 +361,56 @@ def test_a_search_while_the_interpreter_exits_still_answers(tmp_path: Any) -> No
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "same", done.stderr
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 300),
+    dim=st.integers(1, 32),
+    limit=st.integers(1, 12),
+    together=st.integers(2, 6),
+)
+def test_a_lone_async_search_run_by_its_caller_answers_as_the_worker_does(
+    metric: str, seed: int, rows: int, dim: int, limit: int, together: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, dim)).astype(np.float32)
+    matrix[rng.integers(0, rows, size=rows // 4)] = matrix[0]  # ties, broken by id
+    ids = [f"r{i}" for i in rng.permutation(rows)]
+    snapshot = _Snapshot("c", 1, _table(matrix, ids), dim, metric)  # type: ignore[arg-type]
+    spec = QuerySpec(collection="c", limit=limit)
+    queries = list(rng.normal(size=(together, dim)).astype(np.float32))
+    queries[0] = matrix[0].copy()
+    handed = []
+    real = snapshot.product.run_async
+
+    async def spy(query: np.ndarray, finish: Any) -> Any:
+        handed.append(query)
+        return await real(query, finish)
+
+    def found(matches: list[Any] | None) -> list[tuple[str, float | None]]:
+        assert matches is not None
+        return [(m.id, m.distance) for m in matches]
+
+    async def main() -> tuple[list[Any], list[Any], list[Any]]:
+        worker = [found(await snapshot.search_async(spec, q, ["id"])) for q in queries]
+        assert len(handed) == together  # the path replaced: every search handed to the worker
+        handed.clear()
+        await asyncio.to_thread(_wait_for, snapshot.product.idle)  # the worker gives its place back
+        lone = [found(await MemoryIndex.answer(snapshot, spec, q, ["id"])) for q in queries]
+        assert not handed  # one at a time: each ran in the caller's thread
+        gathered = await asyncio.gather(*(MemoryIndex.answer(snapshot, spec, q, ["id"]) for q in queries))
+        assert len(handed) == together  # started together: they share the worker's passes
+        return worker, lone, [found(m) for m in gathered]
+
+    # This small matrix takes the paths a 10,000 x 256 one does.
+    with (
+        mock.patch.object(_memory_index, "INLINE_WORK", 0),
+        mock.patch.object(_memory_index, "LONE_INLINE_WORK", matrix.size),
+        mock.patch.object(snapshot.product, "run_async", spy),
+    ):
+        worker, lone, gathered = asyncio.run(main())
+    assert lone == worker and gathered == worker
+    assert snapshot.in_flight == 0 and snapshot.product.idle()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC
 from typing import Any
 
 import numpy as np
@@ -10,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.batteries.vector import create_vector_store
+from turnkit.batteries.vector import VectorMatch, create_vector_store
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store._bulk_matches import _scores, scores_from_distances
+from turnkit.batteries.vector.store._bulk_matches import _match, _scores, scores_from_distances
 
 _distances = st.lists(
     st.one_of(
@@ -105,3 +106,30 @@ def test_the_quick_metadata_check_agrees_with_the_walk_that_names_the_problem(
 
     value = {"m": metadata, "deep": _nested(deep)} if deep else metadata
     assert _json_clean(value, 0) == (_json_problem(value) is None)
+
+
+_anything = st.none() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rid=st.text(max_size=8),
+    values=st.tuples(*[_anything] * 3),
+    metadata=st.none() | st.dictionaries(st.text(max_size=3), _anything, max_size=3),
+    vector=st.none() | st.lists(st.floats(allow_nan=False), max_size=4),
+    stamps=st.tuples(*[st.none() | st.datetimes(timezones=st.just(UTC))] * 2),
+)
+def test_a_match_built_from_columns_is_the_one_the_dataclass_builds(
+    rid: str, values: tuple[Any, Any, Any], metadata: Any, vector: Any, stamps: tuple[Any, Any]
+) -> None:
+    score, distance, document = values
+    fast = _match(rid, score, distance, document, metadata, vector, *stamps)
+    slow = VectorMatch(rid, score, distance, document, metadata, vector, *stamps)
+    assert type(fast) is VectorMatch
+    assert fast == slow and repr(fast) == repr(slow)
+    assert [getattr(fast, f.name) for f in dataclasses.fields(VectorMatch)] == [
+        getattr(slow, f.name) for f in dataclasses.fields(VectorMatch)
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.id = "other"  # type: ignore[misc]
+    assert dataclasses.replace(fast, score=0.5) == dataclasses.replace(slow, score=0.5)

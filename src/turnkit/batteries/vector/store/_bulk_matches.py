@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,44 @@ def _scores(metric: Metric, dist: list[float]) -> list[float]:
     if metric == "l2":
         return [min(max(1.0 / (1.0 + max(d, 0.0)), 0.0), 1.0) for d in dist]
     return [min(max(1.0 - d / 2.0, 0.0), 1.0) for d in dist]
+
+
+# A match built without the frozen dataclass's __init__: it sets each of the nine fields through
+# object.__setattr__, 3.2 us a match, a tenth of a lone search of 1,000 rows in memory; the slots'
+# own setters take half that. The field list is checked here, so a new field cannot go unset.
+if tuple(f.name for f in fields(VectorMatch)) != (
+    "id",
+    "score",
+    "distance",
+    "document",
+    "metadata",
+    "vector",
+    "created_at",
+    "updated_at",
+    "duplicates",
+):  # pragma: no cover - a change to VectorMatch must update `_match` with it
+    raise ImportError("VectorMatch's fields changed: update _bulk_matches._match")
+_new = object.__new__
+_id, _score, _distance, _document, _metadata, _vector, _created, _updated, _duplicates = (
+    getattr(VectorMatch, f.name).__set__ for f in fields(VectorMatch)
+)
+
+
+def _match(
+    rid: str, score: Any, distance: Any, document: Any, metadata: Any, vector: Any, made: Any, changed: Any
+) -> VectorMatch:
+    """``VectorMatch(rid, score, ...)``, the same object, built faster."""
+    match: VectorMatch = _new(VectorMatch)
+    _id(match, rid)
+    _score(match, score)
+    _distance(match, distance)
+    _document(match, document)
+    _metadata(match, metadata)
+    _vector(match, vector)
+    _created(match, made)
+    _updated(match, changed)
+    _duplicates(match, ())
+    return match
 
 
 def matches_from_columns(
@@ -64,7 +103,7 @@ def matches_from_columns(
     made = empty if created_at is None else created_at
     changed = empty if updated_at is None else updated_at
     return [
-        VectorMatch(ids[i], scores[i], dist[i], docs[i], metadata[i], vecs[i], made[i], changed[i])
+        _match(ids[i], scores[i], dist[i], docs[i], metadata[i], vecs[i], made[i], changed[i])
         for i in range(n)
     ]
 
