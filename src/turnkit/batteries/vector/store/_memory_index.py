@@ -485,12 +485,14 @@ class MemoryIndex:
     ) -> list[VectorMatch] | None:
         """A snapshot's matches for a coroutine on any loop: small products inline, others off the loop.
 
+        An unfiltered search alone on a copy of up to `LONE_INLINE_WORK` runs inline too.
         ``None`` when the snapshot cannot answer (a filter memory does not evaluate).
         """
         query = np.ascontiguousarray(vector, dtype=np.float32)
         if snapshot.matrix.size <= INLINE_WORK:
             return snapshot.search(spec, query, columns)
-        if snapshot.matrix.size > LONE_INLINE_WORK:
+        # A filter's first evaluation over the copy's metadata is not bounded by the matrix size.
+        if snapshot.matrix.size > LONE_INLINE_WORK or spec.filter is not None:
             return await snapshot.search_async(spec, query, columns)
         with snapshot.lock:
             snapshot.in_flight += 1
