@@ -54,6 +54,7 @@ __all__ = [
     "Chunk",
     "chunk_document",
     "chunk_id",
+    "chunks_of",
     "document_fingerprint",
     "split_text",
     "validate_chunking",
@@ -433,7 +434,25 @@ def chunk_document(
         IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: ``chunk_size < 1``, ``chunk_overlap < 0``,
             ``chunk_overlap >= chunk_size`` or an unknown encoding.
     """
-    enc = validate_chunking(chunk_size, chunk_overlap, encoding)
+    validate_chunking(chunk_size, chunk_overlap, encoding)
+    fingerprint = document_fingerprint(
+        file_hash=doc.content_hash,
+        kind=doc.kind,
+        source_uri=doc.source_uri,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        encoding=encoding,
+        fallback_encodings=fallback_encodings,
+        html_extractor=html_extractor,
+    )
+    return chunks_of(doc, chunk_size, chunk_overlap, encoding, fingerprint)
+
+
+def chunks_of(
+    doc: LoadedDocument, chunk_size: int, chunk_overlap: int, encoding: str, fingerprint: str
+) -> list[Chunk]:
+    """`chunk_document` with its settings checked and its ``fingerprint`` already computed."""
+    enc = get_encoding(encoding)
     text = doc.text
     pieces: list[tuple[int, int, str, int, tuple[str, ...]]] = []
     for g_start, g_end, path in _groups(doc):
@@ -452,16 +471,6 @@ def chunk_document(
     def page_at(pos: int) -> int:
         return page_numbers[max(bisect.bisect_right(page_starts, pos) - 1, 0)]
 
-    fingerprint = document_fingerprint(
-        file_hash=doc.content_hash,
-        kind=doc.kind,
-        source_uri=doc.source_uri,
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
-        encoding=encoding,
-        fallback_encodings=fallback_encodings,
-        html_extractor=html_extractor,
-    )
     chunks: list[Chunk] = []
     for index, (a, b, piece, count, path) in enumerate(pieces):
         content_hash = hashlib.sha256(piece.encode()).hexdigest()

@@ -39,11 +39,10 @@ __all__ = [
     "DEFAULT_EXTENSIONS",
     "DEFAULT_MAX_FILE_SIZE",
     "ExtensionMap",
-    "check_regular",
     "detect_kind",
     "is_gzip",
     "load_document",
-    "parse_document",
+    "parse_file",
     "read_file",
     "resolve_extensions",
     "source_uri_for",
@@ -163,13 +162,6 @@ _SPECIAL = (
 )
 
 
-def _special(mode: int) -> str | None:
-    """What a non-regular file is ("a socket"…), or ``None`` for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
-
-
 def _read_error(path: str, exc: OSError) -> DocumentLoadError:
     reason = exc.strerror or type(exc).__name__
     return DocumentLoadError(
@@ -186,35 +178,25 @@ def _too_large(
     )
 
 
-def check_regular(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> None:
-    """Raise unless ``path`` (its symlinks followed) is a regular file within the size limit.
-
-    Raises:
-        FileSkippedError: ``E_INGEST_SPECIAL_FILE``: a FIFO, socket, device or directory.
-        FileSkippedError: ``E_INGEST_FILE_TOO_LARGE``: more than ``max_size`` bytes.
-        DocumentLoadError: ``E_INGEST_READ_FAILED``: it cannot be stat'ed.
-    """
-    where = os.fspath(path)
+def _check_stat(path: str, target: str | int, max_size: int | None) -> os.stat_result:
+    """``os.stat`` of ``target`` (``path`` or its open descriptor): a regular file within the limit."""
     try:
-        st = os.stat(where)
+        st = os.stat(target)
     except OSError as exc:
-        raise _read_error(where, exc) from exc
-    _check_stat(where, st, max_size)
-
-
-def _check_stat(path: str, st: os.stat_result, max_size: int | None) -> None:
-    kind = _special(st.st_mode)
-    if kind is not None:
+        raise _read_error(path, exc) from exc
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _SPECIAL if test(st.st_mode)), "not a regular file")
         reason = f"{kind}, not a regular file"
         raise FileSkippedError(
             f"Skipped {path!r}: {reason}.", code="E_INGEST_SPECIAL_FILE", path=path, reason=reason
         )
     if max_size is not None and st.st_size > max_size:
         raise _too_large(path, st.st_size, max_size)
+    return st
 
 
 class _RawReader(io.RawIOBase):
-    """A file descriptor read at most ``budget`` bytes, hashed as it is read (gzip's input)."""
+    """A file descriptor read at most ``budget`` bytes, hashed as it is read."""
 
     def __init__(self, fd: int, path: str, budget: int | None) -> None:
         super().__init__()
@@ -225,60 +207,50 @@ class _RawReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
-        want = len(buffer) if self.budget is None else min(len(buffer), self.budget - self.total)
+    def read(self, size: int = -1) -> bytes:
+        want = _READ_BLOCK if size < 0 else size
+        if self.budget is not None:
+            want = min(want, self.budget - self.total)
         if want <= 0:
             if self.budget is not None and self.total >= self.budget:
                 raise _too_large(self.path, None, self.budget - 1)
-            return 0
+            return b""
         try:
             block = os.read(self.fd, want)
         except OSError as exc:
             raise _read_error(self.path, exc) from exc
-        buffer[: len(block)] = block
         self.hash.update(block)
         self.total += len(block)
+        return block
+
+    def readinto(self, buffer: Any) -> int:
+        block = self.read(len(buffer))
+        buffer[: len(block)] = block
         return len(block)
 
 
-def _read_plain(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
-    budget = max_size + 1 if max_size is not None else None  # one byte over tells "too large"
-    parts: list[bytes] = []
-    total = 0
-    try:
-        while budget is None or total < budget:
-            block = os.read(fd, _READ_BLOCK if budget is None else min(_READ_BLOCK, budget - total))
-            if not block:
-                break
-            parts.append(block)
-            total += len(block)
-    except OSError as exc:
-        raise _read_error(where, exc) from exc
-    if max_size is not None and total > max_size:
-        raise _too_large(where, None, max_size)
-    data = b"".join(parts)
-    return data, total, hashlib.sha256(data).hexdigest()
+def _read(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
+    """The file's bytes, its size and its sha256; a ``*.gz`` file is decompressed as a stream.
 
-
-def _read_gzip(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
-    """Decompress a gzip file as a stream, refusing it once its output passes ``max_size``.
-
-    A gzip bomb (gigabytes of zeros in a few megabytes) is refused after
-    ``max_size`` bytes of output, never held whole.
+    At most ``max_size`` bytes are read or decompressed, so neither a growing
+    file nor a gzip bomb (gigabytes of zeros in a few megabytes) is held whole.
     """
-    raw = _RawReader(fd, where, max_size + 1 if max_size is not None else None)
+    budget = max_size + 1 if max_size is not None else None  # one byte over tells "too large"
+    raw = _RawReader(fd, where, budget)
+    gz = is_gzip(where)
+    stream: Any = gzip.GzipFile(fileobj=io.BufferedReader(raw, _READ_BLOCK)) if gz else raw
     parts: list[bytes] = []
     total = 0
     try:
-        with gzip.GzipFile(fileobj=io.BufferedReader(raw, _READ_BLOCK), mode="rb") as stream:
-            while block := stream.read(
-                _READ_BLOCK if max_size is None else min(_READ_BLOCK, max_size + 1 - total)
-            ):
+        with stream:
+            while block := stream.read(_READ_BLOCK if budget is None else min(_READ_BLOCK, budget - total)):
                 parts.append(block)
                 total += len(block)
                 if max_size is not None and total > max_size:
-                    raise _too_large(where, None, max_size, "once decompressed")
-    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+                    raise _too_large(
+                        where, None, max_size, "once decompressed" if gz else "it grew while being read"
+                    )
+    except (OSError, EOFError, zlib.error) as exc:  # only gzip raises these: gzip.BadGzipFile is an OSError
         reason = f"not a readable gzip file ({type(exc).__name__}: {exc})"
         raise DocumentLoadError(
             f"Cannot decompress {where!r}: {reason}.", code="E_INGEST_PARSE_FAILED", path=where, reason=reason
@@ -306,18 +278,14 @@ def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MA
         DocumentLoadError: ``E_INGEST_PARSE_FAILED``: a ``.gz`` file that is not valid gzip.
     """
     where = os.fspath(path)
-    check_regular(where, max_size=max_size)
+    _check_stat(where, where, max_size)
     try:
         fd = os.open(where, _OPEN_FLAGS)
     except OSError as exc:
         raise _read_error(where, exc) from exc
     try:
-        try:
-            st = os.fstat(fd)
-        except OSError as exc:
-            raise _read_error(where, exc) from exc
-        _check_stat(where, st, max_size)
-        data, size, digest = (_read_gzip if is_gzip(where) else _read_plain)(fd, where, max_size)
+        st = _check_stat(where, fd, max_size)
+        data, size, digest = _read(fd, where, max_size)
     finally:
         os.close(fd)
     return RawFile(
@@ -425,13 +393,6 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
     )
 
 
-def parse_document(
-    data: bytes, kind: DocumentKind, *, path: str = "<bytes>", fallback_encodings: Sequence[str] = ()
-) -> tuple[Section, ...]:
-    """The sections of `parse_with_front_matter` (front matter is left out of them)."""
-    return parse_with_front_matter(data, kind, path=path, fallback_encodings=fallback_encodings)[0]
-
-
 def parse_with_front_matter(
     data: bytes,
     kind: DocumentKind,
@@ -471,6 +432,32 @@ def parse_with_front_matter(
                 reason=f"unparsable HTML ({exc})",
             ) from exc
     return ((Section(text=text),) if text else ()), {}
+
+
+def parse_file(
+    raw: RawFile,
+    kind: DocumentKind,
+    *,
+    path: str,
+    source_uri: str,
+    display_name: str,
+    fallback_encodings: Sequence[str],
+    html_extractor: HtmlExtractor,
+) -> LoadedDocument:
+    """The document a file read by `read_file` holds (see `parse_with_front_matter`)."""
+    sections, front_matter = parse_with_front_matter(
+        raw.data, kind, path=path, fallback_encodings=fallback_encodings, html_extractor=html_extractor
+    )
+    return LoadedDocument(
+        source_uri=source_uri,
+        display_name=display_name,
+        kind=kind,
+        sections=sections,
+        front_matter=MappingProxyType(front_matter),
+        mtime=raw.mtime,
+        content_hash=raw.content_hash,
+        size=raw.size,
+    )
 
 
 def load_document(
@@ -514,21 +501,12 @@ def load_document(
             code="E_INGEST_INVALID_OPTION",
             hint=f"Use one of {sorted(_KINDS)}.",
         )
-    raw = read_file(path, max_size=max_file_size)
-    sections, front_matter = parse_with_front_matter(
-        raw.data,
+    return parse_file(
+        read_file(path, max_size=max_file_size),
         kind,
         path=os.fspath(path),
-        fallback_encodings=fallback_encodings,
-        html_extractor=check_html_extractor(html_extractor),
-    )
-    return LoadedDocument(
         source_uri=source_uri_for(path),
         display_name=display_name if display_name is not None else Path(path).name,
-        kind=kind,
-        sections=sections,
-        front_matter=MappingProxyType(front_matter),
-        mtime=raw.mtime,
-        content_hash=raw.content_hash,
-        size=raw.size,
+        fallback_encodings=fallback_encodings,
+        html_extractor=check_html_extractor(html_extractor),
     )

@@ -1,34 +1,14 @@
 """The ingestion run: walk, load, chunk, upsert in batches, remove stale chunks, prune.
 
-Idempotency and crash safety rest on one stored fact per chunk:
-``metadata.ingest_fingerprint``, a hash of the file's bytes *and* everything
-that decides its chunks (kind, ``source_uri``, chunk size, overlap, encoding,
-chunker version; not the display name, so the root it was reached from does
-not matter). For one file, with fingerprint F and N chunks:
-
-* the stored rows of the file are *current and complete* iff exactly N distinct
-  ids carry F (chunk ids are a function of the file and F, so the rows
-  carrying F are always a subset of the right set) and no other row of that
-  ``source_uri`` exists. Then the file is unchanged and nothing is written;
-* otherwise, if its N chunks fit in one batch, they go into a single upsert
-  that also deletes the file's other rows (``replace`` under a
-  ``source_uri`` filter): one commit, so old and new chunks never coexist;
-* a bigger file's chunks are upserted first (in as many batches as needed),
-  and only after the last of them has committed are its other rows deleted.
-
-A crash (even ``kill -9``) can stop this at any point; every state it leaves
-is one a rerun repairs: no new rows yet → the old fingerprint does not match,
-the file is rewritten; some new rows → fewer than N rows carry F, the file is
-rewritten (upserts are idempotent by id, so nothing duplicates); all new rows
-but stale ones left → complete, the rerun only deletes the stale rows. Each
-LanceDB commit (an upsert, a replace or a delete) is atomic, so there is no
-state in between. Writes to a collection are serialized by the store, and a
-run assumes it is the only writer of the files it ingests.
+Idempotency and crash safety rest on one stored fact per chunk, its
+``metadata.ingest_fingerprint``; docs/ingesting.md ("Idempotency and crash
+safety") states the rule and why every state a crash leaves is one a rerun repairs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import os
 import sys
@@ -37,7 +17,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from turnkit._checks import is_int
@@ -48,7 +27,7 @@ from ._chunking import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
     Chunk,
-    chunk_document,
+    chunks_of,
     document_fingerprint,
     validate_chunking,
 )
@@ -56,14 +35,7 @@ from ._decode import check_fallback_encodings, needs_fallback
 from ._errors import DocumentLoadError, FileSkippedError, IngestUsageError
 from ._html import HtmlExtractor, check_html_extractor
 from ._ignore import FileFilter, check_patterns
-from ._loaders import (
-    DEFAULT_MAX_FILE_SIZE,
-    ExtensionMap,
-    parse_with_front_matter,
-    read_file,
-    resolve_extensions,
-)
-from ._model import LoadedDocument
+from ._loaders import DEFAULT_MAX_FILE_SIZE, ExtensionMap, parse_file, read_file, resolve_extensions
 from ._report import FileIssue, IngestProgress, IngestReport, SkipTally
 from ._store_io import LOOKUP_FILES, Row, Writer, declare_ingest_fields, lookup
 from ._store_io import prune as prune_missing
@@ -140,59 +112,26 @@ def checked_settings(
     )
 
 
-def find_files(
-    paths: PathInput | Iterable[PathInput],
-    extensions: ExtensionMap | None,
-    follow_external_symlinks: bool,
-    files: FileFilter,
-    skips: SkipTally | None = None,
-) -> Found:
-    """The files of a run (`walk` over one path or many); ``skips`` counts the files skipped."""
-    path_list: list[PathInput] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    return walk(
-        path_list,
-        resolve_extensions(extensions),
-        follow_external_symlinks=follow_external_symlinks,
-        files=files,
-        skips=skips,
-    )
-
-
-def settings_record(
-    settings: _Settings, files: FileFilter, prune: bool, extra: dict[str, Any]
-) -> dict[str, Any]:
-    """The settings a report records (``IngestReport.settings``)."""
-    return {
-        "chunk_size": settings.chunk_size,
-        "chunk_overlap": settings.chunk_overlap,
-        "encoding": settings.encoding,
-        "prune": prune,
-        "max_file_size": settings.max_file_size,
-        "fallback_encodings": list(settings.fallback_encodings),
-        "include": list(files.include),
-        "exclude": list(files.exclude),
-        "gitignore": files.gitignore,
-        "html_extractor": settings.html_extractor,
-        **extra,
-    }
-
-
 def make_report(
     collection: str,
     found: Found,
-    counts: dict[str, int],
-    skips: SkipTally,
-    errors: list[FileIssue],
     chunks: tuple[int, int],
     pruned: tuple[int, int],
     started: float,
-    settings: dict[str, Any],
+    settings: _Settings,
+    files: FileFilter,
+    **options: Any,
 ) -> IngestReport:
-    """The report of a run: ``chunks`` is (written, deleted), ``pruned`` (files, chunks)."""
-    groups = skips.groups()
+    """The report of a run: ``chunks`` is (written, deleted), ``pruned`` (files, chunks).
+
+    ``options`` are the run's own settings, recorded beside the per-file ones.
+    """
+    counts, skips, groups = found.counts, found.skips, found.skips.groups()
+    record = dataclasses.asdict(settings) | {"fallback_encodings": list(settings.fallback_encodings)}
+    record |= {"include": list(files.include), "exclude": list(files.exclude), "gitignore": files.gitignore}
     return IngestReport(
         collection=collection,
-        files_seen=counts["write"] + counts["repair"] + counts["unchanged"] + skips.total + len(errors),
+        files_seen=sum(counts.values()) + skips.total + len(found.errors),
         files_written=counts["write"] + counts["repair"],
         files_unchanged=counts["unchanged"],
         files_pruned=pruned[0],
@@ -202,9 +141,9 @@ def make_report(
         chunks_deleted=chunks[1] + pruned[1],
         skip_groups=groups,
         skipped=tuple(issue for group in groups for issue in group.examples),
-        errors=tuple(errors),
+        errors=tuple(found.errors),
         elapsed_s=time.perf_counter() - started,
-        settings=settings,
+        settings=record | options,
     )
 
 
@@ -238,31 +177,16 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
             status: Literal["repair", "unchanged"] = "repair" if others else "unchanged"
             return Outcome(candidate, status, stale_ids=others, keep_fingerprint=fingerprint)
     try:
-        sections, front_matter = parse_with_front_matter(
-            raw.data,
+        doc = parse_file(
+            raw,
             candidate.kind,
             path=candidate.path,
+            source_uri=candidate.uri,
+            display_name=candidate.display_name,
             fallback_encodings=settings.fallback_encodings,
             html_extractor=settings.html_extractor,
         )
-        doc = LoadedDocument(
-            source_uri=candidate.uri,
-            display_name=candidate.display_name,
-            kind=candidate.kind,
-            sections=sections,
-            front_matter=MappingProxyType(front_matter),
-            mtime=raw.mtime,
-            content_hash=raw.content_hash,
-            size=raw.size,
-        )
-        chunks = chunk_document(
-            doc,
-            chunk_size=settings.chunk_size,
-            chunk_overlap=settings.chunk_overlap,
-            encoding=settings.encoding,
-            fallback_encodings=fallbacks,
-            html_extractor=settings.html_extractor,
-        )
+        chunks = chunks_of(doc, settings.chunk_size, settings.chunk_overlap, settings.encoding, fingerprint)
     except Exception as exc:  # one file's surprise (a loader or chunker bug) must not end the run
         if isinstance(exc, DocumentLoadError) or (
             isinstance(exc, IngestUsageError) and exc.code == "E_INGEST_DEPENDENCY_MISSING"
@@ -420,8 +344,14 @@ async def ingest(
         )
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
-    skips = SkipTally(on_skip)
-    found = await asyncio.to_thread(find_files, paths, extensions, follow_external_symlinks, files, skips)
+    found = await asyncio.to_thread(
+        walk,
+        [paths] if isinstance(paths, str | os.PathLike) else list(paths),
+        resolve_extensions(extensions),
+        follow_external_symlinks=follow_external_symlinks,
+        files=files,
+        skips=SkipTally(on_skip),
+    )
     if not isinstance(engine, str) and callable(getattr(engine, "run", None)):
         # A RayEngine: its module, and the ray extra, load only where a caller built one.
         return await asyncio.to_thread(engine.run, store, collection, found, settings, files, prune, started)
@@ -436,8 +366,6 @@ async def ingest(
         await declare_ingest_fields(store, collection, exists=True)
 
     bar = _progress_bar(progress, len(found.candidates))
-    counts = {"write": 0, "repair": 0, "unchanged": 0}
-    errors = list(found.errors)
     done = 0
 
     def report_progress() -> None:
@@ -490,13 +418,7 @@ async def ingest(
         while (outcome := await queue.get()) is not None:
             if isinstance(outcome, Exception):
                 raise outcome
-            if outcome.status in counts:
-                counts[outcome.status] += 1
-            elif outcome.issue is not None:
-                if outcome.status == "error":
-                    errors.append(outcome.issue)
-                else:
-                    skips.add(outcome.issue)
+            found.record(outcome.status, outcome.issue)
             await writer.add(outcome)
             done += 1
             report_progress()
@@ -513,17 +435,17 @@ async def ingest(
         pool.shutdown(wait=False, cancel_futures=True)
         if bar is not None:
             bar.close()
-    extra = {"batch_size": batch_size, "follow_external_symlinks": follow_external_symlinks}
     report = make_report(
         collection,
         found,
-        counts,
-        skips,
-        errors,
         (writer.chunks_written, writer.chunks_deleted),
         (pruned_files, pruned_chunks),
         started,
-        settings_record(settings, files, prune, extra),
+        settings,
+        files,
+        prune=prune,
+        batch_size=batch_size,
+        follow_external_symlinks=follow_external_symlinks,
     )
     if bar is not None:
         print(report, file=sys.stderr)

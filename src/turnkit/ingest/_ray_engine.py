@@ -17,7 +17,7 @@ import importlib.util
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +27,8 @@ from .._aio import run_sync
 from .._lazy import import_optional
 from ._errors import IngestUsageError
 from ._ignore import FileFilter
-from ._pipeline import _process, _Settings, make_report, settings_record
-from ._report import FileIssue, IngestReport
+from ._pipeline import Outcome, _process, _Settings, make_report
+from ._report import IngestReport
 from ._store_io import INGEST_FIELDS, Row, Writer, declare_ingest_fields, lookup
 from ._store_io import prune as prune_missing
 from ._walk import Candidate, Found
@@ -39,28 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["RayEngine"]
 
 _DELETE_FILES = 100  # source URIs per delete of replaced rows
-
-
-@dataclass(slots=True)
-class _FileResult:
-    """What a worker did with one file (the chunks themselves travel as fragments)."""
-
-    uri: str
-    status: str
-    issue: FileIssue | None = None
-    stale_ids: list[str] = field(default_factory=list)
-    fingerprint: str | None = None  # of the rows written or kept
-    chunks: int = 0
-
-
-def _ray() -> Any:
-    hint = "Install them: pip install 'turnkit[ray]'."
-    return import_optional(
-        "ray",
-        partial(IngestUsageError, code="E_INGEST_DEPENDENCY_MISSING"),
-        "The ray engine needs Ray and pylance",
-        hint,
-    )
 
 
 class _Worker:
@@ -87,10 +65,11 @@ class _Worker:
 
     def run(
         self, job: list[tuple[Candidate, list[Row]]], settings: _Settings
-    ) -> tuple[list[_FileResult], list[str]]:
+    ) -> tuple[list[Outcome], list[str]]:
+        """Each file's outcome, its chunks written as fragments: they travel back as their fingerprint."""
         from ..batteries.vector.store._fragments import write_fragments_sync
 
-        results: list[_FileResult] = []
+        outcomes: list[Outcome] = []
         records: list[dict[str, Any]] = []
         redo: list[str] = []
         for candidate, stored in job:
@@ -98,24 +77,15 @@ class _Worker:
             if outcome.chunks:
                 # Rows of an earlier write of these very chunks that did not finish: the same ids and
                 # fingerprint as the new ones, so they go now, before the driver's commit adds them.
-                current = outcome.chunks[0].fingerprint
+                outcome.keep_fingerprint = current = outcome.chunks[0].fingerprint
                 redo.extend(r.id for r in stored if r.fingerprint == current)
-            fingerprint = outcome.chunks[0].fingerprint if outcome.chunks else outcome.keep_fingerprint
-            results.append(
-                _FileResult(
-                    candidate.uri,
-                    outcome.status,
-                    outcome.issue,
-                    outcome.stale_ids,
-                    fingerprint,
-                    len(outcome.chunks),
-                )
-            )
-            records.extend(chunk.to_record() for chunk in outcome.chunks)
+                records.extend(chunk.to_record() for chunk in outcome.chunks)
+                outcome.chunks = []
+            outcomes.append(outcome)
         if redo:
             self.store(self.collection).where_in("id", redo).delete_sync()
         fragments = write_fragments_sync(self.store, self.collection, records) if records else []
-        return results, fragments
+        return outcomes, fragments
 
 
 def _default_factory(store: VectorStore, dimension: int) -> Callable[[], Encoder]:
@@ -184,7 +154,12 @@ class RayEngine:
         Raises:
             IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: Ray or pylance is not installed.
         """
-        ray = _ray()
+        ray = import_optional(
+            "ray",
+            partial(IngestUsageError, code="E_INGEST_DEPENDENCY_MISSING"),
+            "The ray engine needs Ray and pylance",
+            "Install them: pip install 'turnkit[ray]'.",
+        )
         if importlib.util.find_spec("lance") is None:
             raise IngestUsageError(
                 "The ray engine needs pylance to write fragments.",
@@ -218,12 +193,12 @@ def _run_workers(
     ray: Any,
     store: VectorStore,
     collection: str,
-    found: Any,
+    found: Found,
     stored: dict[str, list[Row]],
     settings: _Settings,
     factory: Callable[[], Encoder],
     engine: RayEngine,
-) -> tuple[list[_FileResult], list[str]]:
+) -> tuple[list[Outcome], list[str]]:
     """Start Ray when it is not running, run the files through an actor pool, collect what came back."""
     workers, files_per_task = engine.workers, engine.files_per_task
     started_ray = not ray.is_initialized()
@@ -251,7 +226,7 @@ def _run_workers(
             [(c, stored.get(c.uri, [])) for c in found.candidates[i : i + files_per_task]]
             for i in range(0, len(found.candidates), files_per_task)
         ]
-        results: list[_FileResult] = []
+        results: list[Outcome] = []
         fragments: list[str] = []
         for file_results, job_fragments in pool.map_unordered(
             lambda a, job: a.run.remote(job, settings), jobs
@@ -267,8 +242,8 @@ def _run_workers(
 def _finish(
     store: VectorStore,
     collection: str,
-    found: Any,
-    results: list[_FileResult],
+    found: Found,
+    results: list[Outcome],
     fragments: list[str],
     prune: bool,
     started: float,
@@ -280,38 +255,26 @@ def _finish(
 
     q = store(collection)
     written = commit_fragments_sync(store, collection, fragments)
-    writer = Writer(q, 1, None)
     deleted = 0
     # Rows the commit replaced: a written file's rows under another fingerprint (some may share an
     # id with a new row, so they go by fingerprint, never by id), and a file now empty of text.
-    replaced = [(r.uri, r.fingerprint) for r in results if r.fingerprint and (r.chunks or r.stale_ids)]
+    replaced = [
+        (r.candidate.uri, r.keep_fingerprint)
+        for r in results
+        if r.keep_fingerprint and (r.status == "write" or r.stale_ids)
+    ]
     for start in range(0, len(replaced), _DELETE_FILES):
         group = replaced[start : start + _DELETE_FILES]
         old = q.where_in("metadata.source_uri", [u for u, _ in group]).where_not_in(
-            "metadata.ingest_fingerprint", [f for _, f in group if f]
+            "metadata.ingest_fingerprint", [f for _, f in group]
         )
         deleted += old.delete_sync()
     gone = [i for r in results if r.status == "empty" for i in r.stale_ids]
     if gone:
         deleted += q.where_in("id", gone).delete_sync()
-    pruned_files = pruned_chunks = 0
-    if prune:
-        pruned_files, pruned_chunks = run_sync(prune_missing(q, found, writer))
-    counts = {s: sum(r.status == s for r in results) for s in ("write", "repair", "unchanged")}
+    pruned = run_sync(prune_missing(q, found, Writer(q, 1, None))) if prune else (0, 0)
     for result in results:
-        if result.status in ("skipped", "empty") and result.issue is not None:
-            found.skips.add(result.issue)
-    errors = [*found.errors, *(r.issue for r in results if r.status == "error" and r.issue)]
-    error_issues = [i for i in errors if i is not None]
-    record = settings_record(settings, files, prune, {"engine": "ray"})
+        found.record(result.status, result.issue)
     return make_report(
-        collection,
-        found,
-        counts,
-        found.skips,
-        error_issues,
-        (written, deleted),
-        (pruned_files, pruned_chunks),
-        started,
-        record,
+        collection, found, (written, deleted), pruned, started, settings, files, prune=prune, engine="ray"
     )

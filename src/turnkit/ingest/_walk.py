@@ -49,6 +49,14 @@ class Found:
     # What patterns and .gitignore left out, for prune: file URIs, and URI prefixes of skipped folders.
     left_out: set[str] = field(default_factory=set)
     left_out_prefixes: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("write", "repair", "unchanged"), 0))
+
+    def record(self, status: str, issue: FileIssue | None) -> None:
+        """Count a file once it is decided: by its status, or as an error or a skip."""
+        if status in self.counts:
+            self.counts[status] += 1
+        elif issue is not None:
+            self.errors.append(issue) if status == "error" else self.skips.add(issue)
 
 
 def walk(
