@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
@@ -15,45 +16,29 @@ from ._parser import build_parser
 
 __all__ = ["main"]
 
-Handler = Callable[[argparse.Namespace], int]
+# Each command's module is imported when it runs, so `turnkit --help` loads none of them.
+_HANDLERS = {
+    "ingest": "_store_cmds:run_ingest",
+    "query": "_store_cmds:run_query",
+    "stats": "_store_cmds:run_stats",
+    "optimize": "_store_cmds:run_optimize",
+    "collections": "_collections_cmd:run_collections",
+    "count": "_rows_cmd:run_count",
+    "delete": "_rows_cmd:run_delete",
+    "export": "_rows_cmd:run_export",
+    "peek": "_rows_cmd:run_peek",
+    "serve": "_serve:run_serve",
+    "demo": "_demo:run_demo",
+    "completion": "_completion:run_completion",
+}
 
 
-def _handler(command: str) -> Handler:
-    # Imported per command, so `turnkit --help` loads none of them.
-    if command == "demo":
-        from ._demo import run_demo
-
-        return run_demo
-    if command == "serve":
-        from ._serve import run_serve
-
-        return run_serve
-    if command == "collections":
-        from ._collections_cmd import run_collections
-
-        return run_collections
-    if command in ("count", "delete", "export", "peek"):
-        from . import _rows_cmd
-
-        return {
-            "count": _rows_cmd.run_count,
-            "delete": _rows_cmd.run_delete,
-            "export": _rows_cmd.run_export,
-            "peek": _rows_cmd.run_peek,
-        }[command]
-    if command == "completion":
-        from ._completion import run_completion
-
-        return run_completion
-    from . import _store_cmds
-
-    handlers: dict[str, Handler] = {
-        "ingest": _store_cmds.run_ingest,
-        "query": _store_cmds.run_query,
-        "stats": _store_cmds.run_stats,
-        "optimize": _store_cmds.run_optimize,
-    }
-    return handlers[command]
+def _handler(command: str) -> Callable[[argparse.Namespace], int]:
+    module, _, name = _HANDLERS[command].partition(":")
+    handler: Callable[[argparse.Namespace], int] = getattr(
+        importlib.import_module(f".{module}", __package__), name
+    )
+    return handler
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,7 +32,7 @@ from ._output import emit_json, one_line, source_label
 from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
 if TYPE_CHECKING:
-    from ..batteries.vector import CollectionInfo, VectorMatch, VectorStore
+    from ..batteries.vector import CollectionInfo, VectorMatch
     from ..ingest import IngestProgress, IngestReport
 
 __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
@@ -52,18 +52,6 @@ def _encoder_flag(args: argparse.Namespace) -> str | None:
 
 def _encoder_source(args: argparse.Namespace) -> str:
     return "--encoder" if args.encoder else ENV_ENCODER
-
-
-def _existing_store(
-    args: argparse.Namespace, conn: Connection, collection: str, *, encoder: bool
-) -> VectorStore:
-    """A store opened on an existing collection; raises the not-found error without creating anything."""
-    probe = open_collection(conn, collection)
-    if not encoder:
-        return probe
-    return open_store(
-        conn, collection, encoder=_encoder_flag(args), fallback=None, source=_encoder_source(args)
-    )
 
 
 # -- ingest ----------------------------------------------------------------------------------------
@@ -246,7 +234,10 @@ def run_query(args: argparse.Namespace) -> int:
         raise CliUsageError("The query text is empty.", hint='Pass what to search for: turnkit query "…".')
     # Before any model or database is opened: a bad filter or flag is reported first.
     settings = query_settings(args)
-    store = _existing_store(args, conn, collection, encoder=True)
+    open_collection(conn, collection)  # the not-found error, before anything is created
+    store = open_store(
+        conn, collection, encoder=_encoder_flag(args), fallback=None, source=_encoder_source(args)
+    )
     matches = retrieve_sync(store(collection).near_text(args.text), settings).matches
     if args.json:
         emit_json(

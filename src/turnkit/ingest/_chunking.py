@@ -1,23 +1,9 @@
-"""Token-based chunking that prefers paragraph, then sentence, then word boundaries.
+"""Token-based chunking that prefers paragraph, then sentence, then line, then word boundaries.
 
-How a piece of text is cut:
-
-1. Encode it once with tiktoken. Every cut is a *token boundary* of that
-   encoding, so no token is ever split.
-2. A token boundary can fall inside a UTF-8 sequence (an emoji or a CJK
-   character is often several tokens). Such boundaries are unusable, and so
-   are boundaries inside a combining sequence (accents, ZWJ emoji, flags).
-   Each usable boundary gets a level: paragraph (after a blank line) >
-   sentence > line > word > any other token boundary.
-3. Greedy packing: a chunk ends at the highest-level boundary in the last half
-   of its ``chunk_size`` window (the latest one among equals); the next chunk
-   starts at the earliest sentence start (else word start) within
-   ``chunk_overlap`` tokens before that end, so overlaps begin cleanly.
-4. The stored text is the span with its edge whitespace removed, and its own
-   token count is checked against ``chunk_size`` (re-encoding a substring can
-   differ by a token from the slice it came from; if it is over, the chunk is
-   cut earlier). A chunk exceeds ``chunk_size`` only when a single character
-   needs more tokens than that — possible only for sizes below ~4.
+Every cut is a token boundary of one tiktoken encoding of the text, never inside
+a character or a combining sequence; a chunk ends at the best-ranked boundary in
+the last half of its window, and the next starts at a sentence (else word) start
+within the overlap. docs/ingesting.md ("Chunking") states the rules in full.
 """
 
 from __future__ import annotations

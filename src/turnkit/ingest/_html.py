@@ -1,20 +1,10 @@
 """Visible text of an HTML page, cut into heading sections (stdlib ``html.parser``).
 
-What a reader sees is kept; what the browser does not render as text is
-dropped (``head``, ``script``, ``style``, ``noscript``, ``template``, ``svg``…),
-and so are the labels of controls (``button``: "Copy item path") and
-in-page links that only mark a place: an ``<a href="#…">`` whose text is a
-mark (``#``, ``¶``, ``§``, ``🔗``) and Sphinx's ``class="headerlink"``, the
-permalinks documentation sites put in headings. Elements hidden by their own
-attributes go too: ``hidden``,
-``aria-hidden="true"``, or an inline ``display: none`` / ``visibility: hidden``.
-Site chrome is dropped too: ``nav`` (and ``role="navigation"``/``"search"``)
-everywhere, and the page's own ``header``, ``footer`` and ``aside`` (and roles
-``banner``, ``contentinfo``, ``complementary``) outside ``main``, ``article``
-and ``section``, where they belong to the content; "Skip to content" links go.
-Block elements become line or paragraph breaks so the chunker can prefer them;
-inline whitespace collapses as a browser collapses it, except inside ``pre``.
-``h1``–``h6`` start sections that carry their heading path, as in Markdown.
+What a browser does not render as text, elements hidden by their own attributes,
+permalink marks, buttons and site chrome (``nav``, and the page's own header,
+footer and aside) are dropped; block elements become line or paragraph breaks;
+``h1``–``h6`` start sections, as in Markdown. docs/ingesting.md ("What gets
+loaded") lists the rules.
 """
 
 from __future__ import annotations

@@ -261,15 +261,11 @@ def _read(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
 def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> RawFile:
     """Read ``path`` once: its bytes, size, modification time and sha256.
 
-    Only a regular file is read, and at most ``max_size`` bytes of it
-    (``None``: no limit): the path is checked before it is opened (a FIFO
-    would block), opened non-blocking, and the opened descriptor checked again
-    (the path may have been swapped in between). The read itself is bounded,
-    so a file that grows while it is read cannot exhaust memory either.
-
-    A file named ``*.gz`` is decompressed as it is read: ``data`` is the
-    decompressed bytes, and ``max_size`` bounds both the file and its
-    decompressed content. ``size`` and ``content_hash`` describe the file on disk.
+    Only a regular file is read, and at most ``max_size`` bytes of it (``None``:
+    no limit): the path is checked, opened non-blocking (a FIFO would block) and
+    the descriptor checked again (the path may have been swapped in between). A
+    ``*.gz`` file is decompressed as it is read, ``max_size`` bounding its output
+    too; ``size`` and ``content_hash`` describe the file on disk.
 
     Raises:
         FileSkippedError: ``E_INGEST_SPECIAL_FILE``: a FIFO, socket, device or directory.

@@ -269,55 +269,33 @@ async def ingest(
 ) -> IngestReport:
     """Load, chunk and upsert files into a collection; rerunning it only writes what changed.
 
-    Directories are walked recursively (hidden entries and unknown extensions
-    skipped; symlinked directories not followed; symlinked files read
-    only when their target is inside a given path; only regular files read). A file that cannot be read
-    or parsed is recorded in the report with its path and reason, and the run
-    goes on. Store failures (disk full, encoder errors) raise.
+    Directories are walked recursively (hidden entries, unknown extensions and
+    symlinked directories skipped). A file that cannot be read or parsed is
+    recorded in the report and the run goes on; store failures raise. The
+    options are described in docs/ingesting.md ("Options").
 
     Args:
         paths: Files and/or directories (one path or an iterable).
         store: The vector store (it encodes the chunks with its encoder).
         collection: The collection to write to (created on first write).
-        chunk_size: Maximum tokens per chunk (default 1024).
-        chunk_overlap: Maximum tokens shared by consecutive chunks (default 200).
+        chunk_size: Maximum tokens per chunk.
+        chunk_overlap: Maximum tokens shared by consecutive chunks.
         encoding: The tiktoken encoding tokens are counted in.
-        batch_size: Chunks per upsert, across files (default 512).
-        prune: Also remove the chunks of files that no longer exist under the
-            given directories (or at the given file paths).
+        batch_size: Chunks per upsert, across files.
+        prune: Also remove the chunks of files that no longer exist under the given paths.
         progress: Show a progress bar and a summary on stderr when it is a terminal.
-        extensions: Extra extension → kind mappings, e.g. ``{".rst": "markdown"}``;
-            map an extension to ``None`` to skip it.
+        extensions: Extra extension → kind mappings (``{".rst": "markdown"}``; ``None`` skips one).
         workers: Threads reading, parsing and chunking files (default: up to 8).
-        max_file_size: Files larger than this many bytes are skipped (default 50 MiB;
-            ``None``: no limit). Only regular files are ever read.
-        follow_external_symlinks: Also read symlinks whose targets lie outside
-            the given paths (by default they are skipped).
-        fallback_encodings: What to try on a text file that is not UTF-8, in
-            order: codec names (``["cp1252"]``), each used only if the text it
-            gives reads as text to charset-normalizer, and ``"auto"``, the
-            encoding the detector finds. When none fits, the file is an error
-            (by default, every such file is).
-        include: Wildmatch patterns (git's syntax, relative to each given
-            directory, e.g. ``["*.md", "docs/**"]``): when given, a walked file
-            is read only if one matches. A file given by name is always read.
-        exclude: Patterns of walked files and folders to leave out (``["drafts/",
-            "*.tmp"]``); they win over ``include``.
-        gitignore: Honour the ``.gitignore`` files inside the walked folders
-            (nested ones too, the last matching rule winning, as in git).
-            With ``prune``, chunks of files left out this way are removed.
-        html_extractor: ``"turnkit"`` (default: the visible text, minus site
-            chrome marked by HTML5 landmarks or ARIA roles) or ``"trafilatura"``
-            (main content by trafilatura's heuristics, which also catches chrome
-            marked only by class names; ``pip install 'turnkit[html]'``).
-        engine: ``"local"`` (this process) or a `turnkit.ingest.ray.RayEngine`:
-            Ray workers load, chunk, encode and write, and one commit adds
-            their work (``pip install 'turnkit[ray]'``; ``batch_size``,
-            ``workers`` and ``progress`` are then the engine's own).
-        on_skip: Called with every skipped file as it is found (the report
-            keeps only a few per reason), from one thread at a time.
-        on_progress: Called with an `IngestProgress` after each file is
-            decided and after each commit (the local engine only).
+        max_file_size: Larger files are skipped (``None``: no limit).
+        follow_external_symlinks: Also read symlinks whose targets lie outside the given paths.
+        fallback_encodings: Codecs (or ``"auto"``) tried in order on text that is not UTF-8.
+        include: Wildmatch patterns a walked file must match (git's syntax, e.g. ``"docs/**"``).
+        exclude: Patterns of walked files and folders to leave out; they win over ``include``.
+        gitignore: Honour the ``.gitignore`` files inside the walked folders.
+        html_extractor: ``"turnkit"`` (visible text) or ``"trafilatura"`` (main content).
+        engine: ``"local"`` or a `turnkit.ingest.ray.RayEngine`.
+        on_skip: Called with every skipped file as it is found, from one thread at a time.
+        on_progress: Called with an `IngestProgress` after each file and each commit (local engine).
 
     Returns:
         An `IngestReport`: counts, skipped files, errors and elapsed time.

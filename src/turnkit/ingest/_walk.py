@@ -51,6 +51,9 @@ class Found:
     left_out_prefixes: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("write", "repair", "unchanged"), 0))
 
+    def unreadable(self, path: str, reason: str) -> None:
+        self.errors.append(FileIssue(path=path, reason=reason, code="E_INGEST_READ_FAILED"))
+
     def record(self, status: str, issue: FileIssue | None) -> None:
         """Count a file once it is decided: by its status, or as an error or a skip."""
         if status in self.counts:
@@ -97,17 +100,13 @@ def walk(
                 uri = source_uri_for(path)
                 external = path.is_symlink() and not follow_external_symlinks and outside(path)
         except (OSError, RuntimeError) as exc:  # a symlink loop
-            found.errors.append(
-                FileIssue(path=str(path), reason=f"cannot resolve: {exc}", code="E_INGEST_READ_FAILED")
-            )
+            found.unreadable(str(path), f"cannot resolve: {exc}")
             return
         if external:
+            code = "E_INGEST_EXTERNAL_SYMLINK"
             reason = "a symlink to a target outside the ingested paths"
             found.skips.add(
-                issue_of(
-                    str(path),
-                    FileSkippedError(reason, code="E_INGEST_EXTERNAL_SYMLINK", path=str(path), reason=reason),
-                )
+                FileIssue(path=str(path), reason=reason, code=code, hint=FileSkippedError.hints[code])
             )
             return
         if uri in seen:
@@ -130,17 +129,13 @@ def walk(
             root_uri = source_uri_for(path)
             found.prune_prefixes.append(root_uri if root_uri.endswith("/") else root_uri + "/")
 
-            def on_error(exc: OSError) -> None:
-                found.errors.append(
-                    FileIssue(
-                        path=str(exc.filename),
-                        reason=f"cannot list directory: {exc.strerror or exc}",
-                        code="E_INGEST_READ_FAILED",
-                    )
-                )
-
             rules = base.for_root()
-            for dirpath, dirnames, filenames in os.walk(path, onerror=on_error):
+            for dirpath, dirnames, filenames in os.walk(
+                path,
+                onerror=lambda e: found.unreadable(
+                    str(e.filename), f"cannot list directory: {e.strerror or e}"
+                ),
+            ):
                 here = Path(dirpath)
                 rel_dir = here.relative_to(path).as_posix()
                 prefix = "" if rel_dir == "." else rel_dir
@@ -167,11 +162,8 @@ def walk(
         elif path.exists() or path.is_symlink():
             consider(path, path.name)
         else:
-            uri = source_uri_for(path)
-            found.missing_uris.append(uri)
-            found.errors.append(
-                FileIssue(path=str(path), reason="no such file or directory", code="E_INGEST_READ_FAILED")
-            )
+            found.missing_uris.append(source_uri_for(path))
+            found.unreadable(str(path), "no such file or directory")
     return found
 
 
