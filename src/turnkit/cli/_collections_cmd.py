@@ -8,7 +8,7 @@ import sys
 from ._config import store_uri
 from ._connect import Connection, connection_of
 from ._errors import EXIT_OK, CliUsageError
-from ._lookup import collection_not_found, database_missing, no_database_line
+from ._lookup import collection_not_found, database_missing, no_collections_line
 from ._output import emit_json
 
 __all__ = ["collection_path", "run_collections"]
@@ -43,10 +43,8 @@ def run_collections(args: argparse.Namespace) -> int:
         rows = {n: store.collection_info_sync(n).rows for n in names} if store is not None else {}
         if args.json:
             emit_json({"uri": conn.uri, "collections": [{"name": n, "rows": rows[n]} for n in names]})
-        elif local_missing:
-            print(no_database_line(conn))
         elif not names:
-            print(f"No collections in {conn.uri!r} yet. Add some with: turnkit ingest PATH --uri {conn.uri}")
+            print(no_collections_line(conn, local_missing))
         else:
             width = max(len(n) for n in names)
             for n in names:

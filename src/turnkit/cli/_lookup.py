@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..batteries.vector import VectorStore
     from ._connect import Connection
 
-__all__ = ["collection_not_found", "database_missing", "no_database_line", "open_collection"]
+__all__ = ["collection_not_found", "database_missing", "no_collections_line", "open_collection"]
 
 _LISTED = 20  # collections named in a not-found message; `turnkit collections list` has them all
 
@@ -22,12 +22,14 @@ def database_missing(conn: Connection) -> bool:
     return conn.is_local and not Path(conn.uri).expanduser().exists()
 
 
-def no_database_line(conn: Connection) -> str:
-    """What `stats` and `collections list` print for a local database that does not exist."""
-    return (
-        f"No collections: there is no database at {store_uri(conn.uri)!r} (the folder does not exist). "
-        f"Create it with: turnkit ingest PATH --uri {conn.uri}"
-    )
+def no_collections_line(conn: Connection, missing: bool) -> str:
+    """What `stats` and `collections list` print for a database without collections (or without a folder)."""
+    if missing:
+        return (
+            f"No collections: there is no database at {store_uri(conn.uri)!r} (the folder does not exist). "
+            f"Create it with: turnkit ingest PATH --uri {conn.uri}"
+        )
+    return f"No collections in {conn.uri!r} yet. Add some with: turnkit ingest PATH --uri {conn.uri}"
 
 
 def collection_not_found(conn: Connection, name: str | None, names: list[str] | None) -> Exception:

@@ -122,33 +122,25 @@ def _parquet(pages: Any, path: str, dimension: int, vectors: bool) -> int:
     import pyarrow.parquet as pq
 
     stamp = pa.timestamp("us", tz="UTC")
-    fields = [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("document", pa.string()),
-        pa.field("metadata", pa.string()),  # JSON text: keys differ between rows
-        pa.field("created_at", stamp),
-        pa.field("updated_at", stamp),
-    ]
-    if vectors:
-        fields.append(pa.field("vector", pa.list_(pa.float32(), dimension)))
-    schema = pa.schema(fields)
+    schema = pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("document", pa.string()),
+            pa.field("metadata", pa.string()),  # JSON text: keys differ between rows
+            pa.field("created_at", stamp),
+            pa.field("updated_at", stamp),
+            *([pa.field("vector", pa.list_(pa.float32(), dimension))] if vectors else []),
+        ]
+    )
     rows = 0
     with pq.ParquetWriter(path, schema) as writer:
         for page in pages:
-            columns: list[Any] = [
-                [m.id for m in page],
-                [m.document for m in page],
-                [None if m.metadata is None else orjson.dumps(m.metadata).decode() for m in page],
-                [m.created_at for m in page],
-                [m.updated_at for m in page],
+            records = [
+                _record(m, vectors)
+                | {"metadata": None if m.metadata is None else orjson.dumps(m.metadata).decode()}
+                for m in page
             ]
-            if vectors:
-                columns.append([m.vector for m in page])
-            writer.write_table(
-                pa.Table.from_arrays(
-                    [pa.array(c, f.type) for c, f in zip(columns, fields, strict=True)], schema=schema
-                )
-            )
+            writer.write_table(pa.Table.from_pylist(records, schema=schema))
             rows += len(page)
     return rows
 

@@ -27,7 +27,7 @@ from ._errors import (
     EXIT_PARTIAL,
     CliUsageError,
 )
-from ._lookup import collection_not_found, database_missing, no_database_line, open_collection
+from ._lookup import collection_not_found, database_missing, no_collections_line, open_collection
 from ._output import emit_json, one_line, source_label
 from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
@@ -294,11 +294,8 @@ def run_stats(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"uri": uri, "collections": [_info_json(i) for i in infos]})
         return EXIT_OK
-    if missing:
-        print(no_database_line(conn))
-        return EXIT_OK
     if not infos:
-        print(f"No collections in {uri!r} yet. Add some with: turnkit ingest PATH --uri {uri}")
+        print(no_collections_line(conn, missing))
         return EXIT_OK
     print(f"Database: {uri}")
     header = (

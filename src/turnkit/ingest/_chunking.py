@@ -398,27 +398,23 @@ def chunk_document(
 ) -> list[Chunk]:
     """Cut a loaded document into chunks of at most ``chunk_size`` tokens.
 
-    Markdown and HTML chunks stay inside one heading section (a heading with
-    no text of its own joins the section after it) and carry its heading
-    path; PDF chunks may span pages and carry their ``page_span``.
+    Markdown and HTML chunks stay inside one heading section and carry its
+    heading path; PDF chunks may span pages and carry their ``page_span``.
 
     Args:
         doc: The document, from :func:`load_document`.
-        chunk_size: Maximum tokens per chunk (default 1024, as Vertex AI RAG Engine).
-        chunk_overlap: Maximum tokens shared by consecutive chunks of a section
-            (default 200); overlaps start at a sentence or word boundary.
+        chunk_size: Maximum tokens per chunk.
+        chunk_overlap: Maximum tokens shared by consecutive chunks of a section.
         encoding: The tiktoken encoding (``"cl100k_base"`` or ``"o200k_base"``).
-        fallback_encodings: The fallback encodings the document needed (empty
-            for a file that decodes without them), and
-        html_extractor: the HTML extractor (both are part of the chunks'
-            fingerprint, as `turnkit.ingest.ingest` records it).
+        fallback_encodings: The fallback encodings the document needed (empty if it decoded without);
+            part of the chunks' fingerprint, as is ``html_extractor``.
+        html_extractor: The HTML extractor the document was read with.
 
     Returns:
         The chunks in document order, with deterministic ids.
 
     Raises:
-        IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: ``chunk_size < 1``, ``chunk_overlap < 0``,
-            ``chunk_overlap >= chunk_size`` or an unknown encoding.
+        IngestUsageError: ``E_INGEST_INVALID_CHUNKING``: invalid sizes or encoding.
     """
     validate_chunking(chunk_size, chunk_overlap, encoding)
     fingerprint = document_fingerprint(

@@ -29,6 +29,7 @@ _PARAGRAPH = frozenset(
 _LINE = frozenset({"br", "li", "tr", "dt", "dd", "caption", "thead", "tbody", "tfoot"})
 _CELL = frozenset({"td", "th"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_ENDS_LINK = frozenset({"a", *_HEADINGS, *_PARAGRAPH, *_LINE, *_CELL})  # a new link or a block
 _SPACE = re.compile(r"\s+")
 # Elements without an end tag: a hidden one hides nothing, so it must not open a hidden range.
 _VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
@@ -147,8 +148,8 @@ class _VisibleText(HTMLParser):
             self.depth[tag] = self.depth.get(tag, 0) + 1
         if tag in _CONTENT or any(k == "role" and (v or "").strip().lower() == "main" for k, v in attrs):
             self.content.append((tag, self.depth[tag]))
-        if tag == "a" or tag in _HEADINGS or tag in _PARAGRAPH or tag in _LINE or tag in _CELL:
-            self._end_anchor()  # a new link or a block ends an open link's held text
+        if tag in _ENDS_LINK:
+            self._end_anchor()  # an open link's held text ends here
         if tag == "a":
             href = next((v or "" for k, v in attrs if k == "href"), "")
             classes = next((v or "" for k, v in attrs if k == "class"), "").split()
@@ -193,7 +194,7 @@ class _VisibleText(HTMLParser):
             if self.content and self.content[-1] == (tag, self.depth[tag]):
                 self.content.pop()
             self.depth[tag] -= 1
-        if tag == "a" or tag in _HEADINGS or tag in _PARAGRAPH or tag in _LINE or tag in _CELL:
+        if tag in _ENDS_LINK:
             self._end_anchor()
         current = self.sections[-1]
         if tag in _HEADINGS and self.heading is not None:

@@ -105,21 +105,19 @@ class FileFilter:
             self._git_lines.extend(lines)
             self._git = pathspec.GitIgnoreSpec.from_lines(self._git_lines)
 
-    def skips_dir(self, rel: str) -> bool:
-        """Whether a directory is left out whole (ignored by ``.gitignore`` or ``exclude``)."""
-        path = rel + "/"
+    def _left_out(self, path: str) -> bool:
         return bool(
             (self._git is not None and self._git.match_file(path))
             or (self._exclude is not None and self._exclude.match_file(path))
         )
 
+    def skips_dir(self, rel: str) -> bool:
+        """Whether a directory is left out whole (ignored by ``.gitignore`` or ``exclude``)."""
+        return self._left_out(rel + "/")
+
     def reads(self, rel: str) -> bool:
         """Whether the file at ``rel`` is read; a file left out is counted in ``ignored``."""
-        keep = not (
-            (self._git is not None and self._git.match_file(rel))
-            or (self._exclude is not None and self._exclude.match_file(rel))
-            or (self._include is not None and not self._include.match_file(rel))
-        )
+        keep = not self._left_out(rel) and (self._include is None or bool(self._include.match_file(rel)))
         if not keep:
             self.ignored += 1
         return keep

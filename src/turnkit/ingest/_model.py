@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -57,15 +58,11 @@ class LoadedDocument:
     content_hash: str
     size: int = 0
     front_matter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    _text: str = field(default="", init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_text", "".join(s.text for s in self.sections))
-
-    @property
+    @cached_property
     def text(self) -> str:
         """The whole document's text: its sections, concatenated."""
-        return self._text
+        return "".join(s.text for s in self.sections)
 
     @property
     def page_count(self) -> int | None:

@@ -125,12 +125,9 @@ async def _scan(
 async def lookup(q: QueryBuilder, uris: list[str]) -> dict[str, list[Row]]:
     """The stored rows of each of ``uris``, asked for ``LOOKUP_FILES`` files per query.
 
-    ``source_uri`` is a declared field of ingest's collections (a column with
-    a BTREE index), so a query reads the rows of the files it names, not the
-    whole collection. Rows written since the index was last brought up to
-    date are outside it and scanned by every query; fewer, larger queries
-    scan them fewer times, and 1,024 files of a few chunks each still fit in
-    one search's 10,000 rows.
+    ``source_uri`` is an indexed declared field, so a query reads only the rows
+    it names, plus the rows not yet indexed, which every query scans: fewer,
+    larger queries scan them fewer times.
     """
     rows: dict[str, list[Row]] = {uri: [] for uri in uris}
     for start in range(0, len(uris), LOOKUP_FILES):

@@ -58,8 +58,10 @@ class Found:
         """Count a file once it is decided: by its status, or as an error or a skip."""
         if status in self.counts:
             self.counts[status] += 1
+        elif issue is not None and status == "error":
+            self.errors.append(issue)
         elif issue is not None:
-            self.errors.append(issue) if status == "error" else self.skips.add(issue)
+            self.skips.add(issue)
 
 
 def walk(
