@@ -7,9 +7,11 @@ order, one page in memory) or works on the filter alone (`count`, `delete`).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -145,14 +147,9 @@ def _parquet(pages: Any, path: str, dimension: int, vectors: bool) -> int:
     return rows
 
 
-def _pages(query: QueryBuilder) -> Any:
-    page: list[VectorMatch] = []
-    for match in query.iter_rows_sync(page_size=_PAGE):
-        page.append(match)
-        if len(page) == _PAGE:
-            yield page
-            page = []
-    if page:
+def _pages(query: QueryBuilder) -> Iterator[list[VectorMatch]]:
+    rows = iter(query.iter_rows_sync(page_size=_PAGE))
+    while page := list(itertools.islice(rows, _PAGE)):
         yield page
 
 
@@ -203,11 +200,7 @@ def run_export(args: argparse.Namespace) -> int:
 def run_peek(args: argparse.Namespace) -> int:
     """Show the first rows (in id order) with their source and an excerpt."""
     conn, name, query = _open(args)
-    rows: list[VectorMatch] = []
-    for match in query.iter_rows_sync(page_size=min(args.rows, _PAGE)):
-        rows.append(match)
-        if len(rows) == args.rows:
-            break
+    rows = list(itertools.islice(query.iter_rows_sync(page_size=min(args.rows, _PAGE)), args.rows))
     total = query.count_sync()
     if args.json:
         emit_json(
