@@ -497,9 +497,13 @@ def test_the_factory_takes_exactly_the_glue_options() -> None:
     import inspect
 
     from turnkit.batteries.vector import VectorRetrievableGlue, create_vector_retrievable_callbacks
+    from turnkit.batteries.vector._callbacks import _GlueOptions
 
-    factory = inspect.signature(create_vector_retrievable_callbacks).parameters
-    glue = dict(inspect.signature(VectorRetrievableGlue).parameters)
-    assert [(p.name, p.kind, p.default) for p in factory.values()] == [
-        (p.name, p.kind, p.default) for p in glue.values()
-    ]
+    assert list(inspect.signature(create_vector_retrievable_callbacks).parameters) == ["options"]
+    glue = inspect.signature(VectorRetrievableGlue).parameters
+    assert list(_GlueOptions.__annotations__) == list(glue)
+    required = {n for n, p in glue.items() if p.default is inspect.Parameter.empty}
+    # The module postpones annotations, so NotRequired is read from their text.
+    options = _GlueOptions.__annotations__
+    marked = {n for n, ref in options.items() if not ref.__forward_arg__.startswith("NotRequired[")}
+    assert required == marked == {"store", "collection"}

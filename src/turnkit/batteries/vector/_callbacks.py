@@ -13,7 +13,7 @@ import logging
 import warnings
 from collections.abc import Awaitable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 
 import numpy as np
 
@@ -448,19 +448,22 @@ class VectorRetrievableGlue:
         )
 
 
-def create_vector_retrievable_callbacks(
-    *,
-    store: VectorStore,
-    collection: str,
-    trust_tier: TrustTier | TierFunction | None = None,
-    top_k: int | None = None,
-    filter: FilterSpec | None = None,
-    derive_query: DeriveQuery | None = None,
-    to_retrievable: ToRetrievable | None = None,
-    min_score: float | None = None,
-    abstain_reply: str | None = None,
-    settings: SettingsInput = None,
-) -> VectorRetrievableCallbacks:
+class _GlueOptions(TypedDict):
+    """`VectorRetrievableGlue`'s keyword arguments, for type checkers (the defaults are its own)."""
+
+    store: VectorStore
+    collection: str
+    trust_tier: NotRequired[TrustTier | TierFunction | None]
+    top_k: NotRequired[int | None]
+    filter: NotRequired[FilterSpec | None]
+    derive_query: NotRequired[DeriveQuery | None]
+    to_retrievable: NotRequired[ToRetrievable | None]
+    min_score: NotRequired[float | None]
+    abstain_reply: NotRequired[str | None]
+    settings: NotRequired[SettingsInput]
+
+
+def create_vector_retrievable_callbacks(**options: Unpack[_GlueOptions]) -> VectorRetrievableCallbacks:
     """The four retrievable callbacks of a `TurnRunner`, backed by one collection.
 
     Example:
@@ -492,16 +495,4 @@ def create_vector_retrievable_callbacks(
             or a hook is unusable.
         InvalidFilterError: ``filter`` is malformed.
     """
-    glue = VectorRetrievableGlue(
-        store=store,
-        collection=collection,
-        trust_tier=trust_tier,
-        top_k=top_k,
-        filter=filter,
-        derive_query=derive_query,
-        to_retrievable=to_retrievable,
-        min_score=min_score,
-        abstain_reply=abstain_reply,
-        settings=settings,
-    )
-    return glue.callbacks()
+    return VectorRetrievableGlue(**options).callbacks()
