@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .._errors import RuntimeFailure, UsageError
 
-__all__ = ["MCPUnavailableError", "MCPUsageError", "config_error"]
+__all__ = ["MCPUnavailableError", "MCPUsageError"]
 
 
 class MCPUsageError(UsageError):
@@ -36,8 +36,3 @@ class MCPUnavailableError(RuntimeFailure, ImportError):
     """
 
     hints = {"E_MCP_UNAVAILABLE": "pip install 'turnkit[mcp]'"}
-
-
-def config_error(message: str, option: str, hint: str | None = None) -> MCPUsageError:
-    """``E_INVALID_MCP_SERVER_CONFIG``: the server option ``option`` cannot be used as given."""
-    return MCPUsageError(message, code="E_INVALID_MCP_SERVER_CONFIG", hint=hint, option=option)

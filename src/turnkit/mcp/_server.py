@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ from ..tools._filters import compile_guard
 from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
 from ..tools.vector_query._input import filter_description
 from ._encoders import recorded_encoder, spec_encoder
-from ._errors import config_error
+from ._errors import MCPUsageError
 from ._tools import (
     DELETE_SCHEMA,
     READ_ONLY_ANNOTATIONS,
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 DEFAULT_READ_CONSISTENCY_INTERVAL = timedelta(seconds=1)
+_config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")
 """How stale a server opened with ``uri=`` may be with respect to other processes' writes, by default.
 
 Looking once a second left the median search as fast as never looking (docs/performance.md).
@@ -65,10 +67,10 @@ def read_consistency(value: timedelta | float | None) -> timedelta | None:
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if not is_number(seconds, 0):
-        raise config_error(
+        raise _config_error(
             f"read_consistency_interval must be seconds >= 0, a timedelta, or None; got {value!r}.",
-            "read_consistency_interval",
-            "0 looks for other processes' writes before every read; None never looks.",
+            option="read_consistency_interval",
+            hint="0 looks for other processes' writes before every read; None never looks.",
         )
     return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
 
@@ -99,27 +101,27 @@ def _open_store(
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
-        raise config_error("Pass exactly one of store= and uri=.", "store")
+        raise _config_error("Pass exactly one of store= and uri=.", option="store")
     if store is not None:
         if not isinstance(store, VectorStore):
-            raise config_error("store must be a VectorStore.", "store")
+            raise _config_error("store must be a VectorStore.", option="store")
         if encoder is not None:
-            raise config_error("encoder= is for uri=; a store brings its own encoder.", "encoder")
+            raise _config_error("encoder= is for uri=; a store brings its own encoder.", option="encoder")
         if consistency is not DEFAULT_READ_CONSISTENCY_INTERVAL:
-            raise config_error(
+            raise _config_error(
                 "read_consistency_interval= is for uri=; a store brings its own.",
-                "read_consistency_interval",
-                "Pass it to create_vector_store(read_consistency_interval=...).",
+                option="read_consistency_interval",
+                hint="Pass it to create_vector_store(read_consistency_interval=...).",
             )
         return store, False
     if not isinstance(uri, str) or not uri:
-        raise config_error("uri must be a non-empty string.", "uri")
+        raise _config_error("uri must be a non-empty string.", option="uri")
     if "://" not in uri and not Path(uri).expanduser().is_dir():
         # Connecting would create an empty database directory; serving one is always a mistake.
-        raise config_error(
+        raise _config_error(
             f"No database at {uri!r}.",
-            "uri",
-            "Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
+            option="uri",
+            hint="Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
         )
     resolved = spec_encoder(encoder) if isinstance(encoder, str) else encoder
     # A server runs for long while other processes ingest: it looks for their writes.
@@ -181,31 +183,31 @@ def create_mcp_server(
     if collections is None:
         names = served.list_collections_sync()
         if not names:
-            raise config_error(
+            raise _config_error(
                 f"The store at {served.uri!r} has no collections.",
-                "collections",
-                "Ingest documents first, or name the collection(s) to serve.",
+                option="collections",
+                hint="Ingest documents first, or name the collection(s) to serve.",
             )
     else:
         names = [collections] if isinstance(collections, str) else list(collections)
         if not names or not all(isinstance(n, str) for n in names):
-            raise config_error("collections must name at least one collection.", "collections")
+            raise _config_error("collections must name at least one collection.", option="collections")
         for n in names:
             served(n)  # validates the name
         missing = [n for n in names if not served.has_collection_sync(n)]
         if missing:
             existing = served.list_collections_sync()
-            raise config_error(
+            raise _config_error(
                 f"No collection {missing[0]!r} in the store at {served.uri!r}.",
-                "collections",
-                f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
+                option="collections",
+                hint=f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
                 "or name an existing one.",
             )
     names = list(dict.fromkeys(names))
     if read_encoder:  # every name is a collection by now
         served.encoder = run_sync(recorded_encoder(served, names))
     if not isinstance(enable_writes, bool):
-        raise config_error("enable_writes must be true or false.", "enable_writes")
+        raise _config_error("enable_writes must be true or false.", option="enable_writes")
     guard = compile_guard(guard, option="guard")
     per_principal = _principal_guards(principal_guards)
     values, bounds = tool_settings(settings), ToolLimits.of(limits)
@@ -312,9 +314,9 @@ def _principal_guards(value: Mapping[str, Any] | None) -> dict[str, FilterNode |
     if value is None:
         return None
     if not isinstance(value, Mapping) or not value or not all(isinstance(k, str) and k for k in value):
-        raise config_error(
+        raise _config_error(
             "principal_guards must map principal names to guards (None for no guard of its own).",
-            "principal_guards",
+            option="principal_guards",
         )
     return {
         name: compile_guard(g, option=f"principal_guards[{name!r}]") if g is not None else None
