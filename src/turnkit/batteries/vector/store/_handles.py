@@ -46,7 +46,8 @@ class _Collection:
     writes: int = 0
     index_type: str | None = None
     index_rows: int = 0  # rows when the index was last built or optimized (sizes the search knobs)
-    recall_curve: RecallCurve | None = None  # the HNSW index's measured recall per ef (_recall.py)
+    # The recall per ef measured at the last HNSW build, as the vector field's metadata records it.
+    recorded_curve: RecallCurve | None = None
     recall_target: float = DEFAULT_RECALL_TARGET  # the store's
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
@@ -64,6 +65,11 @@ class _Collection:
     stamp: tuple[int, int] | None = None
     checked_at: float = 0.0
     checking: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def recall_curve(self) -> RecallCurve | None:
+        """The HNSW index's measured recall per ef (_recall.py); ``None`` under any other index."""
+        return self.recorded_curve if "hnsw" in (self.index_type or "").lower() else None
 
     @property
     def lock(self) -> asyncio.Lock:

@@ -134,7 +134,7 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
                 metadata = RecallCurve.field_metadata(curve)  # replaces the last build's
                 await coll.table.update_field_metadata({"path": "vector", "metadata": metadata})
                 coll.wrote()
-                coll.recall_curve = curve
+                coll.recorded_curve = curve
     return index_type
 
 
@@ -148,9 +148,6 @@ def _vector_index_type(indices: Iterable[Any]) -> str | None:
 async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
     coll.index_type = _vector_index_type(indices)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
-    coll.recall_curve = None
-    if "hnsw" in (coll.index_type or "").lower():
-        coll.recall_curve = RecallCurve.of_field((await coll.table.schema()).field("vector").metadata)
 
 
 def _fragment_count(stats: Any) -> int:

@@ -74,7 +74,7 @@ from turnkit.batteries.vector.store._memory_index import (
     MemoryCacheStats,
     MemoryIndex,
 )
-from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET
+from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET, RecallCurve
 from turnkit.batteries.vector.store._records import (
     collection_schema,
 )
@@ -248,10 +248,7 @@ class VectorStore:
         # A stale set only slows filters (they read the JSON); writes call this on the version they land on.
         with translate_errors("open", coll.name):
             schema = await coll.table.schema()
-        coll.fields = declared_fields(schema)
-        coll.auto = auto_fields(schema)
-        coll.keyed = KEY in schema.names
-        return coll.fields
+        return _take_schema(coll, schema)
 
     def _new_meta(self, dimension: int, metric: str) -> dict[str, Any]:
         """What a new collection records about itself."""
@@ -296,12 +293,10 @@ class VectorStore:
             metric=metric,
             encoder=meta.get("encoder"),
             tracker=self._tracker(name),
-            fields=declared_fields(schema),
-            auto=auto_fields(schema),
-            keyed=KEY in schema.names,
             born=_freshness.born(schema),
             recall_target=self.recall_target,
         )
+        _take_schema(coll, schema)
         coll.seen_version = coll.tracker.version
         coll.generation = coll.tracker.generation
         await _set_index(coll, indices)
@@ -539,3 +534,12 @@ class VectorStore:
     ) -> int:
         checked = _updates.check_updates(updates)
         return await on_loop(_updates.update_metadata(self, spec, checked, merge=merge, guard=guard))
+
+
+def _take_schema(coll: _Collection, schema: Any) -> dict[str, FieldType]:
+    """Read what a handle keeps from its table's schema: the declared fields and the recall curve."""
+    coll.fields = declared_fields(schema)
+    coll.auto = auto_fields(schema)
+    coll.keyed = KEY in schema.names
+    coll.recorded_curve = RecallCurve.of_field(schema.field("vector").metadata)
+    return coll.fields
