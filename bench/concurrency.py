@@ -61,7 +61,7 @@ def main() -> None:
         vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
         info = vs("peers").info_sync()
         index = next((i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")), None)
-        knobs = search_knobs(index, info.rows, K, None, None, None)
+        knobs = search_knobs(index, info.rows, K, None, None, info.search_ef)  # the ef turnkit's curve chose
         base = vs("peers").select("id").limit(K)
         raw_sync = lancedb.connect(uri).open_table("peers")
         truth = [npy.search(q, False) for q in queries]

@@ -249,11 +249,13 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
         index_type = vector_index[0] if vector_index else None  # not the scalar index on `group`
         index = vector_index[0] if vector_index else "flat"
-        knobs = search_knobs(index_type, info.rows, K, None, None, None)
+        # Unfiltered, turnkit searches with the ef its recall curve measured; filtered, the row-count rule.
+        ef = info.search_ef
+        knobs = {f: search_knobs(index_type, info.rows, K, None, None, None if f else ef) for f in (0, 1)}
         where_sql = "`group` = 3"  # raw LanceDB filters the same native column
 
         def raw_query(q: np.ndarray, filtered: bool, query: Any) -> Any:
-            query = apply_knobs(query.distance_type("cosine").limit(K).select(["id"]), knobs)
+            query = apply_knobs(query.distance_type("cosine").limit(K).select(["id"]), knobs[filtered])
             return query.where(where_sql) if filtered else query
 
         base = vs("peers").select("id").limit(K)  # the spec is built once; each query adds its vector
