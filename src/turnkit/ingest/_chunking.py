@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +46,8 @@ __all__ = [
     "split_text",
     "validate_chunking",
 ]
+
+_chunking_error = partial(IngestUsageError, code="E_INGEST_INVALID_CHUNKING")
 
 DEFAULT_CHUNK_SIZE = 1024
 """Tokens per chunk, as Vertex AI RAG Engine's default."""
@@ -154,22 +157,16 @@ class Chunk:
 def validate_chunking(chunk_size: int, chunk_overlap: int, encoding: str) -> tiktoken.Encoding:
     """Check the chunking settings and return the tiktoken encoding."""
     if not is_int(chunk_size, 1):
-        raise IngestUsageError(
-            f"chunk_size must be a positive int; got {chunk_size!r}.", code="E_INGEST_INVALID_CHUNKING"
-        )
+        raise _chunking_error(f"chunk_size must be a positive int; got {chunk_size!r}.")
     if not is_int(chunk_overlap, 0):
-        raise IngestUsageError(
-            f"chunk_overlap must be an int >= 0; got {chunk_overlap!r}.", code="E_INGEST_INVALID_CHUNKING"
-        )
+        raise _chunking_error(f"chunk_overlap must be an int >= 0; got {chunk_overlap!r}.")
     if chunk_overlap >= chunk_size:
-        raise IngestUsageError(
+        raise _chunking_error(
             f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size}).",
-            code="E_INGEST_INVALID_CHUNKING",
         )
     if encoding not in ("cl100k_base", "o200k_base"):
-        raise IngestUsageError(
+        raise _chunking_error(
             f"Unknown encoding {encoding!r}.",
-            code="E_INGEST_INVALID_CHUNKING",
             hint="Use 'cl100k_base' (the default) or 'o200k_base'.",
         )
     return get_encoding(encoding)

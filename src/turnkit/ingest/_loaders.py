@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, get_args
@@ -72,6 +73,8 @@ ExtensionMap = Mapping[str, DocumentKind | None]
 _KINDS: frozenset[str] = frozenset(get_args(DocumentKind))
 _GZIP = ".gz"
 _SURROGATES = re.compile("[\ud800-\udfff]")
+_option_error = partial(IngestUsageError, code="E_INGEST_INVALID_OPTION")
+_parse_error = partial(DocumentLoadError, code="E_INGEST_PARSE_FAILED")
 
 
 def source_uri_for(path: str | os.PathLike[str]) -> str:
@@ -89,17 +92,15 @@ def resolve_extensions(extensions: ExtensionMap | None) -> dict[str, DocumentKin
     merged = dict(DEFAULT_EXTENSIONS)
     for ext, kind in (extensions or {}).items():
         if not isinstance(ext, str) or not ext.startswith(".") or len(ext) < 2:
-            raise IngestUsageError(
+            raise _option_error(
                 f"Extension keys look like '.md'; got {ext!r}.",
-                code="E_INGEST_INVALID_OPTION",
                 hint="Start each key with a dot.",
             )
         if kind is None:
             merged.pop(ext.lower(), None)
         elif kind not in _KINDS:
-            raise IngestUsageError(
+            raise _option_error(
                 f"Unknown document kind {kind!r} for {ext!r}.",
-                code="E_INGEST_INVALID_OPTION",
                 hint=f"Use one of {sorted(_KINDS)}.",
             )
         else:
@@ -252,9 +253,7 @@ def _read(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
                     )
     except (OSError, EOFError, zlib.error) as exc:  # only gzip raises these: gzip.BadGzipFile is an OSError
         reason = f"not a readable gzip file ({type(exc).__name__}: {exc})"
-        raise DocumentLoadError(
-            f"Cannot decompress {where!r}: {reason}.", code="E_INGEST_PARSE_FAILED", path=where, reason=reason
-        ) from exc
+        raise _parse_error(f"Cannot decompress {where!r}: {reason}.", path=where, reason=reason) from exc
     return b"".join(parts), raw.total, raw.hash.hexdigest()
 
 
@@ -366,9 +365,8 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
         try:
             reader = pypdf.PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
-                raise DocumentLoadError(
+                raise _parse_error(
                     f"{path!r} is encrypted with a password.",
-                    code="E_INGEST_PARSE_FAILED",
                     path=path,
                     reason="encrypted with a password",
                 )
@@ -379,9 +377,7 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
             reason = f"not a readable PDF ({type(exc).__name__}: {exc})"
             if logged:  # what pypdf noticed before giving up often names the actual damage
                 reason += "; pypdf: " + "; ".join(dict.fromkeys(logged))
-            raise DocumentLoadError(
-                f"Cannot parse {path!r}: {reason}.", code="E_INGEST_PARSE_FAILED", path=path, reason=reason
-            ) from exc
+            raise _parse_error(f"Cannot parse {path!r}: {reason}.", path=path, reason=reason) from exc
     last = len(pages) - 1
     # Pages end with a blank line so a page break is a paragraph boundary for the chunker.
     return tuple(
@@ -421,9 +417,8 @@ def parse_with_front_matter(
         try:
             return (split_html_main(text) if html_extractor == "trafilatura" else split_html(text)), {}
         except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
-            raise DocumentLoadError(
+            raise _parse_error(
                 f"Cannot parse {path!r} as HTML: {exc}.",
-                code="E_INGEST_PARSE_FAILED",
                 path=path,
                 reason=f"unparsable HTML ({exc})",
             ) from exc
@@ -492,11 +487,7 @@ def load_document(
     if kind is None:
         kind = detect_kind(path, resolve_extensions(extensions))
     elif kind not in _KINDS:
-        raise IngestUsageError(
-            f"Unknown document kind {kind!r}.",
-            code="E_INGEST_INVALID_OPTION",
-            hint=f"Use one of {sorted(_KINDS)}.",
-        )
+        raise _option_error(f"Unknown document kind {kind!r}.", hint=f"Use one of {sorted(_KINDS)}.")
     return parse_file(
         read_file(path, max_size=max_file_size),
         kind,

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from turnkit._checks import is_int
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from ._ray_engine import RayEngine
 
 __all__ = ["DEFAULT_BATCH_SIZE", "PathInput", "ingest", "ingest_sync"]
+
+_option_error = partial(IngestUsageError, code="E_INGEST_INVALID_OPTION")
 
 DEFAULT_BATCH_SIZE = 512
 """Chunks per upsert (the store encodes each upsert in encoder-sized batches)."""
@@ -95,15 +98,11 @@ def checked_settings(
         IngestUsageError: ``E_INGEST_INVALID_OPTION``: another option is invalid, or the store has no encoder.
     """
     if max_file_size is not None and not is_int(max_file_size, 1):
-        raise IngestUsageError(
-            f"max_file_size must be a positive int or None; got {max_file_size!r}.",
-            code="E_INGEST_INVALID_OPTION",
-        )
+        raise _option_error(f"max_file_size must be a positive int or None; got {max_file_size!r}.")
     validate_chunking(chunk_size, chunk_overlap, encoding)
     if getattr(store, "encoder", None) is None:
-        raise IngestUsageError(
+        raise _option_error(
             "The store has no encoder, so chunks cannot be embedded.",
-            code="E_INGEST_INVALID_OPTION",
             hint="Create the store with one: create_vector_store(uri, encoder=WordLlamaEncoder()).",
         )
     fallbacks = check_fallback_encodings(fallback_encodings)
@@ -310,16 +309,11 @@ async def ingest(
         store, chunk_size, chunk_overlap, encoding, max_file_size, fallback_encodings, html_extractor
     )
     if not is_int(batch_size, 1, _MAX_BATCH):
-        raise IngestUsageError(
-            f"batch_size must be an int in [1, {_MAX_BATCH}]; got {batch_size!r}.",
-            code="E_INGEST_INVALID_OPTION",
-        )
+        raise _option_error(f"batch_size must be an int in [1, {_MAX_BATCH}]; got {batch_size!r}.")
     if workers is None:
         workers = min(8, os.cpu_count() or 1)
     if not is_int(workers, 1):
-        raise IngestUsageError(
-            f"workers must be a positive int; got {workers!r}.", code="E_INGEST_INVALID_OPTION"
-        )
+        raise _option_error(f"workers must be a positive int; got {workers!r}.")
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
     found = await asyncio.to_thread(
@@ -334,9 +328,8 @@ async def ingest(
         # A RayEngine: its module, and the ray extra, load only where a caller built one.
         return await asyncio.to_thread(engine.run, store, collection, found, settings, files, prune, started)
     if engine != "local":
-        raise IngestUsageError(
+        raise _option_error(
             f"engine must be 'local' or a RayEngine, got {engine!r}.",
-            code="E_INGEST_INVALID_OPTION",
             hint="from turnkit.ingest.ray import RayEngine; ingest(..., engine=RayEngine()).",
         )
     exists = await store.has_collection(collection)

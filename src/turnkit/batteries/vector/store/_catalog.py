@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from turnkit._checks import is_int
 from turnkit.batteries.vector._errors import (
     CollectionNotFoundError,
     VectorStoreUsageError,
@@ -50,56 +51,39 @@ async def create(
     exist_ok: bool,
     fields: Mapping[str, FieldType] | None = None,
 ) -> None:
-    if not await _create_new(store, name, dimension, metric, exist_ok, fields) and fields:
-        await declare(store, name, fields)  # exist_ok: an existing collection gets the fields too
-
-
-async def _create_new(
-    store: VectorStore,
-    name: str,
-    dimension: int | None,
-    metric: str | None,
-    exist_ok: bool,
-    fields: Mapping[str, FieldType] | None,
-) -> bool:
-    """Create the collection; False when it already existed (and ``exist_ok``)."""
+    """Create the collection; with ``exist_ok``, an existing one gets ``fields`` declared instead."""
     dim = dimension or (store.encoder.dimension if store.encoder is not None else None)
-    if dim is None or isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+    if not is_int(dim, 1):
         raise VectorStoreUsageError(
             "create_collection() needs a positive dimension when the store has no encoder.",
             code="E_VECTOR_STORE_INVALID_QUERY",
             collection=name,
         )
     chosen = normalize_metric(metric) if metric else store.metric
+    exists = VectorStoreUsageError(
+        f"Collection {name!r} already exists.", code="E_VECTOR_STORE_COLLECTION_EXISTS", collection=name
+    )
     async with store._lock():
         conn = await store._connection()
-        if name in await list_(store):
-            if not exist_ok:
-                raise VectorStoreUsageError(
-                    f"Collection {name!r} already exists.",
-                    code="E_VECTOR_STORE_COLLECTION_EXISTS",
-                    collection=name,
-                )
-            return False
-        meta = store._new_meta(dim, chosen)
         try:
+            if name in await list_(store):
+                raise exists
             with translate_errors("create_collection", name):
                 declared = {**store.fields, **(fields or {})}
-                table = await conn.create_table(name, schema=collection_schema(dim, meta, declared))
+                table = await conn.create_table(
+                    name, schema=collection_schema(dim, store._new_meta(dim, chosen), declared)
+                )
             # integrity: on object storage a create can land on the table another writer just made.
             if heals_after_write(store.uri) and await undo_late_create(table, name):
-                raise VectorStoreUsageError(
-                    f"Collection {name!r} already exists.",
-                    code="E_VECTOR_STORE_COLLECTION_EXISTS",
-                    collection=name,
-                )
+                raise exists
             await ensure_field_indexes(table, name, declared)
-        except VectorStoreUsageError as exc:  # integrity: created by another writer meanwhile
+            store._collections[name] = await store._wrap(name, table)
+            return
+        except VectorStoreUsageError as exc:  # integrity: also when created by another writer meanwhile
             if exc.code != "E_VECTOR_STORE_COLLECTION_EXISTS" or not exist_ok:
                 raise
-            return False
-        store._collections[name] = await store._wrap(name, table)
-    return True
+    if fields:
+        await declare(store, name, fields)  # exist_ok: an existing collection gets the fields too
 
 
 async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]) -> int:

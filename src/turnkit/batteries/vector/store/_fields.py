@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import partial
 from typing import Any, Final, Literal, TypeAlias
 
 import orjson
@@ -46,6 +47,8 @@ __all__ = [
     "value_kind",
     "with_declared",
 ]
+
+_config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
 
 FieldIndex: TypeAlias = Literal["btree", "bitmap", "label_list"]
 
@@ -93,23 +96,20 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
     if fields is None:
         return {}
     if not isinstance(fields, Mapping):
-        raise VectorStoreUsageError(
+        raise _config_error(
             f"fields must be a mapping of metadata key to type, not {type(fields).__name__}.",
-            code="E_INVALID_VECTOR_STORE_CONFIG",
             hint="fields={'tenant': str, 'year': int, 'tags': list[str]}",
         )
     out: dict[str, FieldType] = {}
     for key, kind in fields.items():
         if not isinstance(key, str) or _NAME.fullmatch(key) is None:  # is_field_name, with its own error
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"Declared field name {key!r} is not a plain metadata key.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Use ASCII letters, digits and '_' (not first a digit), at most 64 characters.",
             )
         if key in _COLUMNS or key.startswith("_"):
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"{key!r} cannot be a declared field: it is a column of every collection or reserved.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint=f"Pick another key; {', '.join(_COLUMNS)} and names starting with '_' are taken.",
             )
         try:
@@ -117,9 +117,8 @@ def normalize_fields(fields: Mapping[str, Any] | None) -> dict[str, FieldType]:
         except (TypeError, ValueError):  # unhashable or not comparable (['str'], an array)
             found = None
         if found is None:
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"Declared field {key!r} has type {kind!r}; supported: str, int, float, bool, list[str].",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Pass a Python type (str, int, float, bool, list[str]) or its name.",
             )
         out[key] = found
@@ -130,10 +129,9 @@ def check_same_types(name: str, current: Mapping[str, FieldType], fields: Mappin
     """Refuse to declare a key again with another type than the one it has."""
     for key, kind in fields.items():
         if current.get(key, kind) != kind:
-            raise VectorStoreUsageError(
+            raise _config_error(
                 f"Field {key!r} of collection {name!r} is already a {current[key]} column; "
                 f"it cannot become {kind}.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Declare the new type under another metadata key.",
                 collection=name,
             )

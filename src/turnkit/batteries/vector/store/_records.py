@@ -92,11 +92,11 @@ class PreparedBatch:
         out: npt.NDArray[np.float32] | None = None
         for index, vec in enumerate(self.vectors):
             if _is_boolean(vec):
-                raise _record_error(
-                    f"Record {index} (id {self.ids[index]!r}): vector holds booleans, not numbers.",
+                raise _bad(
+                    index,
+                    self.ids[index],
+                    "vector holds booleans, not numbers.",
                     hint="Pass float vectors from an encoder; True/False are not coordinates.",
-                    index=index,
-                    record_id=self.ids[index],
                 )
         try:
             # One C-level conversion for the common case; the loop below explains failures.
@@ -118,17 +118,12 @@ class PreparedBatch:
                 with np.errstate(over="ignore", invalid="ignore"):
                     row = np.asarray(vec, dtype=np.float32)
             except (TypeError, ValueError) as exc:
-                raise _record_error(
-                    f"Record {index} (id {self.ids[index]!r}): vector is not a sequence of numbers.",
-                    index=index,
-                    record_id=self.ids[index],
-                ) from exc
+                raise _bad(index, self.ids[index], "vector is not a sequence of numbers.") from exc
             if row.ndim != 1 or row.size == 0:
-                raise _record_error(
-                    f"Record {index} (id {self.ids[index]!r}): vector must be a flat, non-empty "
-                    f"sequence of numbers, not shape {row.shape}.",
-                    index=index,
-                    record_id=self.ids[index],
+                raise _bad(
+                    index,
+                    self.ids[index],
+                    f"vector must be a flat, non-empty sequence of numbers, not shape {row.shape}.",
                 )
             if dimension is None:
                 dimension = row.shape[0]
@@ -152,11 +147,7 @@ class PreparedBatch:
             index = int(np.argmax(bad))
             given = np.asarray(self.vectors[index], dtype=np.float64)
             what = "NaN or infinity" if not np.isfinite(given).all() else "values too large for float32"
-            raise _record_error(
-                f"Record {index} (id {self.ids[index]!r}): vector contains {what}.",
-                index=index,
-                record_id=self.ids[index],
-            )
+            raise _bad(index, self.ids[index], f"vector contains {what}.")
         return out
 
     def to_arrow(self, vectors: npt.NDArray[np.float32], schema: pa.Schema, now: datetime) -> pa.Table:
@@ -192,9 +183,9 @@ def _is_boolean(vector: Any) -> bool:
         return False
 
 
-def _bad(index: int, record_id: Any, detail: str) -> VectorStoreUsageError:
+def _bad(index: int, record_id: Any, detail: str, **context: Any) -> VectorStoreUsageError:
     who = f"Record {index}" + (f" (id {record_id!r})" if isinstance(record_id, str) and record_id else "")
-    return _record_error(f"{who}: {detail}", index=index, record_id=record_id)
+    return _record_error(f"{who}: {detail}", index=index, record_id=record_id, **context)
 
 
 def prepare_records(
@@ -233,13 +224,13 @@ def prepare_records(
         if document is not None and type(document) is not str and not isinstance(document, str):
             raise _bad(index, rid, f"`document` must be a string, not {type(document).__name__}.")
         if document is not None and max_document_chars is not None and len(document) > max_document_chars:
-            raise _record_error(
-                f"Record {index} (id {rid!r}): `document` has {len(document):,} characters; "
-                f"the store accepts at most {max_document_chars:,}.",
+            raise _bad(
+                index,
+                rid,
+                f"`document` has {len(document):,} characters; the store accepts at most "
+                f"{max_document_chars:,}.",
                 hint="Split it into chunks (turnkit.ingest does), or raise create_vector_store("
                 "max_document_chars=...).",
-                index=index,
-                record_id=rid,
             )
         if document is not None and not _utf8(document):
             raise _bad(index, rid, "`document` is not valid Unicode (it holds a lone surrogate).")
@@ -303,11 +294,6 @@ def match_from_row(row: Mapping[str, Any], score_fn: Any | None) -> VectorMatch:
         created_at=row.get("created_at"),
         updated_at=row.get("updated_at"),
     )
-
-
-def finite(value: float) -> bool:
-    """True for a real number that is neither NaN nor infinite (bools excluded)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # orjson: ~10x faster than json here, and it refuses (rather than rewrites) non-string
