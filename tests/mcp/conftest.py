@@ -66,7 +66,7 @@ def start_http(command, port, env=None):
         stderr=subprocess.PIPE,
         env=env or {**os.environ, "LANCEDB_LOG": "error"},
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a hang guard, not a timing claim: imports are slow under load
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
