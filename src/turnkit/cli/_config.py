@@ -7,6 +7,7 @@ stays fast and never loads LanceDB.
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,8 @@ __all__ = [
     "resolve",
     "store_uri",
 ]
+
+_unknown_encoder = partial(CliUsageError, code="E_CLI_UNKNOWN_ENCODER")
 
 DEFAULT_URI = ".turnkit/lancedb"
 """The embedded database, relative to the working directory."""
@@ -87,9 +90,8 @@ def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
     except VectorStoreUsageError as exc:
         if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
             raise
-        raise CliUsageError(
+        raise _unknown_encoder(
             exc.message,
-            code="E_CLI_UNKNOWN_ENCODER",
             hint="Use --encoder " + ", ".join(ENCODER_SPECS) + ".",
             encoder=spec,
         ) from None
@@ -146,23 +148,19 @@ def open_store(
             except VectorStoreUsageError as exc:
                 if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
                     raise
-                raise CliUsageError(
-                    exc.message, code="E_CLI_UNKNOWN_ENCODER", hint=exc.hint, encoder=name
-                ) from None
+                raise _unknown_encoder(exc.message, hint=exc.hint, encoder=name) from None
             if built is None:
-                raise CliUsageError(
+                raise _unknown_encoder(
                     f"Collection {collection!r} was built with encoder {name!r}, "
                     "which the command line cannot load.",
-                    code="E_CLI_UNKNOWN_ENCODER",
                     hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
                     encoder=name,
                 )
             return connection.store(encoder=built, maintenance=True)
         spec = fallback
     if spec is None:
-        raise CliUsageError(
+        raise _unknown_encoder(
             f"No encoder for collection {collection!r}.",
-            code="E_CLI_UNKNOWN_ENCODER",
             hint="Pass --encoder or set TURNKIT_ENCODER.",
         )
     built = encoder_for(spec)

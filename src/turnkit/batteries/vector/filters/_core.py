@@ -1,10 +1,8 @@
 """Filters of the vector battery: build, validate, compile to LanceDB SQL, evaluate.
 
 Every filter form (builder calls, Mongo-style dicts, text expressions) ends up
-as a tree of `Condition`/`And`/`Or`/`Not`/`Raw` nodes (``_ast.py``).
-The package's modules each own one part, and this one re-exports them:
-``_fields`` (names, paths, operators), ``_build`` (`condition`, ``and_``…),
-``_mongo`` (dicts), ``_sql`` (the compiler) and ``_evaluate`` (the reference).
+as a tree of `Condition`/`And`/`Or`/`Not`/`Raw` nodes (``_ast.py``); this module
+re-exports the public names of the package's modules (the list is in ``__init__``).
 The two consumers of the tree are kept in lock-step:
 
 - :func:`evaluate` is the pure-Python *reference semantics*;
