@@ -12,7 +12,6 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
-from datetime import datetime
 from typing import Any, TypeVar
 
 import orjson
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
+from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
 from turnkit.batteries.vector.store._common import recency, record_key
@@ -43,7 +43,6 @@ __all__ = [
 log = logging.getLogger("turnkit.vector")
 
 T = TypeVar("T")
-M = TypeVar("M")
 
 # Conditions per delete commit: a predicate LanceDB plans quickly.
 _DELETE_CHUNK = 512
@@ -52,25 +51,19 @@ _CONFLICT = re.compile(r"conflict|retryable|concurrent|Commit", re.IGNORECASE)
 _SUPERSEDED = re.compile(r"incompatible with concurrent transaction (Overwrite|Restore)", re.IGNORECASE)
 
 
-def _newer(a: datetime | None, b: datetime | None) -> bool:
-    return recency(a) > recency(b)
-
-
-def dedupe_matches(matches: Sequence[M]) -> list[M]:
+def dedupe_matches(matches: Sequence[VectorMatch]) -> list[VectorMatch]:
     """One match per id, in the order given, keeping the copy with the newest ``updated_at``.
 
     A copy without ``updated_at`` (not selected) loses to one with it; among
     equals the first (the closest, for a search) wins.
     """
-    ids = [m.id for m in matches]  # type: ignore[attr-defined]
+    ids = [m.id for m in matches]
     if len(set(ids)) == len(ids):
         return list(matches)
     best: dict[str, int] = {}
     for index, match in enumerate(matches):
         seen = best.get(ids[index])
-        if seen is None or _newer(
-            getattr(match, "updated_at", None), getattr(matches[seen], "updated_at", None)
-        ):
+        if seen is None or recency(match.updated_at) > recency(matches[seen].updated_at):
             best[ids[index]] = index
     return [matches[i] for i in sorted(best.values())]
 
