@@ -25,6 +25,9 @@ from pathlib import Path
 import numpy as np
 
 CACHE = Path(__file__).resolve().parent / ".cache"
+# A cached .npy to use whatever this environment's packages are (a bench run from another venv
+# reads the same passages as the project's); set by the scripts' ``--text-vectors``.
+PINNED: Path | None = None
 _MIN_WORDS = 8
 _MAX_CHARS = 2_000
 _SKIP_PARTS = {"test_data", "__pycache__", "site-packages/gensim/test"}
@@ -83,7 +86,7 @@ def passages() -> list[str]:
 
 def text_vectors() -> np.ndarray:
     """The encoded passages (cached), float32, one row each."""
-    cached = CACHE / f"text-vectors-{_packages_key()}.npy"
+    cached = PINNED or CACHE / f"text-vectors-{_packages_key()}.npy"
     if cached.exists():
         return np.load(cached)
     from turnkit.batteries.vector import WordLlamaEncoder
