@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import VectorStoreUsageError, create_vector_store
 from turnkit.batteries.vector.store._index_policy import default_ef
-from turnkit.batteries.vector.store._recall import LADDER, RecallCurve
+from turnkit.batteries.vector.store._recall import LADDER, RecallCurve, _distances, _exact_top
 
 
 def _gaussian(n: int, dim: int, seed: int) -> np.ndarray:
@@ -122,3 +124,49 @@ def test_unreadable_field_metadata_counts_as_no_curve():
     for raw in (b"", b"{", b'{"rows": 5}', b'{"rows": 5, "points": []}', b'{"rows": 5, "points": [[1]]}'):
         assert RecallCurve.of_field({b"turnkit.recall": raw}) is None
     assert RecallCurve.of_field(None) is None
+
+
+@given(
+    rows=st.integers(1, 60),
+    dim=st.integers(1, 8),
+    k=st.integers(1, 12),
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    scan=st.sampled_from([1, 3, 7, 64]),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=40, deadline=None)
+def test_the_batched_exact_pass_finds_lancedbs_brute_force_distances(
+    tmp_path_factory, rows, dim, k, metric, scan, seed
+):
+    rng = np.random.default_rng(seed)
+    # Small integers: ties, repeated vectors and zero distances are where a merge can slip.
+    vectors = rng.integers(-3, 4, size=(rows, dim)).astype(np.float32)
+    vectors[np.all(vectors == 0, axis=1), 0] = 1.0  # cosine has no direction for a zero vector
+    queries = np.concatenate([vectors[: min(3, rows)], rng.normal(size=(3, dim)).astype(np.float32)])
+    want = min(k, rows)
+
+    async def run():
+        import lancedb  # noqa: TID251 - LanceDB's brute-force search on a table built below the store
+
+        db = await lancedb.connect_async(str(tmp_path_factory.mktemp("exact")))
+        table = await db.create_table("t", data=[{"vector": v.tolist()} for v in vectors])
+        best, kept = await _exact_top(table, metric, queries, k, scan=scan)
+        truths = []
+        for q in queries:  # LanceDB's own brute-force search: the path the batched pass replaced
+            found = (
+                await table.vector_search(q)
+                .distance_type(metric)
+                .bypass_vector_index()
+                .limit(want)
+                .to_arrow()
+            )
+            truths.append(found.column("_distance").to_numpy())
+        return best, kept, truths
+
+    best, kept, truths = asyncio.run(run())
+    for q, dists, near, truth in zip(queries, best, kept, truths, strict=True):
+        np.testing.assert_allclose(dists[:want], truth, rtol=1e-5, atol=1e-5)
+        assert np.all(np.isinf(dists[want:]))
+        # The vectors kept are the ones at those distances.
+        again = _distances(metric, q[None].astype(np.float64), near[:want].astype(np.float64))[0]
+        np.testing.assert_allclose(again, dists[:want], rtol=1e-9, atol=1e-9)
