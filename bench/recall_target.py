@@ -19,7 +19,7 @@ import numpy as np
 from _common import median_ms, table
 from peers import clustered
 
-from turnkit.batteries.vector import create_vector_store
+from turnkit.batteries.vector import VectorStore, create_vector_store
 from turnkit.batteries.vector.store._index_policy import default_ef
 
 
@@ -35,6 +35,16 @@ def data_sets(name: str, rows: int, queries: int, dim: int) -> list[tuple[str, n
         picks = rng.permutation(len(text))[: rows + queries]
         out.append(("text", text[picks[:rows]], text[picks[rows:]]))
     return out
+
+
+def write_and_index(store: VectorStore, vectors: np.ndarray) -> float:
+    """Write ``vectors`` to collection ``v`` (ids: their positions), build HNSW-SQ; the build's seconds."""
+    for start in range(0, len(vectors), 50_000):
+        chunk = vectors[start : start + 50_000]
+        store("v").upsert_sync([{"id": str(start + i), "vector": v} for i, v in enumerate(chunk)])
+    started = time.perf_counter()
+    store("v").create_index_sync("hnsw_sq")
+    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -55,12 +65,7 @@ def main() -> None:
             store = create_vector_store(
                 uri=tmp, auto_optimize=None, memory_cache=None, recall_target=args.target
             )
-            for start in range(0, len(vectors), 50_000):
-                chunk = vectors[start : start + 50_000]
-                store("v").upsert_sync([{"id": str(start + i), "vector": v} for i, v in enumerate(chunk)])
-            t = time.perf_counter()
-            store("v").create_index_sync("hnsw_sq")
-            built = time.perf_counter() - t
+            built = write_and_index(store, vectors)
             info = store.collection_info_sync("v")
             curve = ", ".join(f"{ef}:{recall:.3f}" for ef, recall in info.recall_curve)
             print(f"{name}: {vectors.shape}, build + measure {built:.0f} s; curve {curve}")

@@ -19,7 +19,7 @@ from turnkit.batteries.vector.store._integrity import undo_late_create
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
-from turnkit.batteries.vector.store._reads import search_ef
+from turnkit.batteries.vector.store._reads import plan, search_ef
 from turnkit.batteries.vector.store._records import collection_schema
 from turnkit.batteries.vector.store._scores import normalize_metric
 
@@ -153,4 +153,5 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
         fragments=int(_fragment_count(stats)),
         recall_curve=coll.recall_curve.points if coll.recall_curve else (),
         search_ef=search_knobs(coll.index_type, coll.index_rows, 10, None, None, search_ef(coll, 10))[2],
+        plan=plan(store, coll),
     )

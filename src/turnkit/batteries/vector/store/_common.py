@@ -19,6 +19,7 @@ from turnkit.batteries.vector.store._scores import Metric
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._planner import SearchPlan
 
 __all__ = [
     "CollectionInfo",
@@ -198,3 +199,6 @@ class CollectionInfo:
     search_ef: int | None = None
     """The HNSW ``ef`` a 10-result search uses now: the measured one for the store's ``recall_target``,
     else the row-count rule's (``None``: the index is not HNSW)."""
+    plan: SearchPlan | None = None
+    """Which path unfiltered searches take, exact from memory or the index, with both estimated costs
+    (``None``: no measured index cost, the memory tier's size limits decide)."""

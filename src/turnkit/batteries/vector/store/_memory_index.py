@@ -43,6 +43,8 @@ from turnkit.batteries.vector.store._memory_batch import (
 )
 from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
+from turnkit.batteries.vector.store._planner import SearchPlan, plan
+from turnkit.batteries.vector.store._recall import RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
 __all__ = [
@@ -81,9 +83,12 @@ class MemoryCache:
             IVF-flat index up to 50,000 rows), and memory is faster.
         max_vector_bytes: Larger collections are cached while their vector
             matrix (rows × dimension × 4 bytes) is at most this big: one exact
-            pass over it is still faster than an HNSW index tuned to recall@10
-            0.97 (the default, 128 MiB, is 131,072 rows of 256 floats or 87,381
-            of 384; see docs/performance.md). Above it the index answers.
+            pass over it is usually still faster than an HNSW index tuned to
+            recall@10 0.97 (the default, 128 MiB, is 131,072 rows of 256 floats
+            or 87,381 of 384; see docs/performance.md). Above it the index
+            answers. Where the HNSW index's cost was measured at its build,
+            the planner (``_planner.py``) chooses unfiltered searches' path
+            by the two estimated costs instead, within ``max_bytes``.
         max_bytes: Memory budget for all of one store's cached collections;
             the least recently searched collection is dropped first.
         threads: How many threads (1 to 16) one pass over a large matrix
@@ -132,12 +137,19 @@ class MemoryCache:
                 hint=f"Pass an int from 1 to {MAX_SCAN_THREADS}, or None for the cores this process may use.",
             )
 
-    def admits(self, rows: int, dimension: int) -> bool:
-        """Whether a collection of ``rows`` vectors of ``dimension`` floats is small enough to cache."""
+    def fits(self, rows: int, dimension: int) -> bool:
+        """Whether a copy of ``rows`` vectors of ``dimension`` floats fits the memory budget."""
         # Roughly: the matrix plus about 1 KiB of text per row must fit the budget.
-        if rows * (dimension * 4 + 1024) > self.max_bytes:
+        return rows * (dimension * 4 + 1024) <= self.max_bytes
+
+    def admits(self, rows: int, dimension: int, planned: bool = False) -> bool:
+        """Whether a collection of ``rows`` vectors of ``dimension`` floats is small enough to cache.
+
+        ``planned``: the planner chose memory for it by measurement, so only the budget bounds it.
+        """
+        if not self.fits(rows, dimension):
             return False
-        return rows <= self.max_rows or rows * dimension * 4 <= self.max_vector_bytes
+        return planned or rows <= self.max_rows or rows * dimension * 4 <= self.max_vector_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +172,8 @@ class MemoryCacheStats:
     bytes: int
     collections: tuple[CachedCollection, ...]
     max_vector_bytes: int = 0
+    plans: tuple[SearchPlan, ...] = ()
+    """Per collection with a measured HNSW index: which path its unfiltered searches take, and why."""
 
 
 class _Snapshot:
@@ -413,6 +427,30 @@ class MemoryIndex:
         self._refreshing: dict[str, asyncio.Task[Any]] = {}
         # Copies to read after a search, with what searches of the stale copy had made of it.
         self._stale: dict[str, tuple[Any, Hashable, int, Metric, _Used]] = {}
+        # The planner's choice per collection, and the facts it was made from (`plan`).
+        self._plans: dict[str, tuple[tuple[Any, ...], SearchPlan | None]] = {}
+
+    def plan(
+        self, name: str, rows: int, dimension: int, curve: RecallCurve | None, target: float
+    ) -> SearchPlan | None:
+        """The path for ``name``'s unfiltered searches, decided again when the facts changed."""
+        config = self.config
+        if config is None:
+            return None
+        facts = (curve, rows, dimension, target)
+        known = self._plans.get(name)
+        if known is not None and known[0] == facts:
+            return known[1]
+        threads = config.threads or scan_threads()
+        chosen = plan(name, rows, dimension, curve, target, config.fits(rows, dimension), threads)
+        self._plans[name] = (facts, chosen)
+        if chosen is not None and chosen.path == "memory":
+            self._too_big.pop(name, None)  # measured worth holding, whatever the size cap said
+        return chosen
+
+    def _planned(self, name: str) -> SearchPlan | None:
+        known = self._plans.get(name)
+        return None if known is None else known[1]
 
     async def search(
         self,
@@ -431,7 +469,7 @@ class MemoryIndex:
         of this process and, under ``read_consistency_interval``, of others):
         a different one reloads.
         """
-        if self._declines(spec):
+        if self._declines(spec, name):
             return None
         config = self.config
         assert config is not None  # `_declines` otherwise
@@ -460,7 +498,7 @@ class MemoryIndex:
         Lets a caller search without the hop to turnkit's loop thread (`answer`,
         or the snapshot's own ``search`` in the caller's thread).
         """
-        if self._declines(spec):
+        if self._declines(spec, name):
             return None
         snapshot = self._snapshots.get(name)
         return snapshot if snapshot is not None and snapshot.key == _key(table, key) else None
@@ -473,11 +511,20 @@ class MemoryIndex:
         """
         if name in self._stale or name in self._refreshing:
             return False
-        return self._declines(spec) or self._too_big.get(name) == _key(table, key)
+        return self._declines(spec, name) or self._too_big.get(name) == _key(table, key)
 
-    def _declines(self, spec: QuerySpec) -> bool:
-        """Memory never answers ``spec``: the cache is off, or the filter runs after the search."""
-        return self.config is None or (spec.filter is not None and not spec.prefilter)
+    def _declines(self, spec: QuerySpec, name: str) -> bool:
+        """Memory never answers ``spec``.
+
+        The cache is off, the filter runs after the search, or the search is
+        unfiltered and the planner measured the index cheaper.
+        """
+        if self.config is None:
+            return True
+        if spec.filter is not None:
+            return not spec.prefilter  # a masked pass is cheap: memory keeps filtered searches
+        planned = self._planned(name)
+        return planned is not None and planned.path != "memory"
 
     @staticmethod
     async def answer(
@@ -520,7 +567,8 @@ class MemoryIndex:
             self._snapshots.pop(name, None)
             with translate_errors("search", name):  # a table removed underneath: turnkit's error
                 rows = await table.count_rows()
-                if not config.admits(rows, dimension):
+                planned = self._planned(name)
+                if not config.admits(rows, dimension, planned is not None and planned.path == "memory"):
                     self._too_big[name] = key
                     return None
                 data = await table.query().select(list(_COLUMNS)).to_arrow()
@@ -563,6 +611,7 @@ class MemoryIndex:
         self._snapshots.pop(name, None)
         self._too_big.pop(name, None)
         self._stale.pop(name, None)
+        self._plans.pop(name, None)
         task = self._refreshing.pop(name, None)
         if task is not None:
             task.cancel()
@@ -576,6 +625,12 @@ class MemoryIndex:
             )
             for s in self._snapshots.values()
         )
+        plans = tuple(chosen for _, chosen in self._plans.values() if chosen is not None)
         return MemoryCacheStats(
-            config.max_rows, config.max_bytes, sum(c.bytes for c in cached), cached, config.max_vector_bytes
+            config.max_rows,
+            config.max_bytes,
+            sum(c.bytes for c in cached),
+            cached,
+            config.max_vector_bytes,
+            plans,
         )

@@ -32,6 +32,7 @@ from turnkit.batteries.vector.store._integrity import (
     dedupe_matches,
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._planner import SearchPlan
 from turnkit.batteries.vector.store._records import (
     MAX_ID_LENGTH,
     match_from_row,
@@ -40,7 +41,7 @@ from turnkit.batteries.vector.store._scores import (
     distance_bound,
 )
 
-__all__ = ["count", "get", "knobs", "mmr_search", "search", "search_now", "search_now_async"]
+__all__ = ["count", "get", "knobs", "mmr_search", "plan", "search", "search_now", "search_now_async"]
 
 
 if TYPE_CHECKING:
@@ -80,8 +81,10 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
                 hint="Search with a non-zero vector (an encoder never returns a zero vector).",
                 collection=coll.name,
             )
-        # Small collections: an exact search from memory (None: LanceDB answers). The copy is keyed
-        # by the tracker's version, which other processes' commits bump too (see _freshness.py).
+        # Small collections, or where the exact pass was measured cheaper than the index (`plan`):
+        # an exact search from memory (None: LanceDB answers). The copy is keyed by the tracker's
+        # version, which other processes' commits bump too (see _freshness.py).
+        plan(store, coll)
         cached = await store._memory.search(
             coll.name, coll.table, coll.seen_version, coll.dimension, coll.metric, spec, vector, columns
         )
@@ -217,7 +220,15 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
         or (coll.metric == "cosine" and not near.vector.any())  # `_search` explains it
     ):
         return None
+    plan(store, coll)
     return coll, near.vector, spec.select or ("*",)
+
+
+def plan(store: VectorStore, coll: _Collection) -> SearchPlan | None:
+    """The planner's path for ``coll``'s unfiltered searches (``_planner.py``), kept by the memory tier."""
+    return store._memory.plan(
+        coll.name, coll.index_rows, coll.dimension, coll.recall_curve, coll.recall_target
+    )
 
 
 def search_ef(coll: _Collection, wanted: int, filtered: bool = False) -> int | None:

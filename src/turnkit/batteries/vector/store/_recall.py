@@ -9,6 +9,10 @@ answers). The curve is recorded in the collection (the vector column's field
 metadata), where every process and every later open reads it, and a search
 uses the smallest ``ef`` whose measured recall meets the store's
 ``recall_target``.
+
+The same queries, timed one at a time, give the index's cost per query at
+each measured ``ef`` (``RecallCurve.costs``): the planner (``_planner.py``)
+weighs it against an exact pass from memory.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import statistics
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +37,7 @@ DEFAULT_RECALL_TARGET = 0.98
 
 LADDER = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 K = 10
+TIMED = 16  # queries timed one at a time per ef: the median of 16 is steady to a few percent
 SAMPLE = 100  # queries of each kind: the standard error of a recall near 0.98 is about 0.004
 _FIT = 1_000  # stored vectors the normal of the second kind is fitted to
 _ENOUGH = 0.999  # the ladder stops here: no target asks for more
@@ -46,10 +53,27 @@ class RecallCurve:
     Attributes:
         rows: Rows in the collection when it was measured.
         points: ``(ef, recall@10)`` pairs, ``ef`` ascending.
+        costs: Median seconds of one search at each ``ef`` of ``points``
+            (empty: measured before costs were, or not known).
     """
 
     rows: int
     points: tuple[tuple[int, float], ...]
+    costs: tuple[float, ...] = ()
+
+    def cost_at(self, ef: int) -> float | None:
+        """Estimated seconds of one search at ``ef``: linear between the measured ones (``None``: none)."""
+        if len(self.costs) != len(self.points):
+            return None
+        known = [(e, c) for (e, _), c in zip(self.points, self.costs, strict=True)]
+        if ef <= known[0][0]:
+            return known[0][1]
+        for (e0, c0), (e1, c1) in zip(known, known[1:], strict=False):
+            if ef <= e1:
+                return c0 + (c1 - c0) * (ef - e0) / (e1 - e0)
+        # Past the ladder's end (rows added since): a search visits about ef nodes.
+        last_ef, last_cost = known[-1]
+        return last_cost * ef / last_ef
 
     def ef_for(self, target: float, rows: int, wanted: int) -> int:
         """The ``ef`` for a search of ``wanted`` (limit + offset) results at ``target`` over ``rows`` rows.
@@ -65,7 +89,9 @@ class RecallCurve:
     @staticmethod
     def field_metadata(curve: RecallCurve | None) -> dict[str, str]:
         """``curve`` as the vector field's metadata entry (empty: no curve, e.g. too few rows)."""
-        return {_KEY: json.dumps({"rows": curve.rows, "points": curve.points}) if curve else ""}
+        if curve is None:
+            return {_KEY: ""}
+        return {_KEY: json.dumps({"rows": curve.rows, "points": curve.points, "costs": curve.costs})}
 
     @classmethod
     def of_field(cls, metadata: Mapping[bytes, bytes] | None) -> RecallCurve | None:
@@ -76,7 +102,11 @@ class RecallCurve:
         try:
             data = json.loads(raw)
             points = tuple((int(ef), float(recall)) for ef, recall in data["points"])
-            return cls(int(data["rows"]), points) if points else None
+            # A curve recorded before costs were measured has none: it still gives the ef.
+            costs = tuple(float(c) for c in data.get("costs") or ())
+            if len(costs) != len(points) or not all(math.isfinite(c) and c > 0 for c in costs):
+                costs = ()
+            return cls(int(data["rows"]), points, costs) if points else None
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -122,17 +152,30 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
         # By distance, not id: rows as near as the 10th are equally right.
         return sum(1 for d in found.to_pylist() if d <= tenth + 1e-5 * max(1.0, abs(tenth)))
 
+    async def cost(ef: int) -> float:
+        # One at a time, as a lone search runs: the concurrent recall queries share the cores.
+        knobs = search_knobs(index_type, rows, K, None, None, ef)
+        pairs = [p for pairs in kinds for p in pairs[: TIMED // 2]]
+        seconds = []
+        for q, _ in pairs:
+            started = time.perf_counter()
+            await apply_knobs(search(q).select(["id"]), knobs).to_arrow()
+            seconds.append(time.perf_counter() - started)
+        return statistics.median(seconds)
+
     # Concurrent: LanceDB searches on its own threads, so the measurement uses every core.
     points: list[tuple[int, float]] = []
+    costs: list[float] = []
     for ef in LADDER:
         recalls = []
         for pairs in kinds:
             found = await asyncio.gather(*(hits(q, b, ef) for q, b in pairs))
             recalls.append(sum(found) / (K * len(pairs)))
         points.append((ef, round(min(recalls), 4)))
+        costs.append(round(max(await cost(ef), 1e-7), 7))
         if points[-1][1] >= _ENOUGH:
             break
-    return RecallCurve(rows, tuple(points))
+    return RecallCurve(rows, tuple(points), tuple(costs))
 
 
 async def _exact_top(

@@ -1,0 +1,112 @@
+"""Which path answers a collection's unfiltered searches: an exact pass from memory or the HNSW index.
+
+A fixed size cap cannot choose for every data set: the exact pass costs
+rows x dimension multiply-adds whatever the data, while the ``ef`` an index
+needs for the recall target, and so its cost, depends on how the data is
+clustered. So where the index's cost was measured (``RecallCurve.costs``,
+after its build), the planner compares the two estimates and picks the
+cheaper; the exact pass meets any recall target, the index only at the
+measured ``ef``. Without a measurement the memory tier's own limits decide,
+as they always did. The candidates are a mapping of path to cost, so another
+path (an approximate index in memory) is one more entry.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct
+from turnkit.batteries.vector.store._recall import K, RecallCurve
+
+__all__ = ["Path", "SearchPlan", "plan", "scan_seconds_per_madd"]
+
+Path = Literal["memory", "index"]
+_ROWS, _DIM, _PASSES = 32_768, 128, 5  # 4 M multiply-adds: a few milliseconds a pass
+_calibrated: dict[int, float] = {}
+_calibrating = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPlan:
+    """How one collection's unfiltered searches are answered now, and why.
+
+    Attributes:
+        collection: The collection's name.
+        path: ``"memory"`` (the exact pass over the in-memory copy) or
+            ``"index"`` (LanceDB's HNSW index at ``ef``).
+        reason: Why, in one sentence.
+        memory_ms: Estimated milliseconds of one exact pass from memory.
+        index_ms: Measured milliseconds of one index search at ``ef``.
+        ef: The ``ef`` that meets the store's recall target on the measured curve.
+    """
+
+    collection: str
+    path: Path
+    reason: str
+    memory_ms: float | None
+    index_ms: float | None
+    ef: int
+
+
+def scan_seconds_per_madd(threads: int) -> float:
+    """Seconds per multiply-add of the memory tier's unfiltered pass on this machine (once per process).
+
+    The tier's own product (`BatchedProduct`, split over ``threads``) and a
+    top-10 over a random 32,768 x 128 matrix, the median of five passes over
+    its size. A pass streams the matrix once, so its time is linear in rows x
+    dimension and one size predicts the others.
+    """
+    found = _calibrated.get(threads)
+    if found is not None:
+        return found
+    with _calibrating:
+        if threads not in _calibrated:
+            rng = np.random.default_rng(0)
+            matrix = rng.standard_normal((_ROWS, _DIM), dtype=np.float32)
+            product = BatchedProduct(matrix, threads=threads)
+
+            def finish(dots: npt.NDArray[np.float32], alone: bool) -> object:
+                return np.argpartition(dots, K - 1)[:K]
+
+            seconds = []
+            for _ in range(_PASSES):
+                query = rng.standard_normal(_DIM, dtype=np.float32)
+                started = time.perf_counter()
+                product.run(query, finish)
+                seconds.append(time.perf_counter() - started)
+            _calibrated[threads] = statistics.median(seconds) / matrix.size
+    return _calibrated[threads]
+
+
+def plan(
+    name: str, rows: int, dimension: int, curve: RecallCurve | None, target: float, fits: bool, threads: int
+) -> SearchPlan | None:
+    """The path for ``name``'s unfiltered 10-result searches (``None``: no measured index cost).
+
+    ``fits``: a copy of the collection fits the memory budget.
+    """
+    if curve is None:
+        return None
+    ef = curve.ef_for(target, rows, K)
+    index = curve.cost_at(ef)
+    if index is None:
+        return None
+    if not fits:
+        return SearchPlan(name, "index", "a copy would not fit the memory budget", None, index * 1e3, ef)
+    memory = rows * dimension * scan_seconds_per_madd(threads)
+    reached = max(recall for _, recall in curve.points)
+    if reached < target:
+        reason = f"the index reached recall@10 {reached} at most, under the target {target}"
+        return SearchPlan(name, "memory", reason, memory * 1e3, index * 1e3, ef)
+    costs: dict[Path, float] = {"memory": memory, "index": index}
+    path = min(costs, key=costs.__getitem__)
+    other: Path = "index" if path == "memory" else "memory"
+    reason = f"{path} is estimated {costs[other] / costs[path]:.2f}x faster than {other} at recall {target}"
+    return SearchPlan(name, path, reason, memory * 1e3, index * 1e3, ef)

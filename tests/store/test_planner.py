@@ -1,0 +1,148 @@
+"""The planner: unfiltered searches go to memory or the HNSW index by measured cost, and say so."""
+
+from __future__ import annotations
+
+import asyncio
+
+import lancedb  # noqa: TID251 - a curve's costs written as an earlier build (or none) would have
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from turnkit.batteries.vector import MemoryCache, create_vector_store
+from turnkit.batteries.vector.store._recall import RecallCurve
+
+
+def _vectors(n: int, dim: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+async def _curve(uri: str) -> RecallCurve | None:
+    table = await (await lancedb.connect_async(uri)).open_table("v")
+    return RecallCurve.of_field((await table.schema()).field("vector").metadata)
+
+
+def _record_costs(uri: str, seconds: float | None) -> None:
+    """Record the built index's curve with every search costing ``seconds`` (``None``: as before costs)."""
+
+    async def write() -> None:
+        table = await (await lancedb.connect_async(uri)).open_table("v")
+        curve = RecallCurve.of_field((await table.schema()).field("vector").metadata)
+        assert curve is not None
+        costs = () if seconds is None else tuple(seconds for _ in curve.points)
+        metadata = RecallCurve.field_metadata(RecallCurve(curve.rows, curve.points, costs))
+        await table.update_field_metadata({"path": "vector", "metadata": metadata})
+
+    asyncio.run(write())
+
+
+def _build(uri: str, vectors: np.ndarray) -> None:
+    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    store("v").create_index_sync("hnsw_sq")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    vectors = _vectors(800, 16, seed=0)
+    uri = str(tmp_path_factory.mktemp("planner"))
+    _build(uri, vectors)
+    return uri, vectors
+
+
+def test_the_build_measures_a_cost_for_each_ef_on_its_curve(built):
+    uri, _ = built
+    curve = asyncio.run(_curve(uri))
+    assert curve is not None and len(curve.costs) == len(curve.points)
+    assert all(c > 0 for c in curve.costs)
+    plan = create_vector_store(uri=uri).collection_info_sync("v").plan
+    assert plan is not None and plan.path in ("memory", "index") and plan.reason
+    assert plan.memory_ms is not None and plan.memory_ms > 0 and plan.index_ms == curve.cost_at(plan.ef) * 1e3
+
+
+def test_a_cheaper_index_answers_unfiltered_searches_and_memory_keeps_filtered_ones(built):
+    uri, vectors = built
+    _record_costs(uri, 1e-9)
+    store = create_vector_store(uri=uri)
+    store("v").near_vector(vectors[3]).limit(5).search_sync()
+    (plan,) = store.cache_stats().plans
+    assert (plan.collection, plan.path) == ("v", "index")
+    assert "index is estimated" in plan.reason and plan.index_ms is not None and plan.memory_ms is not None
+    assert plan.index_ms < plan.memory_ms
+    assert store.cache_stats().collections == ()  # the index answered: no copy was read
+    assert store.collection_info_sync("v").plan == plan
+    found = store("v").near_vector(vectors[3]).where("id", "in", ["3", "4"]).limit(2).search_sync()
+    assert [m.id for m in found][0] == "3"
+    assert [c.name for c in store.cache_stats().collections] == ["v"]  # a filtered search: memory
+
+
+def test_a_cheaper_exact_pass_answers_from_memory_with_exact_results(built):
+    uri, vectors = built
+    _record_costs(uri, 10.0)
+    store = create_vector_store(uri=uri)
+    query = _vectors(1, 16, seed=5)[0]
+    found = store("v").near_vector(query).select("id").limit(10).search_sync()
+    (plan,) = store.cache_stats().plans
+    assert plan.path == "memory" and plan.memory_ms is not None and plan.memory_ms < plan.index_ms == 1e4
+    assert [c.name for c in store.cache_stats().collections] == ["v"]
+    assert [m.id for m in found] == [str(i) for i in np.argsort(-(vectors @ query), kind="stable")[:10]]
+
+
+def test_a_curve_without_costs_leaves_the_size_limits_to_decide(built):
+    uri, vectors = built
+    _record_costs(uri, None)
+    assert asyncio.run(_curve(uri)).costs == ()  # type: ignore[union-attr]
+    store = create_vector_store(uri=uri)
+    assert store.collection_info_sync("v").search_ef is not None  # the old curve still gives the ef
+    store("v").near_vector(vectors[0]).limit(3).search_sync()
+    assert store.cache_stats().plans == () and [c.name for c in store.cache_stats().collections] == ["v"]
+    assert store.collection_info_sync("v").plan is None
+
+
+def test_the_planner_lifts_the_size_cap_only_where_memory_was_measured_cheaper(built):
+    uri, vectors = built
+    capped = {"max_rows": 10, "max_vector_bytes": 1024}  # 800 x 16 floats is over both
+    for seconds, path, held in ((10.0, "memory", ["v"]), (1e-9, "index", [])):
+        _record_costs(uri, seconds)
+        store = create_vector_store(uri=uri, memory_cache=MemoryCache(**capped))
+        store("v").near_vector(vectors[1]).limit(3).search_sync()
+        assert store.cache_stats().plans[0].path == path
+        assert [c.name for c in store.cache_stats().collections] == held
+        # Filtered searches keep the cap: over it, LanceDB answers them.
+        store("v").near_vector(vectors[1]).where("id", "1").limit(1).search_sync()
+        assert [c.name for c in store.cache_stats().collections] == held
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.integers(300, 900),
+    dim=st.integers(4, 24),
+    seed=st.integers(0, 2**16),
+    index_cheaper=st.booleans(),
+)
+def test_either_path_meets_the_recall_target_against_the_exact_answer(
+    tmp_path_factory, rows, dim, seed, index_cheaper
+):
+    uri = str(tmp_path_factory.mktemp("plan"))
+    vectors = _vectors(rows, dim, seed)
+    _build(uri, vectors)
+    _record_costs(uri, 1e-9 if index_cheaper else 10.0)
+    target = 0.98
+    store = create_vector_store(uri=uri, recall_target=target)
+    queries = _vectors(20, dim, seed + 1)
+    hits = 0
+    for q in queries:
+        found = store("v").near_vector(q).select("id").limit(10).search_sync()
+        dist = 1 - vectors @ q
+        exact = np.lexsort((np.argsort(np.argsort(np.arange(rows).astype(str))), dist))[:10]
+        tenth = dist[exact[-1]]
+        got = [int(m.id) for m in found]
+        if not index_cheaper:  # the exact pass: the exact answer, in order (ties by id)
+            assert got == exact.tolist()
+        hits += sum(1 for i in got if dist[i] <= tenth + 1e-5)
+    (plan,) = store.cache_stats().plans
+    assert plan.path == ("index" if index_cheaper else "memory")
+    assert [c.name for c in store.cache_stats().collections] == ([] if index_cheaper else ["v"])
+    assert hits / (10 * len(queries)) >= target
