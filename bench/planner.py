@@ -82,7 +82,7 @@ def _run(
     for store in stores.values():  # opened and warm: copies read, the planner's estimates made
         store("v").near_vector(queries[0]).limit(K).search_sync()
     # The fixed memory choice: no measured cost, so the (unbounded) size limits decide.
-    stores["memory"]._collections["v"].recall_curve = None
+    stores["memory"]._collections["v"].recorded_curve = None
     stores["memory"]._memory.forget("v")
     stores["memory"]("v").near_vector(queries[0]).limit(K).search_sync()
     times: dict[str, list[float]] = {k: [] for k in stores}

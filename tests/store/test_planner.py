@@ -90,6 +90,22 @@ def test_a_cheaper_exact_pass_answers_from_memory_with_exact_results(built):
     assert [m.id for m in found] == [str(i) for i in np.argsort(-(vectors @ query), kind="stable")[:10]]
 
 
+def test_an_index_only_a_little_faster_leaves_the_exact_pass_in_place(built):
+    uri, _ = built
+    _record_costs(uri, 10.0)
+    memory_ms = create_vector_store(uri=uri).collection_info_sync("v").plan.memory_ms  # type: ignore[union-attr]
+    assert memory_ms is not None  # one calibration per process: the next plans see the same estimate
+    paths = {}
+    for speedup in (1.1, 1.5):
+        _record_costs(uri, memory_ms / 1e3 / speedup)
+        plan = create_vector_store(uri=uri).collection_info_sync("v").plan
+        assert plan is not None and plan.memory_ms == memory_ms
+        paths[speedup] = plan.path
+        assert f"{speedup:.2f}x faster" in plan.reason
+    # Within the estimates' error the exact answer wins; clearly faster, the index does.
+    assert paths == {1.1: "memory", 1.5: "index"}
+
+
 def test_a_curve_without_costs_leaves_the_size_limits_to_decide(built):
     uri, vectors = built
     _record_costs(uri, None)
