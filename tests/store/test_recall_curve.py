@@ -134,7 +134,7 @@ def test_unreadable_field_metadata_counts_as_no_curve():
     scan=st.sampled_from([1, 3, 7, 64]),
     seed=st.integers(0, 2**16),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 def test_the_batched_exact_pass_finds_lancedbs_brute_force_distances(
     tmp_path_factory, rows, dim, k, metric, scan, seed
 ):
