@@ -43,7 +43,7 @@ from turnkit.batteries.vector.store._memory_batch import (
 )
 from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
-from turnkit.batteries.vector.store._planner import SearchPlan, plan
+from turnkit.batteries.vector.store._planner import Path, SearchPlan, plan
 from turnkit.batteries.vector.store._recall import RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -448,9 +448,10 @@ class MemoryIndex:
             self._too_big.pop(name, None)  # measured worth holding, whatever the size cap said
         return chosen
 
-    def _planned(self, name: str) -> SearchPlan | None:
+    def _planned_path(self, name: str) -> Path | None:
+        """The path the planner last chose for ``name`` (``None``: no plan)."""
         known = self._plans.get(name)
-        return None if known is None else known[1]
+        return None if known is None or known[1] is None else known[1].path
 
     async def search(
         self,
@@ -523,8 +524,7 @@ class MemoryIndex:
             return True
         if spec.filter is not None:
             return not spec.prefilter  # a masked pass is cheap: memory keeps filtered searches
-        planned = self._planned(name)
-        return planned is not None and planned.path != "memory"
+        return self._planned_path(name) not in (None, "memory")
 
     @staticmethod
     async def answer(
@@ -567,8 +567,7 @@ class MemoryIndex:
             self._snapshots.pop(name, None)
             with translate_errors("search", name):  # a table removed underneath: turnkit's error
                 rows = await table.count_rows()
-                planned = self._planned(name)
-                if not config.admits(rows, dimension, planned is not None and planned.path == "memory"):
+                if not config.admits(rows, dimension, self._planned_path(name) == "memory"):
                     self._too_big[name] = key
                     return None
                 data = await table.query().select(list(_COLUMNS)).to_arrow()

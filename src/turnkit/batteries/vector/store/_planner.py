@@ -4,11 +4,11 @@ A fixed size cap cannot choose for every data set: the exact pass costs
 rows x dimension multiply-adds whatever the data, while the ``ef`` an index
 needs for the recall target, and so its cost, depends on how the data is
 clustered. So where the index's cost was measured (``RecallCurve.costs``,
-after its build), the planner compares the two estimates and picks the
-cheaper; the exact pass meets any recall target, the index only at the
-measured ``ef``. Without a measurement the memory tier's own limits decide,
-as they always did. The candidates are a mapping of path to cost, so another
-path (an approximate index in memory) is one more entry.
+after its build), the planner compares the two estimates: the index
+answers only when it is estimated more than ``_MARGIN`` times faster, since
+the exact pass meets any recall target and the index only at the measured
+``ef``. Without a measurement the memory tier's own limits decide, as they
+always did.
 """
 
 from __future__ import annotations
