@@ -64,12 +64,15 @@ class JsonEndpoint:
         cls,
         base_url: Any,
         *,
+        model: Any,
         api_key: str | None,
         headers: Mapping[str, str] | None,
         timeout: Any,
         error: Callable[..., TurnkitError],
     ) -> JsonEndpoint:
-        """The endpoint, or ``error`` naming the bad ``base_url`` or ``timeout``."""
+        """The endpoint, or ``error`` naming the bad ``model``, ``base_url`` or ``timeout``."""
+        if not isinstance(model, str) or not model.strip():
+            raise error(f"model must be a non-empty model name, got {model!r}.", field="model")
         parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
         # urllib also opens file:// and ftp:// URLs; an API endpoint is only ever http(s).
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:

@@ -134,14 +134,8 @@ class OpenAIChatModel:
         extra_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise _config_error("OpenAIChatModel needs a model name.", field="model")
         self._api = JsonEndpoint.checked(
-            base_url,
-            api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            error=_config_error,
+            base_url, model=model, api_key=api_key, headers=headers, timeout=timeout, error=_config_error
         )
         self.model = model
         self.base_url = self._api.base_url

@@ -54,20 +54,11 @@ class OpenAIEmbeddingEncoder:
         send_dimensions: bool = False,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise _config_error(
-                "OpenAIEmbeddingEncoder needs a model name.",
-                field="model",
-            )
+        self._api = JsonEndpoint.checked(
+            base_url, model=model, api_key=api_key, headers=headers, timeout=timeout, error=_config_error
+        )
         if not is_int(dimension, 1):
             raise _config_error(f"dimension must be a positive int, got {dimension!r}.")
-        self._api = JsonEndpoint.checked(
-            base_url,
-            api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            error=_config_error,
-        )
         if not is_int(batch_size, 1):
             raise _config_error(
                 f"batch_size must be a positive int, got {batch_size!r}.",
