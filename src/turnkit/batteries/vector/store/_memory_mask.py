@@ -136,61 +136,47 @@ def _mask(
     if not isinstance(node, Condition):
         raise Unsupported
     node = _recheck(node)  # the same validation and normalization as the SQL compiler
-    if node.field in COLUMN_FIELDS:
-        return _column(columns[node.field], node.op, node.value)
-    segments = tuple(node.field.split(".")[1:])
-    return _metadata(path(segments), node.op, node.value)
+    values = columns[node.field] if node.field in COLUMN_FIELDS else path(tuple(node.field.split(".")[1:]))
+    return _condition(values, node.op, node.value)
 
 
 def _bools(array: Any) -> Mask:
     return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 
-def _column(array: pa.Array, op: Op, value: Any) -> Mask:
-    absent = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
+def _condition(values: pa.Array | PathColumn, op: Op, value: Any) -> Mask:
+    # A column and a metadata path differ only in what is absent and how a value compares,
+    # as in `evaluate`'s `_eval_condition`.
+    if isinstance(values, PathColumn):
+        absent: Mask = (values.kinds == _MISSING) | (values.kinds == _NULL)
+    else:
+        absent = np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
     match op:
         case "exists":
-            return ~absent if value else absent
-        case "null":
-            return absent if value else ~absent
-        case "ne":
-            return ~absent if value is None else ~_column(array, "eq", value)
-        case "in" | "nin":
-            out = np.zeros(len(array), dtype=np.bool_)
-            present = [v for v in value if v is not None]
-            if present:
-                out |= _bools(pc.is_in(array, value_set=pa.array(present, array.type)))
-            if len(present) != len(value):
-                out |= absent
-            return ~out if op == "nin" else out
-        case "eq" | "gt" | "gte" | "lt" | "lte":
-            return _bools(_ARROW_OPS[op](array, pa.scalar(value, array.type)))
-        case "like" | "contains":  # LanceDB's own semantics: the search falls back to it
-            raise Unsupported
-        case _:
-            assert_never(op)
-
-
-def _metadata(col: PathColumn, op: Op, value: Any) -> Mask:
-    kinds = col.kinds
-    absent: Mask = (kinds == _MISSING) | (kinds == _NULL)
-    match op:
-        case "exists":
-            present: Mask = kinds != _MISSING
+            # A JSON null is present; a column's null is not.
+            present = values.kinds != _MISSING if isinstance(values, PathColumn) else ~absent
             return present if value else ~present
         case "null":
             return absent if value else ~absent
         case "ne":
-            return ~absent if value is None else ~_metadata(col, "eq", value)
+            return ~absent if value is None else ~_condition(values, "eq", value)
         case "in" | "nin":
-            out = np.zeros(len(kinds), dtype=np.bool_)
-            for item in value:
-                out |= absent if item is None else _metadata(col, "eq", item)
+            out = np.zeros(len(absent), dtype=np.bool_)
+            listed = [v for v in value if v is not None]
+            if isinstance(values, PathColumn):
+                for item in listed:
+                    out |= _compare_metadata(values, "eq", item)
+            elif listed:  # one vectorized lookup
+                out |= _bools(pc.is_in(values, value_set=pa.array(listed, values.type)))
+            if len(listed) != len(value):
+                out |= absent
             return ~out if op == "nin" else out
+        case "eq" | "gt" | "gte" | "lt" | "lte":
+            if isinstance(values, PathColumn):
+                return _compare_metadata(values, op, value)
+            return _bools(_ARROW_OPS[op](values, pa.scalar(value, values.type)))
         case "like" | "contains":  # LanceDB's own semantics: the search falls back to it
             raise Unsupported
-        case "eq" | "gt" | "gte" | "lt" | "lte":
-            return _compare_metadata(col, op, value)
         case _:
             assert_never(op)
 
