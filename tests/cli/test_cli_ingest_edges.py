@@ -185,22 +185,48 @@ def test_sigint_says_what_was_written_and_a_rerun_finishes(
         "--no-progress",
     ]
     env = clean_env({"TURNKIT_OPENAI_BASE_URL": endpoint})
-    child = subprocess.Popen(
-        [sys.executable, "-m", "turnkit.cli", *args],
-        cwd=clean_environ,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A shell that starts the tests in the background leaves SIGINT ignored, and exec keeps an
+    # ignored signal ignored: the child would never see it. A handled one is reset to the default.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "turnkit.cli", *args],
+            cwd=clean_environ,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    lines: list[str] = []
+    told = threading.Event()
+
+    def read_stderr() -> None:
+        assert child.stderr is not None
+        with child.stderr:
+            for line in child.stderr:
+                lines.append(line)
+                if line.startswith("turnkit: interrupted"):
+                    told.set()
+        told.set()  # the child is gone without saying it: the assertions below show what it said
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     try:
         # The second batch's request is being held: the first batch (4 files) has committed.
-        assert _Embeddings.held.wait(120), child.communicate(timeout=5)
+        assert _Embeddings.held.wait(120), lines
         child.send_signal(signal.SIGINT)
-        _Embeddings.release.set()  # let the request in flight return, as a real endpoint would
-        out, err = child.communicate(timeout=60)
+        # Let the request in flight return, as a real endpoint would, only once the child has said
+        # what it wrote: on a busy machine an earlier answer can have the second batch committed
+        # before the child runs its signal handler.
+        assert told.wait(120), lines
+        _Embeddings.release.set()
+        child.wait(timeout=60)
     finally:
         child.kill()
+        reader.join(60)
+    err = "".join(lines)
     assert child.returncode == EXIT_INTERRUPTED, err
     assert "interrupted. Written to 'docs' so far: 4 file(s), 4 chunk(s)" in err
     assert "Run the same command again to finish" in err
