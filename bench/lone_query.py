@@ -10,10 +10,16 @@ four systems, sequential async queries (one in flight), alternated over
   in the caller's thread, others go to a pool thread;
 * raw LanceDB async on the same table; Chroma (sync, called one at a time).
 
+With ``--compare int8`` the two turnkit rows are instead the exact pass from
+memory over the float32 matrix and over its int8 copy (``_memory_int8.py``),
+both held in memory whatever the planner would choose, plus turnkit as
+planned (the default: memory or the index, by measurement).
+
 Prints the median q/s, the range over rounds, recall@10 and the ratios to raw
 LanceDB and Chroma as a Markdown table. Needs Chroma (``turnkit[bench]``).
 
     python bench/lone_query.py --db DIR --rows 10000 --data text --chroma-ef 64
+    python bench/lone_query.py --db DIR --rows 100000 --data text --chroma-ef 512 --compare int8
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ import numpy as np
 from peers import Chroma, K, dataset, kept_dir, load_turnkit, recall
 
 from turnkit.batteries.vector.store import _memory_index
+from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._memory_batch import BatchedProduct
+from turnkit.batteries.vector.store._memory_index import MemoryIndex
 
 
 def main() -> None:
@@ -41,6 +49,12 @@ def main() -> None:
     parser.add_argument("--data", choices=("synthetic", "text"), default="synthetic")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--chroma-ef", type=int, default=64, help="ef_search, as peers.py tuned it")
+    parser.add_argument(
+        "--compare",
+        choices=("handover", "int8"),
+        default="handover",
+        help="the lone path against the hand over it replaced, or the int8 pass against the float32 one",
+    )
     args = parser.parse_args()
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
@@ -53,6 +67,10 @@ def main() -> None:
     vs, _ = load_turnkit(uri, vectors, groups)
     chroma = Chroma(vectors, groups, args.chroma_ef)
     base = vs("peers").select("id").limit(K)
+    # Raw LanceDB searches the index with turnkit's knobs (the ef its recall curve gives), as peers.py does.
+    info = vs("peers").info_sync()
+    index_type = next((i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")), None)
+    knobs = search_knobs(index_type, info.rows, K, None, None, info.search_ef)
     lone_work, pool_worker = _memory_index.LONE_INLINE_WORK, BatchedProduct._start_worker
 
     def new_thread(self: BatchedProduct) -> None:
@@ -66,6 +84,24 @@ def main() -> None:
         _memory_index.LONE_INLINE_WORK = lone_work
         BatchedProduct._start_worker = pool_worker  # type: ignore[method-assign]
 
+    planned_path, coded = MemoryIndex._planned_path, {}
+
+    def in_memory(int8: bool) -> Any:
+        def setup() -> None:
+            MemoryIndex._planned_path = lambda self, name: None  # type: ignore[method-assign,assignment,return-value]
+            snapshot = vs._memory._snapshots.get("peers")
+            if snapshot is not None:
+                coded.setdefault("copy", snapshot.product.coarse)
+                snapshot.product.coarse = coded["copy"] if int8 else None
+
+        return setup
+
+    def planned() -> None:
+        MemoryIndex._planned_path = planned_path  # type: ignore[method-assign]
+        snapshot = vs._memory._snapshots.get("peers")
+        if snapshot is not None and "copy" in coded:
+            snapshot.product.coarse = coded["copy"]
+
     async def run() -> None:
         table = await (await lancedb.connect_async(uri)).open_table("peers")
 
@@ -73,7 +109,7 @@ def main() -> None:
             return [int(m.id) for m in await base.near_vector(q)]
 
         async def raw(q: np.ndarray) -> list[int]:
-            query = table.vector_search(q).distance_type("cosine").limit(K).select(["id"])
+            query = apply_knobs(table.vector_search(q).distance_type("cosine").limit(K).select(["id"]), knobs)
             return [int(r["id"]) for r in await query.to_list()]
 
         async def chroma_search(q: np.ndarray) -> list[int]:
@@ -85,6 +121,17 @@ def main() -> None:
             "lancedb": (raw, after),
             "chroma": (chroma_search, after),
         }
+        if args.compare == "int8":
+            systems = {
+                "turnkit memory, float32 pass": (turnkit, in_memory(False)),
+                "turnkit memory, int8 pass": (turnkit, in_memory(True)),
+                "turnkit as planned": (turnkit, planned),
+                "lancedb": (raw, planned),
+                "chroma": (chroma_search, planned),
+            }
+        if args.compare == "int8":  # the copy is read (and coded) before any system's setup looks for it
+            in_memory(True)()
+            await turnkit(queries[0])
         names = list(systems)
         qps: dict[str, list[float]] = {name: [] for name in names}
         found: dict[str, list[list[int]]] = {}
@@ -100,6 +147,10 @@ def main() -> None:
                     await search(q)
                 qps[name].append(len(queries) / (time.perf_counter() - started))
         truth = [npy.search(q, False) for q in queries]
+        planned()
+        for chosen in vs.cache_stats().plans:
+            estimates = f"memory {chosen.memory_ms} ms, index {chosen.index_ms} ms"
+            print(f"planned: {chosen.path} ({chosen.reason}; {estimates})")
         median = {name: statistics.median(v) for name, v in qps.items()}
         print("| rows | data | system | q/s x1 | rounds | recall@10 | ÷ raw LanceDB | ÷ Chroma |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -114,6 +165,7 @@ def main() -> None:
         asyncio.run(run())
     finally:
         after()
+        planned()
         chroma.drop()
 
 

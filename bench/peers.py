@@ -238,9 +238,10 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
     with tempfile.TemporaryDirectory() as scratch:
         tmp = kept_dir(args.db, vectors, groups) if args.db else scratch
         cache = MemoryCache()
-        if args.memory_mib is not None:  # and a budget that holds it with its ~1 KiB of text per row
+        if args.memory_mib is not None:  # and a budget that holds it, its int8 copy and ~1 KiB of text a row
             limit = args.memory_mib << 20
-            cache = MemoryCache(max_vector_bytes=limit, max_bytes=max(cache.max_bytes, limit + n * 1024))
+            budget = max(cache.max_bytes, limit * 5 // 4 + n * 1024)
+            cache = MemoryCache(max_vector_bytes=limit, max_bytes=budget)
         vs, tk_build = load_turnkit(tmp, vectors, groups, cache)
         # The same table through a store that never answers from memory: turnkit on the index.
         on_index = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=None)

@@ -24,6 +24,7 @@ from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store import _memory_batch, _memory_index
 from turnkit.batteries.vector.store._memory_batch import BatchedProduct, dot_tolerance
 from turnkit.batteries.vector.store._memory_index import MemoryIndex, _Snapshot
+from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 
 
 def _table(matrix: np.ndarray, ids: list[str]) -> pa.Table:
@@ -71,7 +72,7 @@ def test_batched_dots_within_their_bound_give_the_lone_answer(
     # Another order of summation: off by up to the documented bound, either way, row by row.
     bound = dot_tolerance(dim) * np.sqrt(snapshot.sq_norms) * float(np.linalg.norm(query))
     noisy = (exact + rng.uniform(-1, 1, size=len(exact)) * bound).astype(np.float32)
-    batched = snapshot.top(spec, query, None, noisy, exact=False)
+    batched = snapshot.top(spec, query, None, noisy, spread=0.0)
     assert lone[0].tolist() == batched[0].tolist()
     assert lone[1].tobytes() == batched[1].tobytes()
 
@@ -102,8 +103,8 @@ def test_queued_queries_share_one_product_and_get_their_own_rows() -> None:
     product = BatchedProduct(matrix, workers=1)
     gate, sizes, gated = _gated(product)
 
-    def run(q: np.ndarray) -> tuple[np.ndarray, bool]:
-        return product.run(q, lambda dots, alone: (dots, alone))
+    def run(q: np.ndarray) -> tuple[np.ndarray, float | None]:
+        return product.run(q, lambda dots, spread: (dots, spread))
 
     queries = rng.normal(size=(6, 16)).astype(np.float32)
     with mock.patch.object(product, "_product", gated), ThreadPoolExecutor(6) as pool:
@@ -114,7 +115,7 @@ def test_queued_queries_share_one_product_and_get_their_own_rows() -> None:
         gate.set()
         results = [first.result(30), *(f.result(30) for f in rest)]
     assert sizes == [1, 5]
-    assert [alone for _, alone in results] == [True] + [False] * 5
+    assert [spread for _, spread in results] == [None] + [0.0] * 5  # einsum's own values, then BLAS's
     for q, (dots, _) in zip(queries, results, strict=True):
         assert dots.tolist() == pytest.approx((matrix @ q).tolist(), rel=1e-5, abs=1e-5)
     assert product._busy == 0
@@ -144,8 +145,8 @@ def test_async_searches_queue_without_a_thread_each_and_cancelled_ones_are_dropp
     assert sizes == [1, 3]  # the cancelled search was not computed
     assert isinstance(results[2], asyncio.CancelledError)
     for i in (0, 1, 3, 4):
-        dots, alone = results[i]
-        assert alone == (i == 0)
+        dots, spread = results[i]
+        assert spread == (None if i == 0 else 0.0)
         assert dots.tolist() == pytest.approx((matrix @ queries[i]).tolist(), rel=1e-5, abs=1e-5)
     _wait_for(lambda: product._busy == 0)
 
@@ -159,7 +160,7 @@ def test_a_failed_product_fails_every_search_of_its_batch_and_a_failed_finish_on
         product.run(np.ones(2, np.float32), lambda d, a: d)
     assert product._busy == 0 and product._queue == []
 
-    def bad(dots: np.ndarray, alone: bool) -> Any:
+    def bad(dots: np.ndarray, spread: float | None) -> Any:
         raise ValueError("finish")
 
     with pytest.raises(ValueError, match="finish"):
@@ -238,11 +239,11 @@ def test_a_pass_split_across_threads_gives_the_one_thread_bits(
     rng = np.random.default_rng(seed)
     matrix = rng.normal(size=(rows, dim)).astype(np.float32)
     qs = list(rng.normal(size=(queries, dim)).astype(np.float32))
-    one = BatchedProduct(matrix, threads=1)._product(qs)
+    one, _ = BatchedProduct(matrix, threads=1)._product(qs)
     # Small parts, so that these small matrices are split as a large one is.
     with mock.patch.object(_memory_batch, "_MIN_PART_WORK", part_work):
         ranges = _memory_batch._split(rows, dim, threads)
-        split = BatchedProduct(matrix, threads=threads)._product(qs)
+        split, _ = BatchedProduct(matrix, threads=threads)._product(qs)
     assert ranges[0][0] == 0 and ranges[-1][1] == rows
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
     assert 1 <= len(ranges) <= min(threads, max(1, rows * dim // part_work))
@@ -263,7 +264,7 @@ def test_a_split_pass_finishes_on_the_callers_thread_when_every_helper_is_busy()
     blockers = [pool.submit(release.wait, 30) for _ in range(_memory_batch.MAX_SCAN_THREADS - 1)]
     caller = ThreadPoolExecutor(1)
     try:
-        dots = caller.submit(product._product, [query]).result(timeout=10)  # not stuck behind the helpers
+        dots, _ = caller.submit(product._product, [query]).result(timeout=10)  # not stuck behind the helpers
         assert not any(b.done() for b in blockers)
     finally:
         release.set()
@@ -312,7 +313,7 @@ inherited = mb._helpers
 pid = os.fork()
 if pid == 0:
     for _ in range(20):
-        dots = mb.BatchedProduct(matrix, threads=4)._product([query])[0]
+        dots = mb.BatchedProduct(matrix, threads=4)._product([query])[0][0]
     pool = mb._helpers
     deadline = time.monotonic() + 10
     while pool is not None and pool._work_queue.qsize() and time.monotonic() < deadline:
@@ -414,3 +415,84 @@ def test_a_lone_async_search_run_by_its_caller_answers_as_the_worker_does(
         worker, lone, gathered = asyncio.run(main())
     assert lone == worker and gathered == worker
     assert snapshot.in_flight == 0 and snapshot.product.idle()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 400),
+    dim=st.integers(1, 64),
+    near=st.integers(0, 60),
+    jitter=st.sampled_from([0.0, 1e-6, 1e-4, 1e-2]),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    limit=st.integers(1, 15),
+    offset=st.integers(0, 5),
+    stored_query=st.booleans(),
+)
+def test_a_pass_over_the_int8_copy_gives_the_float32_answer_to_the_bit(
+    metric: str,
+    seed: int,
+    rows: int,
+    dim: int,
+    near: int,
+    jitter: float,
+    scale: float,
+    limit: int,
+    offset: int,
+    stored_query: bool,
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, dim)).astype(np.float32)
+    matrix[rng.integers(0, rows, size=rows // 3)] *= np.float32(scale)  # norms far apart
+    matrix[rng.integers(0, rows, size=rows // 10)] = 0.0  # zero rows code to zero
+    # Rows a hair apart from others (and exact copies): the coarse order differs from the exact one
+    # right at the cut, which the exact pass over the rows near it must put back.
+    picks = rng.integers(0, rows, size=near)
+    moved = matrix[picks] + jitter * rng.normal(size=(near, dim)).astype(np.float32)
+    matrix = np.ascontiguousarray(np.concatenate([matrix, moved.astype(np.float32)]))
+    ids = [f"r{i}" for i in rng.permutation(len(matrix))]
+    with mock.patch.object(_memory_index, "INLINE_WORK", 0):
+        snapshot = _Snapshot("c", 1, _table(matrix, ids), dim, metric, coarse=True)  # type: ignore[arg-type]
+    assert snapshot.product.coarse is not None
+    query = matrix[int(rng.integers(0, len(matrix)))] if stored_query else rng.normal(size=dim)
+    query = np.ascontiguousarray(query, dtype=np.float32)
+    if metric == "cosine" and not query.any():
+        query[0] = 1.0  # a cosine search of the zero vector is refused before memory
+    spec = QuerySpec(collection="c", limit=limit, offset=offset)
+    (dots,), spread = snapshot.product._product([query])
+    assert spread is not None  # the copy's pass, not einsum's
+    coarse = snapshot.top(spec, query, None, dots, spread)
+    exact = snapshot.top(spec, query, None)
+    assert coarse[0].tolist() == exact[0].tolist()
+    assert coarse[1].tobytes() == exact[1].tobytes()
+
+
+@pytest.mark.parametrize("extreme", [1e-14, 1e14])
+def test_rows_or_queries_of_extreme_magnitude_keep_the_float32_pass(extreme: float) -> None:
+    rng = np.random.default_rng(8)
+    matrix = rng.normal(size=(50, 8)).astype(np.float32)
+    query = rng.normal(size=8).astype(np.float32)
+    assert Int8Copy.of(matrix) is not None
+    assert Int8Copy.of(np.concatenate([matrix, matrix[:1] * np.float32(extreme)])) is None
+    with mock.patch.object(_memory_index, "INLINE_WORK", 0):
+        snapshot = _Snapshot("c", 1, _table(matrix, [f"r{i}" for i in range(50)]), 8, "l2", coarse=True)
+    assert snapshot.product.coarse is not None
+    (dots,), spread = snapshot.product._product([query * np.float32(extreme)])
+    assert spread is None  # einsum's values: the lone pass's own
+    assert dots.tobytes() == np.einsum("ij,j->i", matrix, query * np.float32(extreme)).tobytes()
+
+
+def test_a_large_copy_is_coded_where_the_int8_pass_measured_faster(tmp_path: Any) -> None:
+    rng = np.random.default_rng(9)
+    vectors = rng.normal(size=(5_000, 256)).astype(np.float32)  # past INLINE_WORK: the product's path
+    store = create_vector_store(uri=str(tmp_path / "db"), auto_optimize=None)
+    store("c").upsert_sync([{"id": f"r{i}", "vector": v} for i, v in enumerate(vectors)])
+    q = rng.normal(size=256).astype(np.float32)
+    found = [(m.id, m.distance) for m in store("c").near_vector(q).select("id").limit(10).search_sync()]
+    snapshot = store._memory._snapshots["c"]
+    assert (snapshot.product.coarse is not None) == pays(snapshot.product.threads)
+    assert snapshot.nbytes >= vectors.nbytes + (vectors.size if snapshot.product.coarse else 0)
+    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(q)
+    want = np.argsort(1 - vectors @ q / norms, kind="stable")[:10]
+    assert [i for i, _ in found] == [f"r{i}" for i in want]

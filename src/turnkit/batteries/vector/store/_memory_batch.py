@@ -18,6 +18,10 @@ The batched product is BLAS's and rounds differently from einsum (by about
 a batch recomputes its candidates near the cut with the same einsum as a lone
 search (``_Snapshot.top``), so results are the same either way, to the bit.
 
+A lone pass over a large copy reads its int8 copy instead where one was made
+(``_memory_int8.py``): a quarter of the bytes, and the rows near the cut
+computed again with einsum, so again the same answer to the bit.
+
 A pass over a large matrix is split by rows across ``threads`` (the usable
 cores by default, see `scan_threads`): each row's dot product is computed by
 the same kernel whatever the split, so the values are the same bits, and the
@@ -30,14 +34,18 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_SCAN_THREADS", "BatchedProduct", "dot_tolerance", "scan_threads"]
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._memory_int8 import Int8Copy
+
+__all__ = ["MAX_SCAN_THREADS", "BatchedProduct", "dot_tolerance", "fastest_passes", "scan_threads"]
 
 # OpenBLAS runs a product of at most 65,536 x 4 multiply-adds on the calling thread; larger ones
 # spread over its own threads, which is several times slower on a machine busy with other work.
@@ -119,9 +127,11 @@ def _in_parts(work: Callable[[int, int], object], ranges: list[tuple[int, int]])
                 future.cancel()
 
 
-# finish(dots, alone): the search's answer from its dot products; alone is True when einsum
-# computed them for this query only (exactly the lone search's values).
-Finish = Callable[[npt.NDArray[np.float32], bool], Any]
+# finish(dots, spread): the search's answer from its dot products. spread is None when einsum
+# computed them for this query only (exactly the lone search's values); 0.0 when a batched product
+# did (off by float rounding, `dot_tolerance`); above 0 when they are an int8 copy's, each off by at
+# most spread (in the copy's weighted units, `_memory_int8.py`) beyond that rounding.
+Finish = Callable[[npt.NDArray[np.float32], float | None], Any]
 
 
 def dot_tolerance(dimension: int) -> float:
@@ -141,8 +151,15 @@ class _Job:
 class BatchedProduct:
     """Searches that need ``matrix @ query``, queued ones served together."""
 
-    def __init__(self, matrix: npt.NDArray[np.float32], workers: int = 1, threads: int = 1) -> None:
+    def __init__(
+        self,
+        matrix: npt.NDArray[np.float32],
+        workers: int = 1,
+        threads: int = 1,
+        coarse: Int8Copy | None = None,
+    ) -> None:
         self.matrix = matrix
+        self.coarse = coarse  # a lone pass reads this int8 copy instead, where one was made
         self.workers = max(1, workers)
         self.threads = max(1, threads)
         self._cond = threading.Condition()
@@ -150,7 +167,7 @@ class BatchedProduct:
         self._queue: list[_Job] = []
 
     def run(self, query: npt.NDArray[np.float32], finish: Finish) -> Any:
-        """``finish(dots, alone)`` for ``query``, in this thread when a worker is free."""
+        """``finish(dots, spread)`` for ``query``, in this thread when a worker is free."""
         job = _Job(query, finish)
         with self._cond:
             self._queue.append(job)
@@ -210,30 +227,41 @@ class BatchedProduct:
 
     def _serve(self, batch: list[_Job]) -> None:
         try:
-            products = self._product([job.query for job in batch])
+            products, spread = self._product([job.query for job in batch])
         except BaseException as error:  # every search of the batch sees it
             for job in batch:
                 job.future.set_exception(error)
             return
         for job, dots in zip(batch, products, strict=True):
             try:
-                job.future.set_result(job.finish(dots, len(batch) == 1))
+                job.future.set_result(job.finish(dots, spread))
             except BaseException as error:
                 job.future.set_exception(error)
 
-    def _product(self, queries: list[npt.NDArray[np.float32]]) -> list[npt.NDArray[np.float32]]:
+    def _product(
+        self, queries: list[npt.NDArray[np.float32]]
+    ) -> tuple[list[npt.NDArray[np.float32]], float | None]:
+        """Each query's dot products with every row, and their spread (see `Finish`)."""
         matrix = self.matrix
         n, dimension = matrix.shape
         if len(queries) == 1:
             query = queries[0]
             dots = np.empty(n, dtype=np.float32)
+            coarse = self.coarse
+            prepared = None if coarse is None else coarse.prepare(query)
+            if coarse is not None and prepared is not None:
 
-            def lone(start: int, stop: int) -> None:
-                # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
-                np.einsum("ij,j->i", matrix[start:stop], query, out=dots[start:stop])
+                def lone(start: int, stop: int) -> None:
+                    coarse.dots(prepared, dots, start, stop)
+
+            else:
+
+                def lone(start: int, stop: int) -> None:
+                    # einsum, not BLAS: multi-threaded OpenBLAS is several times slower on a busy machine.
+                    np.einsum("ij,j->i", matrix[start:stop], query, out=dots[start:stop])
 
             _in_parts(lone, _split(n, dimension, self.threads))
-            return [dots]
+            return [dots], None if prepared is None else prepared.spread
         stacked = np.ascontiguousarray(np.stack(queries).T)
         out = np.empty((n, len(queries)), dtype=np.float32)
         step = max(1, _SINGLE_THREAD_WORK // (len(queries) * max(1, dimension)))
@@ -244,4 +272,25 @@ class BatchedProduct:
                 np.matmul(matrix[first:last], stacked, out=out[first:last])
 
         _in_parts(batch, _split(n, dimension * len(queries), self.threads, align=step))
-        return [np.ascontiguousarray(out[:, k]) for k in range(len(queries))]
+        return [np.ascontiguousarray(out[:, k]) for k in range(len(queries))], 0.0
+
+
+def fastest_passes(products: list[BatchedProduct], passes: int) -> list[float]:
+    """Each product's fastest lone pass (dot products and a top 10) in seconds, over random queries.
+
+    The fastest, not the median: a pass is only ever slowed by other work on the machine. The
+    products are alternated, so a burst of other work slows each.
+    """
+    rng = np.random.default_rng(0)
+    best = [np.inf] * len(products)
+    for _ in range(passes):
+        query = rng.standard_normal(products[0].matrix.shape[1], dtype=np.float32)
+        for i, product in enumerate(products):
+            started = time.perf_counter()
+            product.run(query, _top_ten)
+            best[i] = min(best[i], time.perf_counter() - started)
+    return best
+
+
+def _top_ten(dots: npt.NDArray[np.float32], spread: float | None) -> object:
+    return np.argpartition(dots, 9)[:10]

@@ -42,6 +42,7 @@ from turnkit.batteries.vector.store._memory_batch import (
     scan_threads,
 )
 from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
+from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._planner import Path, SearchPlan, plan
 from turnkit.batteries.vector.store._recall import RecallCurve
@@ -139,8 +140,8 @@ class MemoryCache:
 
     def fits(self, rows: int, dimension: int) -> bool:
         """Whether a copy of ``rows`` vectors of ``dimension`` floats fits the memory budget."""
-        # Roughly: the matrix plus about 1 KiB of text per row must fit the budget.
-        return rows * (dimension * 4 + 1024) <= self.max_bytes
+        # Roughly: the matrix, its int8 copy and about 1 KiB of text per row must fit the budget.
+        return rows * (dimension * 5 + 1024) <= self.max_bytes
 
     def admits(self, rows: int, dimension: int, planned: bool = False) -> bool:
         """Whether a collection of ``rows`` vectors of ``dimension`` floats is small enough to cache.
@@ -180,8 +181,20 @@ class _Snapshot:
     """One version of a collection, in memory."""
 
     def __init__(
-        self, name: str, key: Hashable, data: pa.Table, dimension: int, metric: Metric, threads: int = 1
+        self,
+        name: str,
+        key: Hashable,
+        data: pa.Table,
+        dimension: int,
+        metric: Metric,
+        threads: int = 1,
+        coarse: bool | None = None,
     ) -> None:
+        """One version of ``name`` read from ``data``.
+
+        ``coarse``: whether lone unfiltered passes read an int8 copy (`_memory_int8.py`); ``None``
+        decides by whether one measured faster on this machine.
+        """
         started = time.perf_counter()
         self.name, self.key, self.metric = name, key, metric
         n = data.num_rows
@@ -219,7 +232,11 @@ class _Snapshot:
         self.lists: dict[str, list[Any]] = {}
         # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
         self.lock = threading.Lock()
-        self.product = BatchedProduct(self.matrix, threads=threads)
+        # The int8 copy pays only where a pass goes through the product (and measured faster here).
+        copy = None
+        if self.matrix.size > INLINE_WORK and (pays(threads) if coarse is None else coarse):
+            copy = Int8Copy.of(self.matrix, self.inv_norms if metric == "cosine" else None)
+        self.product = BatchedProduct(self.matrix, threads=threads, coarse=copy)
         self.in_flight = 0  # async searches of this copy started and not yet answered (`answer`)
         # The full-text leg's posting lists, built after the first hybrid search (`_lexical_index`,
         # a task meanwhile); False: this version's text or index is one memory does not score exactly.
@@ -229,6 +246,7 @@ class _Snapshot:
     @property
     def nbytes(self) -> int:
         base = self.matrix.nbytes + self.inv_norms.nbytes + self.sq_norms.nbytes + self.id_rank.nbytes
+        base += self.product.coarse.nbytes if self.product.coarse is not None else 0
         base += sum(col.nbytes for col in self.columns.values())
         base += self.lexical.nbytes if isinstance(self.lexical, LexicalIndex) else 0
         return int(base + sum(p.nbytes for p in self.paths.values()) + len(self.masks) * self.rows)
@@ -285,8 +303,17 @@ class _Snapshot:
             np.maximum(dots, np.float32(0.0), out=dots)
         return dots
 
-    def _tolerance(self, query: npt.NDArray[np.float32]) -> float:
-        """How far a batched distance may be from the lone search's (see _memory_batch.py)."""
+    def _tolerance(self, query: npt.NDArray[np.float32], spread: float = 0.0) -> float:
+        """How far a batched or coarse distance may be from the lone search's (see _memory_batch.py).
+
+        ``spread``: how far each coarse dot product may be off (weighted as the int8 copy's bound is),
+        beyond rounding; 0 for a batched product's.
+        """
+        if spread:
+            # Twice each: a row whose coarse distance is within 2 x (spread + rounding) of the k-th
+            # coarse one may be in the top k (`_memory_int8.py`).
+            factor = {"cosine": 1.0 / max(float(np.sqrt(query @ query)), 1e-30), "dot": 1.0, "l2": 2.0}
+            return 2 * (factor[self.metric] * spread + self._tolerance(query))
         # The dot products differ by at most dot_tolerance x |q| |v|; the arithmetic after them rounds
         # each path by a few float32 ulps of its largest term (1e-6 is 8 ulps relative).
         tolerance = dot_tolerance(self.matrix.shape[1])
@@ -304,17 +331,20 @@ class _Snapshot:
         query: npt.NDArray[np.float32],
         rows: npt.NDArray[np.intp] | None,
         dots: npt.NDArray[np.float32] | None = None,
-        exact: bool = True,
+        spread: float | None = None,
     ) -> tuple[Any, Any]:
         """Row indices and distances of the best ``offset + limit``, ties broken by id.
 
-        ``dots`` (all rows) come from a batched product when not ``exact``.
+        ``dots`` (all rows) come from a batched product or an int8 copy when ``spread`` is not
+        ``None`` (see `Finish`): the rows that can make the cut are computed again, exactly.
         """
+        exact = spread is None
         dist = self.distances(rows, query, dots)
         wanted = spec.offset + spec.limit
         if wanted < len(dist):
             kth = np.partition(dist, wanted - 1)[wanted - 1]
-            candidates = np.flatnonzero(dist <= (kth if exact else kth + self._tolerance(query)))
+            cut = kth if exact else kth + self._tolerance(query, spread or 0.0)
+            candidates = np.flatnonzero(dist <= cut)
         else:
             candidates = np.arange(len(dist))
         absolute = candidates if rows is None else rows[candidates]
@@ -383,8 +413,8 @@ class _Snapshot:
         return await asyncio.to_thread(self.search, spec, query, columns)
 
     def _finisher(self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]) -> Finish:
-        def finish(dots: npt.NDArray[np.float32], alone: bool) -> list[VectorMatch]:
-            return self.matches(*self.top(spec, query, None, dots, alone), columns)
+        def finish(dots: npt.NDArray[np.float32], spread: float | None) -> list[VectorMatch]:
+            return self.matches(*self.top(spec, query, None, dots, spread), columns)
 
         return finish
 

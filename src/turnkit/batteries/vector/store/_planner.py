@@ -14,14 +14,13 @@ always did.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
-from turnkit.batteries.vector.store._memory_batch import BatchedProduct
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, fastest_passes
+from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._recall import K, RecallCurve
 
 __all__ = ["Path", "SearchPlan", "plan", "scan_seconds_per_madd"]
@@ -61,7 +60,8 @@ class SearchPlan:
 def scan_seconds_per_madd(threads: int) -> float:
     """Seconds per multiply-add of the memory tier's unfiltered pass on this machine (once per process).
 
-    The tier's own product (`BatchedProduct`, split over ``threads``) and a
+    The tier's own product (`BatchedProduct`, split over ``threads``, over an
+    int8 copy where that is what the tier uses on this machine) and a
     top-10 over a random 65,536 x 128 matrix (32 MiB, larger than a CPU's
     cache, so it streams from memory as a copy does), the fastest of nine
     passes over its size. A pass streams the matrix once, so its time is
@@ -75,20 +75,11 @@ def scan_seconds_per_madd(threads: int) -> float:
         return found
     with _calibrating:
         if threads not in _calibrated:
-            rng = np.random.default_rng(0)
-            matrix = rng.standard_normal((_ROWS, _DIM), dtype=np.float32)
-            product = BatchedProduct(matrix, threads=threads)
-
-            def finish(dots: npt.NDArray[np.float32], alone: bool) -> object:
-                return np.argpartition(dots, K - 1)[:K]
-
-            seconds = []
-            for _ in range(_PASSES):
-                query = rng.standard_normal(_DIM, dtype=np.float32)
-                started = time.perf_counter()
-                product.run(query, finish)
-                seconds.append(time.perf_counter() - started)
-            _calibrated[threads] = min(seconds) / matrix.size
+            matrix = np.random.default_rng(0).standard_normal((_ROWS, _DIM), dtype=np.float32)
+            # The pass a copy of this machine's makes: over its int8 copy where that measured faster.
+            coarse = Int8Copy.of(matrix) if pays(threads) else None
+            [fastest] = fastest_passes([BatchedProduct(matrix, threads=threads, coarse=coarse)], _PASSES)
+            _calibrated[threads] = fastest / matrix.size
     return _calibrated[threads]
 
 

@@ -1,0 +1,152 @@
+"""An int8 copy of a large matrix: a lone pass reads a quarter of the bytes, then exact rows near the cut.
+
+An unfiltered pass over 100,000 x 256 float32 streams 100 MB from memory and
+is bound by that. The copy holds each row as int8 codes and one scale
+(``v = s·c + r``: ``s`` is the row's largest coordinate over 127), the query
+is coded the same way (``q = t·d + e``), and numkong's SIMD kernels give the
+integer dot products ``c·d`` exactly (at most 256 x 127² a term: exact in
+float32). Then
+
+    |q·v - s·t·(c·d)| <= |q|·|r| + |e|·|s·c|
+
+so a row whose coarse distance is more than twice the largest such bound
+past the k-th coarse distance cannot be in the top k. `_Snapshot.top`
+computes the distances of the rows within it with the float32 pass's own
+einsum, so the answer is the float32 pass's, to the bit; on the bench's data
+sets 25 to 400 rows of 100,000 were within it.
+
+numkong's kernels are SIMD where the CPU has them; elsewhere they can be
+slower than numpy's einsum, so a copy is made only where a lone pass over one
+measured faster on this machine (`pays`, once per process and thread count).
+Rows or queries of extreme magnitude (`_SAFE`) keep the float32 pass: their
+scales' products would leave float32's normal range.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, fastest_passes
+
+__all__ = ["Int8Copy", "Prepared", "pays"]
+
+_BLOCK = 16_384  # rows coded at a time: the temporaries stay small whatever the matrix
+_SAFE = (2.0**-40, 2.0**40)  # largest coordinates (rows and queries) a copy codes; 0 is fine too
+_TINY = np.float32(2.0**-60)
+_PROBE = (32_768, 128)  # `pays`: 4 M multiply-adds, 16 MiB: larger than a CPU's cache, as a copy is
+_PASSES = 5
+_GAIN = 0.8  # the copy is used when its pass took at most this share of the float32 pass's time
+_measured: dict[int, bool] = {}
+_measuring = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A query coded for one pass: its codes, its scale and the pass's error bound.
+
+    Attributes:
+        codes: The query's int8 codes, one row.
+        scale: ``t`` in ``q = t·d + e``.
+        spread: ``|q|·R + |e|·C``: how far a weighted coarse dot product may be from the exact one.
+    """
+
+    codes: npt.NDArray[np.int8]
+    scale: np.float32
+    spread: float
+
+
+class Int8Copy:
+    """``matrix`` as int8 codes and per-row scales, with what bounds their rounding.
+
+    ``weights``: the factor per row the metric multiplies a dot product by
+    (cosine: each row's inverse norm), so the bound is in the units the
+    distances are computed in; ``None`` is 1 for every row.
+    """
+
+    __slots__ = ("codes", "scales", "_coded", "_residual")
+
+    def __init__(self, codes: Any, scales: Any, residual: float, coded: float) -> None:
+        self.codes: npt.NDArray[np.int8] = codes
+        self.scales: npt.NDArray[np.float32] = scales
+        self._residual, self._coded = residual, coded  # R and C of the bound, weighted
+
+    @classmethod
+    def of(
+        cls, matrix: npt.NDArray[np.float32], weights: npt.NDArray[np.float32] | None = None
+    ) -> Int8Copy | None:
+        """The copy, or ``None`` when a row's magnitude is outside what a copy codes."""
+        n, dimension = matrix.shape
+        codes = np.empty((n, dimension), dtype=np.int8)
+        scales = np.empty(n, dtype=np.float32)
+        residual = coded = 0.0
+        for start in range(0, n, _BLOCK):
+            block = matrix[start : start + _BLOCK]
+            top = np.maximum(block.max(axis=1), -block.min(axis=1))  # no |block| temporary
+            if np.any((top != 0) & ((top < _SAFE[0]) | (top > _SAFE[1]))):
+                return None
+            scale = top / np.float32(127.0)
+            # |v_j| / s <= 127 (1 + 2^-23) after the reciprocal's rounding: rint stays within int8.
+            inverse = np.where(scale > 0, np.float32(1.0) / np.maximum(scale, _TINY), np.float32(0.0))
+            work = block * inverse[:, None]
+            np.rint(work, out=work)
+            codes[start : start + len(block)] = work
+            scales[start : start + len(block)] = scale
+            np.multiply(work, scale[:, None], out=work)
+            np.subtract(block, work, out=work)  # r = v - s·c, in float32
+            r = np.sqrt(np.einsum("ij,ij->i", work, work)).astype(np.float64)
+            v = np.sqrt(np.einsum("ij,ij->i", block, block)).astype(np.float64)
+            # float32 rounding of r (each term, the sum of squares) is within 2e-6 |v|; |s·c| <= |v| + |r|.
+            r += 2e-6 * v
+            c = v * (1 + 1e-5) + r
+            if weights is not None:
+                w = weights[start : start + len(block)].astype(np.float64)
+                r, c = r * w, c * w
+            residual = max(residual, float(r.max(initial=0.0)))
+            coded = max(coded, float(c.max(initial=0.0)))
+        return cls(codes, scales, residual, coded)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes + self.scales.nbytes)
+
+    def prepare(self, query: npt.NDArray[np.float32]) -> Prepared | None:
+        """``query`` coded for a pass (``None``: its magnitude is one the float32 pass must take)."""
+        top = float(np.abs(query).max()) if len(query) else 0.0
+        if top != 0 and not _SAFE[0] <= top <= _SAFE[1]:
+            return None
+        scale = np.float32(top / 127.0)
+        codes = np.rint(query / (scale if scale > 0 else np.float32(1.0))).astype(np.int8)
+        exact = query.astype(np.float64)
+        error = float(np.linalg.norm(exact - codes.astype(np.float64) * np.float64(scale)))
+        spread = float(np.linalg.norm(exact)) * self._residual + error * self._coded
+        return Prepared(codes.reshape(1, -1), scale, spread * (1 + 1e-9))
+
+    def dots(self, prepared: Prepared, out: npt.NDArray[np.float32], start: int, stop: int) -> None:
+        """The coarse dot products of rows ``start:stop`` with the prepared query, into ``out``."""
+        import numkong  # here: only a store with a large copy needs it loaded
+
+        part = out[start:stop]
+        if stop > start:
+            numkong.cdist(prepared.codes, self.codes[start:stop], metric="dot", out=part.reshape(1, -1))
+        part *= self.scales[start:stop]
+        part *= prepared.scale
+
+
+def pays(threads: int) -> bool:
+    """Whether a lone pass over an int8 copy is faster than the float32 pass here (measured once)."""
+    found = _measured.get(threads)
+    if found is not None:
+        return found
+    with _measuring:
+        if threads not in _measured:
+            matrix = np.random.default_rng(0).standard_normal(_PROBE, dtype=np.float32)
+            plain = BatchedProduct(matrix, threads=threads)
+            coded = BatchedProduct(matrix, threads=threads, coarse=Int8Copy.of(matrix))
+            float32, int8 = fastest_passes([plain, coded], _PASSES)
+            _measured[threads] = int8 <= _GAIN * float32
+    return _measured[threads]
