@@ -496,3 +496,18 @@ def test_a_large_copy_is_coded_where_the_int8_pass_measured_faster(tmp_path: Any
     norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(q)
     want = np.argsort(1 - vectors @ q / norms, kind="stable")[:10]
     assert [i for i, _ in found] == [f"r{i}" for i in want]
+
+
+def test_without_numkong_a_large_copy_keeps_the_float32_pass() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['numkong'] = None\n"  # `import numkong` now fails, as with no wheel
+        "import numpy as np\n"
+        "from turnkit.batteries.vector.store._memory_int8 import pays\n"
+        "print(pays(2))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
