@@ -284,7 +284,7 @@ def fastest_passes(products: list[BatchedProduct], passes: int) -> list[float]:
     rng = np.random.default_rng(0)
     best = [np.inf] * len(products)
     for _ in range(passes):
-        query = rng.standard_normal(products[0].matrix.shape[1], dtype=np.float32)
+        query = rng.standard_normal((products[0].matrix.shape[1],), dtype=np.float32)
         for i, product in enumerate(products):
             started = time.perf_counter()
             product.run(query, _top_ten)

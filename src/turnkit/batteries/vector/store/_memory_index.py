@@ -193,7 +193,7 @@ class _Snapshot:
         """One version of ``name`` read from ``data``.
 
         ``coarse``: whether lone unfiltered passes read an int8 copy (`_memory_int8.py`); ``None``
-        decides by whether one measured faster on this machine.
+        decides by whether numkong has SIMD kernels for this CPU.
         """
         started = time.perf_counter()
         self.name, self.key, self.metric = name, key, metric
@@ -232,9 +232,9 @@ class _Snapshot:
         self.lists: dict[str, list[Any]] = {}
         # Searches may run in callers' threads (see MemoryIndex.search_now); the memo caches share a lock.
         self.lock = threading.Lock()
-        # The int8 copy pays only where a pass goes through the product (and measured faster here).
+        # The int8 copy pays only where a pass goes through the product, with numkong's SIMD kernels.
         copy = None
-        if self.matrix.size > INLINE_WORK and (pays(threads) if coarse is None else coarse):
+        if self.matrix.size > INLINE_WORK and (pays() if coarse is None else coarse):
             copy = Int8Copy.of(self.matrix, self.inv_norms if metric == "cosine" else None)
         self.product = BatchedProduct(self.matrix, threads=threads, coarse=copy)
         self.in_flight = 0  # async searches of this copy started and not yet answered (`answer`)

@@ -76,8 +76,8 @@ def scan_seconds_per_madd(threads: int) -> float:
     with _calibrating:
         if threads not in _calibrated:
             matrix = np.random.default_rng(0).standard_normal((_ROWS, _DIM), dtype=np.float32)
-            # The pass a copy of this machine's makes: over its int8 copy where that measured faster.
-            coarse = Int8Copy.of(matrix) if pays(threads) else None
+            # The pass a copy makes on this machine: over its int8 copy where numkong's SIMD kernels run.
+            coarse = Int8Copy.of(matrix) if pays() else None
             [fastest] = fastest_passes([BatchedProduct(matrix, threads=threads, coarse=coarse)], _PASSES)
             _calibrated[threads] = fastest / matrix.size
     return _calibrated[threads]
