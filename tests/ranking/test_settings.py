@@ -181,3 +181,18 @@ def test_the_default_is_plain_hybrid_search_with_the_copies_taken_out(vs, collec
             assert [m.id for m in got][: len(texts)] == texts
             assert all(m.id in group for m in plain)
             assert len(got) == top_k
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_a_pool_of_copies_is_widened_until_top_k_texts_are_found(vs, collection, hybrid: bool) -> None:
+    # 40 copies of one text rank first: the first pool (3 x top_k) holds nothing else.
+    text = "refund card ship order return parcel warehouse island gift warranty"
+    records = [{"id": f"copy{i:02d}", "document": text} for i in range(40)]
+    others = ["refund card lunch email days", "ship order island", "gift warranty parcel return", "card days"]
+    others += [f"{d} and {n} more" for n, d in enumerate(others)]
+    records += [{"id": f"other{i}", "document": d} for i, d in enumerate(others)]
+    vs(collection).upsert_sync(records)
+    got = retrieve_sync(vs(collection).near_text(text), {"top_k": 5, "hybrid": hybrid}).matches
+    assert len(got) == 5  # one text and four others, where the first pool gave one
+    assert got[0].id.startswith("copy") and len(got[0].duplicates) == 39
+    assert len({m.document for m in got}) == 5

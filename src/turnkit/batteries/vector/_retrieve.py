@@ -18,7 +18,7 @@ from turnkit._aio import sync_form
 from turnkit.batteries.vector._errors import CollectionNotFoundError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector._settings import RetrievalSettings, SettingsInput
-from turnkit.batteries.vector.query._spec import NearText
+from turnkit.batteries.vector.query._spec import MAX_LIMIT, NearText
 from turnkit.batteries.vector.ranking._collapse import collapse_duplicates
 from turnkit.batteries.vector.ranking._rerank import RerankedMatch, local_scorer, rerank
 from turnkit.batteries.vector.store._hybrid import dense_scores
@@ -98,15 +98,24 @@ async def retrieve(
     hybrid = query.spec.hybrid
     if hybrid is not None and hybrid.text is not None:
         words = hybrid.text
-    gauged = found
-    thresholded = opts.min_score is not None or opts.max_distance is not None
-    if found and hybrid is not None and words and thresholded:
-        # A fused score only ranks (an off-topic query still tops out near 1): gauge the dense similarity.
-        similar = await dense_scores(query.store, spec.collection, words, found, query.spec.filter)
-        gauged = [dc_replace(m, score=s) for m, s in zip(found, similar, strict=True)]
-    matches = [m for m, g in zip(found, gauged, strict=True) if _passes(g, opts)]
-    if opts.collapse_duplicates:
+    while True:
+        gauged = found
+        thresholded = opts.min_score is not None or opts.max_distance is not None
+        if found and hybrid is not None and words and thresholded:
+            # A fused score only ranks (an off-topic query still tops out near 1): gauge the dense similarity.
+            similar = await dense_scores(query.store, spec.collection, words, found, query.spec.filter)
+            gauged = [dc_replace(m, score=s) for m, s in zip(found, similar, strict=True)]
+        matches = [m for m, g in zip(found, gauged, strict=True) if _passes(g, opts)]
+        if not opts.collapse_duplicates:
+            break
         matches = collapse_duplicates(matches)
+        # The pool was all copies of fewer than top_k texts, and the search may hold more: a pool
+        # four times larger (15 candidates of one text left 2 results at 300,000 rows of the bench).
+        pool = query.spec.limit
+        if len(matches) >= opts.top_k or len(found) < pool or pool >= MAX_LIMIT:
+            break
+        query = query.limit(min(MAX_LIMIT, 4 * pool))
+        found = await query.search()
     reranked, ranked = 0, list[RerankedMatch]()
     if opts.rerank is not None and matches and words:
         reranked = len(matches)

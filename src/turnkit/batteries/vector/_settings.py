@@ -83,7 +83,9 @@ class RetrievalSettings(CheckedModel):
             and searches by vector only unless the surface passes its text.
         collapse_duplicates: Keep one result per text (an ``.md`` page and its
             ``.html`` rendering are one text); the other copies go to the kept
-            match's ``duplicates``. On by default.
+            match's ``duplicates``. The search fetches three times ``top_k``,
+            and four times more again while a full pool holds fewer than
+            ``top_k`` texts. On by default.
         diversify: Maximal marginal relevance: a `MmrSpec` (``True``, a
             ``lambda_mult`` in [0, 1], or a dict of ``lambda_mult``, ``fetch_k``). Off by default.
         min_score: Keep matches whose dense similarity (in [0, 1]) clears it;
