@@ -98,9 +98,9 @@ async def retrieve(
     hybrid = query.spec.hybrid
     if hybrid is not None and hybrid.text is not None:
         words = hybrid.text
+    thresholded = opts.min_score is not None or opts.max_distance is not None
     while True:
         gauged = found
-        thresholded = opts.min_score is not None or opts.max_distance is not None
         if found and hybrid is not None and words and thresholded:
             # A fused score only ranks (an off-topic query still tops out near 1): gauge the dense similarity.
             similar = await dense_scores(query.store, spec.collection, words, found, query.spec.filter)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -45,7 +44,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._memory_int8 import Int8Copy
 
-__all__ = ["MAX_SCAN_THREADS", "BatchedProduct", "dot_tolerance", "fastest_passes", "scan_threads"]
+__all__ = ["MAX_SCAN_THREADS", "BatchedProduct", "dot_tolerance", "scan_threads"]
 
 # OpenBLAS runs a product of at most 65,536 x 4 multiply-adds on the calling thread; larger ones
 # spread over its own threads, which is several times slower on a machine busy with other work.
@@ -274,23 +273,3 @@ class BatchedProduct:
         _in_parts(batch, _split(n, dimension * len(queries), self.threads, align=step))
         return [np.ascontiguousarray(out[:, k]) for k in range(len(queries))], 0.0
 
-
-def fastest_passes(products: list[BatchedProduct], passes: int) -> list[float]:
-    """Each product's fastest lone pass (dot products and a top 10) in seconds, over random queries.
-
-    The fastest, not the median: a pass is only ever slowed by other work on the machine. The
-    products are alternated, so a burst of other work slows each.
-    """
-    rng = np.random.default_rng(0)
-    best = [np.inf] * len(products)
-    for _ in range(passes):
-        query = rng.standard_normal((products[0].matrix.shape[1],), dtype=np.float32)
-        for i, product in enumerate(products):
-            started = time.perf_counter()
-            product.run(query, _top_ten)
-            best[i] = min(best[i], time.perf_counter() - started)
-    return best
-
-
-def _top_ten(dots: npt.NDArray[np.float32], spread: float | None) -> object:
-    return np.argpartition(dots, 9)[:10]

@@ -54,12 +54,7 @@ class Prepared:
 
 
 class Int8Copy:
-    """``matrix`` as int8 codes and per-row scales, with what bounds their rounding.
-
-    ``weights``: the factor per row the metric multiplies a dot product by
-    (cosine: each row's inverse norm), so the bound is in the units the
-    distances are computed in; ``None`` is 1 for every row.
-    """
+    """``matrix`` as int8 codes and per-row scales, with what bounds their rounding."""
 
     __slots__ = ("codes", "scales", "_coded", "_residual")
 
@@ -72,7 +67,12 @@ class Int8Copy:
     def of(
         cls, matrix: npt.NDArray[np.float32], weights: npt.NDArray[np.float32] | None = None
     ) -> Int8Copy | None:
-        """The copy, or ``None`` when a row's magnitude is outside what a copy codes."""
+        """The copy, or ``None`` when a row's magnitude is outside what a copy codes.
+
+        ``weights``: the factor per row the metric multiplies a dot product by
+        (cosine: each row's inverse norm), so the bound is in the units the
+        distances are computed in; ``None`` is 1 for every row.
+        """
         n, dimension = matrix.shape
         codes = np.empty((n, dimension), dtype=np.int8)
         scales = np.empty(n, dtype=np.float32)
@@ -136,8 +136,8 @@ def pays() -> bool:
 
     Decided by the CPU, not by timing a pass: a pass timed once per process
     under a burst of other work chose the float32 pass for the whole process
-    (the int8 pass took 0.49 to 1.02x the float32 one's time in three runs on
-    a loaded 2-core machine, and 0.6x at 100,000 x 256 whenever it was quiet).
+    (on a small probe the int8 pass took 0.49 to 1.02x the float32 one's time in
+    three runs on a loaded 2-core machine; 0.59x in the 100,000 x 256 bench runs).
     """
     try:
         import numkong
