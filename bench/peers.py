@@ -20,11 +20,19 @@ with ``ef_search`` raised until recall@10 reaches 0.97. Chroma is optional
 
     python bench/peers.py [--sizes 1000,10000,100000] [--big] [--queries 200] [--dim 256]
         [--filters all,10%] [--chroma-ef 128] [--memory-mib 128] [--db DIR] [--data synthetic|text|both]
+        [--warm 100] [--text-vectors FILE.npy]
 
 ``--data text`` runs the same on WordLlama vectors of real text, the docs and
 docstrings of the packages installed here (``_text_vectors.py``: held-out
 passages are the queries; sizes past what the packages yield are padded with
 the clusters), ``--data both`` on each set in turn.
+
+``--warm N`` asks turnkit the first N queries before anything is timed and
+waits until it has measured its index's recall on them (a store does so on a
+collection's own recent queries, ``recall_from_queries``); the other queries
+are the timed ones, so the ``ef`` it chose was not fitted to them.
+``--text-vectors`` reads the text set from a cached ``.npy`` (``bench/.cache``),
+so a run from another environment (Chroma's) reads the same passages.
 
 ``--db DIR`` keeps turnkit's table (and its index) for each size's data there
 and reuses it on a later run with the same data; ``--chroma-ef`` is where
@@ -43,8 +51,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import _text_vectors
 import numpy as np
 from _common import alternate, median_ms, p95_ms, table
 from _text_vectors import text_dataset
@@ -231,6 +241,30 @@ def kept_dir(root: str, vectors: np.ndarray, groups: np.ndarray) -> str:
     return os.path.join(root, f"peers-{len(vectors)}x{vectors.shape[1]}-{digest}")
 
 
+def warm(vs: Any, on_index: Any, asked: np.ndarray, timeout: float = 1800.0) -> None:
+    """Ask both turnkit stores ``asked`` (not timed), then wait until each has measured recall on them.
+
+    A store measures its HNSW index's recall again on a collection's own recent
+    queries (``recall_from_queries``); the timed queries are others of the same kind.
+    """
+    t = time.perf_counter()
+    for store in (vs, on_index):
+        if "hnsw" not in " ".join(store("peers").info_sync().indexes).lower():
+            return  # no recall curve to measure again
+        for q in asked:
+            store("peers").near_vector(q).select("id").limit(K).search_sync()
+        while store("peers").info_sync().recall_queries == 0:
+            if time.perf_counter() - t > timeout:
+                raise SystemExit(f"no recall measured on {len(asked)} queries in {timeout:.0f} s")
+            time.sleep(0.5)
+    info = vs("peers").info_sync()
+    print(
+        f"  measured on {info.recall_queries} asked queries in {time.perf_counter() - t:.1f} s: "
+        f"ef {info.search_ef}, curve {list(info.recall_curve)}",
+        flush=True,
+    )
+
+
 def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:
     vectors, groups, queries, npy = dataset(rng, n, args.dim, args.queries, args.data_set)
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
@@ -246,6 +280,9 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         # The same table through a store that never answers from memory: turnkit on the index.
         on_index = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=None)
         raw = lancedb.connect(tmp).open_table("peers")
+        if args.warm:
+            warm(vs, on_index, queries[: args.warm])
+            queries = queries[args.warm :]
         info = vs("peers").info_sync()
         vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
         index_type = vector_index[0] if vector_index else None  # not the scalar index on `group`
@@ -428,7 +465,18 @@ def main() -> None:
         help="clustered vectors, WordLlama vectors of real text (bench/_text_vectors.py), or both",
     )
     parser.add_argument("--db", default=None, help="keep turnkit's tables (and indexes) here and reuse them")
+    parser.add_argument(
+        "--warm",
+        type=int,
+        default=0,
+        help="ask turnkit the first N queries before timing (the rest are timed) and wait until it has "
+        "measured its index's recall on them (N >= 100)",
+    )
+    parser.add_argument("--text-vectors", type=Path, default=None, help="a cached text-vectors-*.npy")
     args = parser.parse_args()
+    _text_vectors.PINNED = args.text_vectors
+    if args.warm and not 100 <= args.warm < args.queries:
+        parser.error("--warm needs 100 or more queries, and fewer than --queries")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.big:
         sizes.append(1_000_000)

@@ -24,7 +24,9 @@ def _gaussian(n: int, dim: int, seed: int) -> np.ndarray:
 def built(tmp_path_factory):
     vectors = _gaussian(2000, 32, seed=0)
     uri = str(tmp_path_factory.mktemp("recall"))
-    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    # The build's curve throughout: the queries these tests ask would otherwise be measured too
+    # (test_recall_from_queries.py).
+    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None, recall_from_queries=False)
     store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
     store("v").create_index_sync("hnsw_sq")
     return uri, store, vectors

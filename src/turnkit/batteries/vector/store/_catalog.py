@@ -112,6 +112,8 @@ async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
         tracker.version += 1
         if coll is not None and coll.maintenance is not None:
             coll.maintenance.cancel()
+        if coll is not None and coll.asked.task is not None:
+            coll.asked.task.cancel()
         if name not in await list_(store):
             if missing_ok:
                 return False
@@ -152,6 +154,7 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
         unindexed_rows=unindexed,
         fragments=int(_fragment_count(stats)),
         recall_curve=coll.recall_curve.points if coll.recall_curve else (),
+        recall_queries=coll.recall_curve.queries if coll.recall_curve else 0,
         search_ef=search_knobs(coll.index_type, coll.index_rows, 10, None, None, search_ef(coll, 10))[2],
         plan=plan(store, coll),
     )

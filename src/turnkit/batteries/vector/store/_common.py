@@ -195,7 +195,11 @@ class CollectionInfo:
     auto_fields: dict[str, FieldType] = field(default_factory=dict)
     """Keys the store keeps as typed, indexed columns by itself (every stored value had one type)."""
     recall_curve: tuple[tuple[int, float], ...] = ()
-    """The HNSW index's recall@10 at each ``ef``, measured when it was built (empty: no HNSW index)."""
+    """The HNSW index's recall@10 at each ``ef``, measured when it was built, or since on the
+    collection's own recent queries (``recall_queries``; empty: no HNSW index)."""
+    recall_queries: int = 0
+    """How many of the collection's recent queries ``recall_curve`` was measured on (0: on stored
+    vectors, at the build)."""
     search_ef: int | None = None
     """The HNSW ``ef`` a 10-result search uses now: the measured one for the store's ``recall_target``,
     else the row-count rule's (``None``: the index is not HNSW)."""

@@ -42,6 +42,7 @@ def create_vector_store(
     fields: Mapping[str, Any] | None = None,
     auto_fields: bool = True,
     recall_target: float = DEFAULT_RECALL_TARGET,
+    recall_from_queries: bool = True,
     **connect_options: Any,
 ) -> VectorStore:
     """Create a vector store over a LanceDB database.
@@ -80,6 +81,10 @@ def create_vector_store(
             sets no ``ef``: each HNSW build measures the recall at each ``ef``
             on the collection's own vectors, and searches use the smallest
             ``ef`` that meets this (see docs/store.md).
+        recall_from_queries: Measure that recall again on each collection's
+            own recent queries (the last 200 query vectors, kept in memory
+            only), in the background once 100 have been asked, and use it in
+            place of the build's estimate. ``False`` keeps the build's.
         **connect_options: Passed to ``lancedb.connect_async`` (``api_key``,
             ``region``, ``host_override``, ``session``…). For ``db://`` URIs the
             API key defaults to the ``LANCEDB_API_KEY`` environment variable.
@@ -126,6 +131,8 @@ def create_vector_store(
     declared = normalize_fields(fields)
     if not isinstance(auto_fields, bool):
         raise _config_error("auto_fields must be True or False.")
+    if not isinstance(recall_from_queries, bool):
+        raise _config_error("recall_from_queries must be True or False.")
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.
         connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
@@ -146,4 +153,5 @@ def create_vector_store(
         memory_cache=memory_cache,
         max_document_chars=max_document_chars,
         recall_target=float(recall_target),
+        recall_from_queries=recall_from_queries,
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.filters._declared import FieldType
+from turnkit.batteries.vector.store._asked import Asked
 from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET, RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -49,6 +50,7 @@ class _Collection:
     # The recall per ef measured at the last HNSW build, as the vector field's metadata records it.
     recorded_curve: RecallCurve | None = None
     recall_target: float = DEFAULT_RECALL_TARGET  # the store's
+    asked: Asked = field(default_factory=Asked)  # recent queries, and the recall measured on them
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
     fts_positions: bool = False  # ... and it records positions (phrase queries work)
@@ -67,9 +69,14 @@ class _Collection:
     checking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
-    def recall_curve(self) -> RecallCurve | None:
-        """The HNSW index's measured recall per ef (_recall.py); ``None`` under any other index."""
+    def built_curve(self) -> RecallCurve | None:
+        """The HNSW index's recall per ef measured at its build (_recall.py); ``None`` under another index."""
         return self.recorded_curve if "hnsw" in (self.index_type or "").lower() else None
+
+    @property
+    def recall_curve(self) -> RecallCurve | None:
+        """The curve searches use: measured on recent queries (_asked.py), else the build's."""
+        return self.asked.current(self.built_curve)
 
     @property
     def lock(self) -> asyncio.Lock:

@@ -18,6 +18,7 @@ from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
+from turnkit.batteries.vector.store._asked import note
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
 from turnkit.batteries.vector.store._common import (
     _contains_raw,
@@ -81,6 +82,8 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
                 hint="Search with a non-zero vector (an encoder never returns a zero vector).",
                 collection=coll.name,
             )
+        if not isinstance(spec.near, NearId):  # a stored row's vector would overstate recall
+            note(store, coll, vector)
         # Small collections, or where the exact pass was measured cheaper than the index (`plan`):
         # an exact search from memory (None: LanceDB answers). The copy is keyed by the tracker's
         # version, which other processes' commits bump too (see _freshness.py).
@@ -164,6 +167,7 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
     if snapshot is not None:
         found = await store._memory.answer(snapshot, spec, vector, read_columns(select))
         if found is not None:
+            note(store, coll, vector)
             return _finish(found, spec, select)
     elif not store._memory.nothing_due(coll.name, coll.table, coll.seen_version, spec):
         return None  # the loop reads the copy (or drops a stale one) around LanceDB's answer
@@ -177,27 +181,23 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
         # Perhaps another process replaced the table: the loop's path looks and reads again.
         coll.checked_at = -math.inf
         return None
+    note(store, coll, vector)
     return _finish(found, spec, select)
 
 
 def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
     """A search answered from memory in the caller's thread, or ``None`` to take the loop path."""
-    loaded = _loaded(store, spec)
-    if loaded is None:
-        return None
-    snapshot, vector, select = loaded
-    found = snapshot.search(spec, np.ascontiguousarray(vector, dtype=np.float32), read_columns(select))
-    return None if found is None else _finish(found, spec, select)
-
-
-def _loaded(store: VectorStore, spec: QuerySpec) -> tuple[Any, Any, tuple[str, ...]] | None:
-    """The loaded copy, query vector and selection when memory may answer without the loop."""
     current = _current(store, spec)
     if current is None:
         return None
     coll, vector, select = current
     snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
-    return None if snapshot is None else (snapshot, vector, select)
+    vector = np.ascontiguousarray(vector, dtype=np.float32)
+    found = None if snapshot is None else snapshot.search(spec, vector, read_columns(select))
+    if found is None:
+        return None
+    note(store, coll, vector)
+    return _finish(found, spec, select)
 
 
 def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tuple[str, ...]] | None:

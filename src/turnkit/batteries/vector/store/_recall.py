@@ -23,14 +23,14 @@ import math
 import statistics
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 
-__all__ = ["DEFAULT_RECALL_TARGET", "RecallCurve", "measure_recall_curve"]
+__all__ = ["DEFAULT_RECALL_TARGET", "RecallCurve", "measure_on_queries", "measure_recall_curve"]
 
 DEFAULT_RECALL_TARGET = 0.98
 """The recall@10 a search aims for when the query sets no ``ef`` of its own."""
@@ -41,6 +41,7 @@ TIMED = 16  # queries timed one at a time per ef: the median of 16 is steady to 
 SAMPLE = 100  # queries of each kind: the standard error of a recall near 0.98 is about 0.004
 _FIT = 1_000  # stored vectors the normal of the second kind is fitted to
 _ENOUGH = 0.999  # the ladder stops here: no target asks for more
+_Z = 1.645  # a one-sided 95% interval
 _SCAN = 16_384  # rows a batch of the exact pass reads: 200 queries' distances to it take 26 MiB
 _KEY = "turnkit.recall"  # in the vector field's metadata
 Vector = np.ndarray[Any, Any]
@@ -55,11 +56,14 @@ class RecallCurve:
         points: ``(ef, recall@10)`` pairs, ``ef`` ascending.
         costs: Median seconds of one search at each ``ef`` of ``points``
             (empty: measured before costs were, or not known).
+        queries: How many of the collection's own recent queries it was
+            measured on (0: measured at the build, on stored vectors).
     """
 
     rows: int
     points: tuple[tuple[int, float], ...]
     costs: tuple[float, ...] = ()
+    queries: int = 0
 
     def cost_at(self, ef: int) -> float | None:
         """Estimated seconds of one search at ``ef``: linear between the measured ones (``None``: none)."""
@@ -124,9 +128,6 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
     fit = np.asarray(sample.column("vector").to_pylist(), dtype=np.float32)
     fit = np.stack([_unit(v, metric) for v in fit])
 
-    def search(vector: Vector) -> Any:
-        return table.vector_search(vector).column("vector").distance_type(metric).limit(K)
-
     # A stored vector is a node of the graph, and the search walks straight to it and its
     # neighbours: as a query it overstates recall (0.999 at ef 32 where held-out queries got
     # 0.62). So there are two kinds of query, and each ef must serve both:
@@ -146,6 +147,47 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
     bounds = [(q, float(t[-1])) for q, t in zip(queries, tenths, strict=True)]
     kinds = [bounds[:count], bounds[count:]]
 
+    return await _ladder(table, metric, index_type, rows, kinds, lower=False)
+
+
+async def measure_on_queries(
+    table: Any, metric: str, index_type: str, rows: int, queries: Vector
+) -> RecallCurve | None:
+    """Measure recall@10 of ``table``'s HNSW index at each ``ef`` on ``queries``, the collection's own.
+
+    The recall at each ``ef`` is the lower end of a one-sided 95% interval of
+    the mean over the queries (``mean - 1.645 x standard error``), so a small
+    or lucky sample does not choose an ``ef`` the next queries fall short at.
+    ``None`` when the collection has too few rows to measure.
+    """
+    if rows < 2 * K or len(queries) == 0:
+        return None
+    unit = np.stack([_unit(q, metric) for q in np.asarray(queries, dtype=np.float32)])
+    tenths, _ = await _exact_top(table, metric, unit, K)
+    pairs = [(q, float(t[-1])) for q, t in zip(unit, tenths, strict=True)]
+    curve = await _ladder(table, metric, index_type, rows, [pairs], lower=True)
+    return None if curve is None else replace(curve, queries=len(pairs))
+
+
+async def _ladder(
+    table: Any,
+    metric: str,
+    index_type: str,
+    rows: int,
+    kinds: list[list[tuple[Vector, float]]],
+    *,
+    lower: bool,
+) -> RecallCurve:
+    """Recall@10 and the cost of one search at each ``ef`` of the ladder, up to 0.999.
+
+    ``kinds``: groups of ``(query, distance of its 10th nearest row)``; each
+    ``ef``'s recall is the lowest group's, and with ``lower`` the lower end of
+    the group's one-sided 95% interval rather than its mean.
+    """
+
+    def search(vector: Vector) -> Any:
+        return table.vector_search(vector).column("vector").distance_type(metric).limit(K)
+
     async def hits(q: Vector, tenth: float, ef: int) -> int:
         knobs = search_knobs(index_type, rows, K, None, None, ef)
         found = (await apply_knobs(search(q).select(["id"]), knobs).to_arrow()).column("_distance")
@@ -155,7 +197,7 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
     async def cost(ef: int) -> float:
         # One at a time, as a lone search runs: the concurrent recall queries share the cores.
         knobs = search_knobs(index_type, rows, K, None, None, ef)
-        pairs = [p for pairs in kinds for p in pairs[: TIMED // 2]]
+        pairs = [p for pairs in kinds for p in pairs[: TIMED // len(kinds)]]
         seconds = []
         for q, _ in pairs:
             started = time.perf_counter()
@@ -169,9 +211,10 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
     for ef in LADDER:
         recalls = []
         for pairs in kinds:
-            found = await asyncio.gather(*(hits(q, b, ef) for q, b in pairs))
-            recalls.append(sum(found) / (K * len(pairs)))
-        points.append((ef, round(min(recalls), 4)))
+            found = np.asarray(await asyncio.gather(*(hits(q, b, ef) for q, b in pairs))) / K
+            error = float(found.std(ddof=1)) / math.sqrt(len(found)) if lower and len(found) > 1 else 0.0
+            recalls.append(float(found.mean()) - _Z * error)
+        points.append((ef, round(max(0.0, min(recalls)), 4)))
         costs.append(round(max(await cost(ef), 1e-7), 7))
         if points[-1][1] >= _ENOUGH:
             break

@@ -112,9 +112,11 @@ class VectorStore:
         fields: Mapping[str, FieldType] | None = None,
         auto_fields: bool = True,
         recall_target: float = DEFAULT_RECALL_TARGET,
+        recall_from_queries: bool = True,
     ) -> None:
         self.uri = uri
         self.recall_target = recall_target
+        self.recall_from_queries = recall_from_queries
         self.fields: dict[str, FieldType] = dict(fields or {})
         self.auto_fields = auto_fields
         self.max_document_chars = max_document_chars

@@ -1,0 +1,110 @@
+"""The queries a collection is asked, and the HNSW recall measured on them.
+
+The ``ef`` a build measures (``_recall.py``) is estimated on stand-ins for
+questions: stored vectors moved off the graph, and draws from a normal fitted
+to the data. Real questions can sit closer to the data than either, or
+further. On ``bench/peers.py``'s text set at 300,000 rows (13% real text, the
+rest clustered padding) the stand-ins asked for ``ef`` 2,048, where held-out
+passages of text met 0.98 at 64; the build's estimate is a floor for data
+unlike its stand-ins, not a fit to what is asked.
+
+So each collection keeps its last ``_KEEP`` query vectors in memory (text
+once encoded, and vectors; not ``near_id``, whose query is a stored vector and
+overstates recall). Once ``SAMPLE`` have been noted since the last look, and
+the index is one the store has not yet measured them on (a new build, or rows
+indexed changed by more than a quarter), the distinct ones are measured the
+way a build is, in the background, and searches use that curve: the ``ef``
+the recall target needs on the questions this collection gets. The vectors
+are never written anywhere, and the curve lives in this process only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from turnkit._aio import finish_before_exit, loop
+from turnkit.batteries.vector.store._common import log
+from turnkit.batteries.vector.store._recall import RecallCurve, measure_on_queries
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._handles import _Collection
+    from turnkit.batteries.vector.store._store import VectorStore
+
+__all__ = ["SAMPLE", "Asked", "note"]
+
+SAMPLE = 100  # distinct queries a measurement needs: the error of a recall near 0.98 is then ~0.005
+_KEEP = 200  # the most recent queries kept, 200 KiB at 256 dimensions
+_DRIFT = 1.25  # rows indexed may change by this factor before the curve is measured again
+
+
+@dataclass(slots=True)
+class Asked:
+    """A collection's recent query vectors, and the recall curve measured on them."""
+
+    recent: deque[np.ndarray[Any, Any]] = field(default_factory=lambda: deque(maxlen=_KEEP))
+    noted: int = 0  # queries noted so far (approximate under threads: it only paces the looks)
+    looked_at: int = 0  # `noted` at the last look
+    curve: RecallCurve | None = None  # measured on `recent`, beside the build's curve `base`
+    base: RecallCurve | None = None
+    rows: int = 0  # rows indexed when `curve` was measured
+    task: asyncio.Task[None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)  # sync searches note from their threads
+
+    def current(self, built: RecallCurve | None) -> RecallCurve | None:
+        """The curve searches use: the one measured on queries where it is of this build, else ``built``."""
+        if built is None or self.curve is None or self.base != built:
+            return built
+        return self.curve
+
+
+def note(store: VectorStore, coll: _Collection, vector: np.ndarray[Any, Any]) -> None:
+    """Keep ``vector``, a query ``coll`` was asked, and start a measurement on the kept ones if one is due."""
+    if not store.recall_from_queries or coll.built_curve is None:
+        return
+    asked = coll.asked
+    kept = np.array(vector, dtype=np.float32)  # a copy: the caller may reuse its array
+    with asked.lock:
+        asked.recent.append(kept)
+        asked.noted += 1
+    if _due(coll):
+        loop().call_soon_threadsafe(_start, coll)
+
+
+def _due(coll: _Collection) -> bool:
+    asked = coll.asked
+    if asked.noted - asked.looked_at < SAMPLE or (asked.task is not None and not asked.task.done()):
+        return False
+    if asked.curve is None or asked.base != coll.built_curve:
+        return True
+    return not asked.rows / _DRIFT <= coll.index_rows <= asked.rows * _DRIFT
+
+
+def _start(coll: _Collection) -> None:
+    """Start the measurement on turnkit's loop (one at a time per collection)."""
+    if _due(coll):
+        coll.asked.looked_at = coll.asked.noted
+        coll.asked.task = asyncio.ensure_future(_measure(coll))
+        finish_before_exit(coll.asked.task)
+
+
+async def _measure(coll: _Collection) -> None:
+    asked = coll.asked
+    built, rows, index_type = coll.built_curve, coll.index_rows, coll.index_type
+    with asked.lock:
+        kept = list(asked.recent)
+    queries = np.unique(np.stack(kept), axis=0) if kept else np.empty((0, coll.dimension), np.float32)
+    if built is None or index_type is None or len(queries) < SAMPLE:
+        return  # the same question asked again and again: look again after SAMPLE more
+    try:
+        curve = await measure_on_queries(coll.table, coll.metric, index_type, rows, queries)
+    except Exception:  # a measurement must never break searching; the build's curve serves
+        log.warning("turnkit: measuring recall on collection %r's queries failed", coll.name, exc_info=True)
+        return
+    if curve is not None and coll.built_curve == built:  # not rebuilt meanwhile
+        asked.curve, asked.base, asked.rows = curve, built, rows

@@ -1,0 +1,166 @@
+"""The HNSW recall measured again on a collection's own queries: kept, measured, used, and let go."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from turnkit.batteries.vector import MemoryCache, VectorStoreUsageError, create_vector_store
+from turnkit.batteries.vector.store._asked import SAMPLE
+from turnkit.batteries.vector.store._recall import LADDER, measure_on_queries
+
+N, DIM = 3000, 96  # i.i.d. directions in 96-d: the build's stand-ins ask for ef 96-128 here
+
+
+def _gaussian(n: int, dim: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    vectors = _gaussian(N, DIM, seed=0)
+    uri = str(tmp_path_factory.mktemp("asked"))
+    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    store("v").create_index_sync("hnsw_sq")
+    return uri, vectors
+
+
+def _near_copies(vectors: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """Questions close to what is stored: far easier for the graph than the build's stand-ins."""
+    return vectors[:count] + 0.01 * _gaussian(count, vectors.shape[1], seed)
+
+
+def _recall_at(store, vectors: np.ndarray, queries: np.ndarray, ef: int) -> float:
+    hits = 0
+    for q in queries:
+        truth = set(np.argsort(-(vectors @ (q / np.linalg.norm(q))))[:10].astype(str))
+        found = store("v").near_vector(q).select("id").limit(10).ef(ef).search_sync()
+        hits += len(truth & {m.id for m in found})
+    return hits / (10 * len(queries))
+
+
+def _measured(store, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = store.collection_info_sync("v")
+        if info.recall_queries:
+            return info
+        time.sleep(0.05)
+    raise AssertionError("no curve was measured on the collection's queries")
+
+
+def test_searches_use_the_ef_the_collections_own_queries_need(built):
+    uri, vectors = built
+    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    build = store.collection_info_sync("v")
+    assert build.recall_queries == 0 and build.search_ef >= 64  # the graph is built anew each run
+    queries = _near_copies(vectors, SAMPLE, seed=1)
+    for q in queries[: SAMPLE - 1]:
+        store("v").near_vector(q).limit(10).search_sync()
+    assert store.collection_info_sync("v").recall_queries == 0  # not before SAMPLE were asked
+    store("v").near_vector(queries[-1]).limit(10).search_sync()
+    info = _measured(store)
+    assert info.recall_queries == SAMPLE
+    assert info.search_ef == next(ef for ef, recall in info.recall_curve if recall >= 0.98)
+    assert info.search_ef < build.search_ef  # the stand-ins over-spent for these questions
+    # What it measured holds: the questions meet the target at the ef it chose.
+    assert _recall_at(store, vectors, queries, info.search_ef) >= 0.98
+    # Another store has not seen these questions: it keeps the build's curve.
+    other = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    assert other.collection_info_sync("v").search_ef == build.search_ef
+
+
+def test_the_measured_recall_is_a_lower_bound_of_the_queries_mean(built):
+    uri, vectors = built
+    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    queries = _gaussian(120, DIM, seed=2)  # held out: recall varies from query to query
+
+    async def measure():
+        coll = await store._collection("v")
+        return await measure_on_queries(coll.table, coll.metric, coll.index_type, coll.index_rows, queries)
+
+    curve = asyncio.run(measure())
+    assert curve is not None and curve.queries == len(queries)
+    assert [ef for ef, _ in curve.points] == list(LADDER[: len(curve.points)])
+    assert len(curve.costs) == len(curve.points)
+    shortfalls = []
+    for ef, bound in curve.points:
+        mean = _recall_at(store, vectors, queries, ef)
+        assert bound <= mean + 0.005  # by distance, not id: a tie at the 10th can count once more
+        shortfalls.append(mean - bound)
+    assert max(shortfalls) > 0  # where recall varies, the bound sits below the mean
+
+
+def test_near_id_queries_are_not_kept_and_the_setting_turns_it_off(built):
+    uri, vectors = built
+    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    for i in range(SAMPLE + 10):
+        store("v").near_id(str(i)).limit(10).search_sync()
+    assert store._collections["v"].asked.noted == 0  # a stored vector would overstate recall
+
+    off = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None, recall_from_queries=False)
+    for q in _near_copies(vectors, SAMPLE + 10, seed=3):
+        off("v").near_vector(q).limit(10).search_sync()
+    asked = off._collections["v"].asked
+    assert asked.noted == 0 and asked.task is None
+    assert off.collection_info_sync("v").recall_queries == 0
+
+
+def test_every_search_path_notes_its_query(tmp_path):
+    vectors = _gaussian(600, 16, seed=4)
+    store = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=MemoryCache())
+    rows = [{"id": str(i), "vector": v, "metadata": {"k": i % 2}} for i, v in enumerate(vectors)]
+    store("v").upsert_sync(rows)
+    store("v").create_index_sync("hnsw_sq")
+    asked = store._collections["v"].asked
+    store("v").near_vector(vectors[0]).limit(3).search_sync()  # loads the copy (the loop's path)
+    assert [c.name for c in store.cache_stats().collections] == ["v"]
+    store("v").near_vector(vectors[1]).limit(3).search_sync()  # from memory, in this thread
+    asyncio.run(store("v").near_vector(vectors[2]).limit(3).search())  # from memory, on this loop
+    store("v").near_vector(vectors[3]).where("metadata.k", 1).limit(3).search_sync()  # filtered
+    assert asked.noted == 4
+    assert [v.tobytes() for v in asked.recent] == [vectors[i].tobytes() for i in range(4)]
+
+
+def test_a_rebuild_sets_the_queries_curve_aside_until_it_is_measured_again(tmp_path):
+    vectors = _gaussian(1500, 32, seed=5)
+    store = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    store("v").create_index_sync("hnsw_sq")
+    queries = _near_copies(vectors, SAMPLE, seed=6)
+    for q in queries:
+        store("v").near_vector(q).limit(10).search_sync()
+    assert _measured(store).recall_queries == SAMPLE
+    store("v").create_index_sync("hnsw_sq")
+    assert store.collection_info_sync("v").recall_queries == 0  # measured on the old graph
+    for q in queries:
+        store("v").near_vector(q).limit(10).search_sync()
+    assert _measured(store).recall_queries == SAMPLE
+    store.drop_collection_sync("v")
+
+
+def test_repeated_questions_wait_for_distinct_ones(tmp_path):
+    vectors = _gaussian(1500, 32, seed=7)
+    store = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    store("v").create_index_sync("hnsw_sq")
+    asked = store._collections["v"].asked
+    for _ in range(SAMPLE):
+        store("v").near_vector(vectors[0]).limit(10).search_sync()
+    deadline = time.monotonic() + 30
+    while asked.task is None or not asked.task.done():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert asked.curve is None and asked.looked_at == SAMPLE  # one look, nothing to measure on
+    assert store.collection_info_sync("v").recall_queries == 0
+
+
+def test_recall_from_queries_must_be_a_bool():
+    with pytest.raises(VectorStoreUsageError) as caught:
+        create_vector_store(uri="memory://", recall_from_queries="yes")
+    assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
