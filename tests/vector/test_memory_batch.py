@@ -498,6 +498,15 @@ def test_a_large_copy_is_coded_where_numkongs_simd_kernels_run(tmp_path: Any) ->
     assert [i for i, _ in found] == [f"r{i}" for i in want]
 
 
+def test_the_budget_counts_the_int8_copy_exactly_where_one_is_made() -> None:
+    small, large = (1_000, 256), (10_000, 256)  # under and over INLINE_WORK multiply-adds
+    assert small[0] * small[1] <= _memory_index.INLINE_WORK < large[0] * large[1]
+    for (rows, dim), coded in ((small, False), (large, pays())):
+        need = rows * (dim * 4 + (dim if coded else 0) + 1024)
+        assert MemoryCache(max_bytes=need).fits(rows, dim)
+        assert not MemoryCache(max_bytes=need - 1).fits(rows, dim)
+
+
 def test_without_numkong_a_large_copy_keeps_the_float32_pass() -> None:
     import subprocess
     import sys

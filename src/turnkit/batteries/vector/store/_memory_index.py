@@ -140,8 +140,9 @@ class MemoryCache:
 
     def fits(self, rows: int, dimension: int) -> bool:
         """Whether a copy of ``rows`` vectors of ``dimension`` floats fits the memory budget."""
-        # Roughly: the matrix, its int8 copy and about 1 KiB of text per row must fit the budget.
-        return rows * (dimension * 5 + 1024) <= self.max_bytes
+        # Roughly: the matrix, its int8 copy where one is made (`_Snapshot`) and about 1 KiB of text a row.
+        coded = dimension if rows * dimension > INLINE_WORK and pays() else 0
+        return rows * (dimension * 4 + coded + 1024) <= self.max_bytes
 
     def admits(self, rows: int, dimension: int, planned: bool = False) -> bool:
         """Whether a collection of ``rows`` vectors of ``dimension`` floats is small enough to cache.
