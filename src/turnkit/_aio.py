@@ -25,6 +25,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "call_maybe_async",
+    "cancel_before_exit",
+    "exiting",
     "finish_before_exit",
     "loop",
     "named_sync_form",
@@ -44,6 +46,8 @@ class _BackgroundLoop:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self.until_exit: set[asyncio.Task[Any]] = set()  # touched on the loop's thread only
+        self.cancel_at_exit: set[asyncio.Task[Any]] = set()  # the same
+        self.exiting = False
         self._exit_hook_pid: int | None = None
 
     def get(self) -> asyncio.AbstractEventLoop:
@@ -61,6 +65,8 @@ class _BackgroundLoop:
                 thread.start()
                 self._loop, self._thread, self._pid = new_loop, thread, os.getpid()
                 self.until_exit = set()
+                self.cancel_at_exit = set()
+                self.exiting = False
                 self._hook_exit()
             return self._loop
 
@@ -81,13 +87,17 @@ class _BackgroundLoop:
             pass
 
     def wait_at_exit(self) -> None:
-        """Let `finish_before_exit` tasks end (up to `_EXIT_WAIT` s), then cancel the rest."""
+        """Cancel `cancel_before_exit` tasks; let `finish_before_exit` ones end (up to `_EXIT_WAIT` s)."""
         loop = self._loop
         if loop is None or self._pid != os.getpid() or not (self._thread and self._thread.is_alive()):
             return
 
         async def drain() -> None:
-            waiting = list(self.until_exit)
+            self.exiting = True
+            dropped = list(self.cancel_at_exit)
+            for task in dropped:
+                task.cancel()
+            waiting = list(self.until_exit) + dropped
             if waiting:
                 _, late = await asyncio.wait(waiting, timeout=_EXIT_WAIT)
                 for task in late:
@@ -122,6 +132,25 @@ def finish_before_exit(task: asyncio.Task[Any]) -> None:
     """
     _BG.until_exit.add(task)
     task.add_done_callback(_BG.until_exit.discard)
+
+
+def cancel_before_exit(task: asyncio.Task[Any]) -> None:
+    """Have the interpreter's exit cancel ``task`` (a task on turnkit's loop) and wait for it to end.
+
+    For optional background work that may run for many seconds: exit does not
+    wait for it to finish, only for its cancellation to land (its in-flight
+    LanceDB reads complete; none is left running as the runtime finalizes).
+    Once exit has begun, `exiting` is true and no such work should start.
+    """
+    if _BG.exiting:
+        task.cancel()
+    _BG.cancel_at_exit.add(task)
+    task.add_done_callback(_BG.cancel_at_exit.discard)
+
+
+def exiting() -> bool:
+    """Whether the interpreter's exit has begun waiting for turnkit's background work."""
+    return _BG.exiting
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -16,6 +16,12 @@ indexed changed by more than a quarter), the distinct ones are measured the
 way a build is, in the background, and searches use that curve: the ``ef``
 the recall target needs on the questions this collection gets. The vectors
 are never written anywhere, and the curve lives in this process only.
+
+LanceDB searches rows outside the index exactly, so a measurement with many
+of them would show recall the graph loses once they are folded in: it waits
+until at most 1% of the rows are outside the index. It stops between two
+steps when the collection is dropped, replaced or rebuilt, and at exit
+(`cancel_before_exit`: optional work, not worth holding an exit for).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turnkit._aio import finish_before_exit, loop
+from turnkit._aio import cancel_before_exit, exiting, loop
 from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._recall import RecallCurve, measure_on_queries
 
@@ -41,6 +47,7 @@ __all__ = ["SAMPLE", "Asked", "note"]
 SAMPLE = 100  # distinct queries a measurement needs: the error of a recall near 0.98 is then ~0.005
 _KEEP = 200  # the most recent queries kept, 200 KiB at 256 dimensions
 _DRIFT = 1.25  # rows indexed may change by this factor before the curve is measured again
+_UNINDEXED = 0.01  # the most rows outside the index, as a share of those in it, a measurement allows
 
 
 @dataclass(slots=True)
@@ -87,24 +94,47 @@ def _due(coll: _Collection) -> bool:
 
 def _start(coll: _Collection) -> None:
     """Start the measurement on turnkit's loop (one at a time per collection)."""
-    if _due(coll):
+    if _due(coll) and not exiting():
         coll.asked.looked_at = coll.asked.noted
         coll.asked.task = asyncio.ensure_future(_measure(coll))
-        finish_before_exit(coll.asked.task)
+        # Optional work of many seconds (16.6 s at 300,000 rows): exit cancels it rather than wait.
+        cancel_before_exit(coll.asked.task)
 
 
 async def _measure(coll: _Collection) -> None:
     asked = coll.asked
-    built, rows, index_type = coll.built_curve, coll.index_rows, coll.index_type
+    built, index_type, generation = coll.built_curve, coll.index_type, coll.tracker.generation
     with asked.lock:
         kept = list(asked.recent)
     queries = np.unique(np.stack(kept), axis=0) if kept else np.empty((0, coll.dimension), np.float32)
     if built is None or index_type is None or len(queries) < SAMPLE:
         return  # the same question asked again and again: look again after SAMPLE more
+
+    def current() -> bool:  # not dropped, replaced or rebuilt meanwhile, and no exit under way
+        return coll.tracker.generation == generation and coll.built_curve == built and not exiting()
+
     try:
-        curve = await measure_on_queries(coll.table, coll.metric, index_type, rows, queries)
+        rows, unindexed = await _indexed_rows(coll.table)
+        # LanceDB searches rows outside the index exactly, so with many of them the curve would show
+        # recall the graph does not have once they are folded in: measure the graph alone.
+        if unindexed > rows * _UNINDEXED:
+            return
+        curve = await measure_on_queries(coll.table, coll.metric, index_type, rows, queries, current)
     except Exception:  # a measurement must never break searching; the build's curve serves
-        log.warning("turnkit: measuring recall on collection %r's queries failed", coll.name, exc_info=True)
+        if current():
+            log.warning("turnkit: measuring recall on %r's queries failed", coll.name, exc_info=True)
+        else:
+            log.debug("turnkit: collection %r changed while its queries were measured", coll.name)
         return
-    if curve is not None and coll.built_curve == built:  # not rebuilt meanwhile
+    if curve is not None and current():
         asked.curve, asked.base, asked.rows = curve, built, rows
+
+
+async def _indexed_rows(table: Any) -> tuple[int, int]:
+    """Rows in the vector index, and rows outside it."""
+    for index in await table.list_indices():
+        if "vector" in list(getattr(index, "columns", []) or []):
+            stats = await table.index_stats(index.name)
+            if stats is not None:
+                return int(stats.num_indexed_rows), int(stats.num_unindexed_rows)
+    return 0, 0

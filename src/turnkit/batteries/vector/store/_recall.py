@@ -22,7 +22,7 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +30,13 @@ import numpy as np
 
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 
-__all__ = ["DEFAULT_RECALL_TARGET", "RecallCurve", "measure_on_queries", "measure_recall_curve"]
+__all__ = [
+    "DEFAULT_RECALL_TARGET",
+    "RecallCurve",
+    "lower_bound",
+    "measure_on_queries",
+    "measure_recall_curve",
+]
 
 DEFAULT_RECALL_TARGET = 0.98
 """The recall@10 a search aims for when the query sets no ``ef`` of its own."""
@@ -151,22 +157,44 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
 
 
 async def measure_on_queries(
-    table: Any, metric: str, index_type: str, rows: int, queries: Vector
+    table: Any,
+    metric: str,
+    index_type: str,
+    rows: int,
+    queries: Vector,
+    keep_going: Callable[[], bool] = lambda: True,
 ) -> RecallCurve | None:
     """Measure recall@10 of ``table``'s HNSW index at each ``ef`` on ``queries``, the collection's own.
 
     The recall at each ``ef`` is the lower end of a one-sided 95% interval of
-    the mean over the queries (``mean - 1.645 x standard error``), so a small
-    or lucky sample does not choose an ``ef`` the next queries fall short at.
-    ``None`` when the collection has too few rows to measure.
+    the mean over the queries (`lower_bound`), so a small or lucky sample does
+    not choose an ``ef`` the next queries fall short at. ``None`` when the
+    collection has too few rows to measure, or ``keep_going()`` turned false
+    between two steps of the ladder.
     """
     if rows < 2 * K or len(queries) == 0:
         return None
     unit = np.stack([_unit(q, metric) for q in np.asarray(queries, dtype=np.float32)])
     tenths, _ = await _exact_top(table, metric, unit, K)
     pairs = [(q, float(t[-1])) for q, t in zip(unit, tenths, strict=True)]
-    curve = await _ladder(table, metric, index_type, rows, [pairs], lower=True)
+    curve = await _ladder(table, metric, index_type, rows, [pairs], lower=True, keep_going=keep_going)
     return None if curve is None else replace(curve, queries=len(pairs))
+
+
+def lower_bound(hits: Sequence[int]) -> float:
+    """The lower end of a one-sided 95% interval of mean recall@10, from each query's hits of 10.
+
+    ``mean - 1.645 x standard error``, where the error is the larger of the
+    queries' own and a binomial one over every neighbour with one miss added:
+    when every query found all 10 the queries' error is 0, and 100 queries do
+    not show recall 1.0 for sure.
+    """
+    found = np.asarray(hits, dtype=np.float64) / K
+    n = len(found)
+    spread = float(found.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+    p = float(found.sum()) * K / (n * K + 1)
+    floor = math.sqrt(p * (1 - p) / (n * K + 1))
+    return float(found.mean()) - _Z * max(spread, floor)
 
 
 async def _ladder(
@@ -177,12 +205,14 @@ async def _ladder(
     kinds: list[list[tuple[Vector, float]]],
     *,
     lower: bool,
-) -> RecallCurve:
+    keep_going: Callable[[], bool] = lambda: True,
+) -> RecallCurve | None:
     """Recall@10 and the cost of one search at each ``ef`` of the ladder, up to 0.999.
 
     ``kinds``: groups of ``(query, distance of its 10th nearest row)``; each
     ``ef``'s recall is the lowest group's, and with ``lower`` the lower end of
-    the group's one-sided 95% interval rather than its mean.
+    the group's one-sided 95% interval (`lower_bound`) rather than its mean.
+    ``None`` when ``keep_going()`` turns false between two steps.
     """
 
     def search(vector: Vector) -> Any:
@@ -209,11 +239,12 @@ async def _ladder(
     points: list[tuple[int, float]] = []
     costs: list[float] = []
     for ef in LADDER:
+        if not keep_going():
+            return None
         recalls = []
         for pairs in kinds:
-            found = np.asarray(await asyncio.gather(*(hits(q, b, ef) for q, b in pairs))) / K
-            error = float(found.std(ddof=1)) / math.sqrt(len(found)) if lower and len(found) > 1 else 0.0
-            recalls.append(float(found.mean()) - _Z * error)
+            found = await asyncio.gather(*(hits(q, b, ef) for q, b in pairs))
+            recalls.append(lower_bound(found) if lower else sum(found) / (K * len(found)))
         points.append((ef, round(max(0.0, min(recalls)), 4)))
         costs.append(round(max(await cost(ef), 1e-7), 7))
         if points[-1][1] >= _ENOUGH:
