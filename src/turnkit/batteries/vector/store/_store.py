@@ -74,7 +74,7 @@ from turnkit.batteries.vector.store._memory_index import (
     MemoryCacheStats,
     MemoryIndex,
 )
-from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET, RecallCurve
+from turnkit.batteries.vector.store._recall import RecallCurve
 from turnkit.batteries.vector.store._records import (
     collection_schema,
 )
@@ -107,12 +107,13 @@ class VectorStore:
         storage_options: Mapping[str, str] | None,
         connect_options: Mapping[str, Any],
         auto_optimize: AutoOptimize | None,
-        memory_cache: MemoryCache | None = None,
-        max_document_chars: int | None = None,
-        fields: Mapping[str, FieldType] | None = None,
-        auto_fields: bool = True,
-        recall_target: float = DEFAULT_RECALL_TARGET,
-        recall_from_queries: bool = True,
+        # No defaults here: `create_vector_store`, the one caller, is where they live.
+        memory_cache: MemoryCache | None,
+        max_document_chars: int | None,
+        fields: Mapping[str, FieldType] | None,
+        auto_fields: bool,
+        recall_target: float,
+        recall_from_queries: bool,
     ) -> None:
         self.uri = uri
         self.recall_target = recall_target
