@@ -138,9 +138,8 @@ def cancel_before_exit(task: asyncio.Task[Any]) -> None:
     """Have the interpreter's exit cancel ``task`` (a task on turnkit's loop) and wait for it to end.
 
     For optional background work that may run for many seconds: exit does not
-    wait for it to finish, only for its cancellation to land (its in-flight
-    LanceDB reads complete; none is left running as the runtime finalizes).
-    Once exit has begun, `exiting` is true and no such work should start.
+    wait for it to finish, only (up to `_EXIT_WAIT` s) for its cancellation to
+    land. Once exit has begun, `exiting` is true and no such work should start.
     """
     if _BG.exiting:
         task.cancel()
@@ -149,7 +148,13 @@ def cancel_before_exit(task: asyncio.Task[Any]) -> None:
 
 
 def exiting() -> bool:
-    """Whether the interpreter's exit has begun waiting for turnkit's background work."""
+    """Whether exit has begun waiting for turnkit's background work, and so none should start.
+
+    It begins when the main thread returns (threading's exit hooks run then,
+    before non-daemon threads are joined), and stays set: work that other
+    threads start after that could still be reading when the runtime
+    finalizes.
+    """
     return _BG.exiting
 
 

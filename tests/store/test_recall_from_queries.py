@@ -78,6 +78,8 @@ def test_searches_use_the_ef_the_collections_own_queries_need(built):
     store("v").near_vector(queries[-1]).limit(10).search_sync()
     info = _measured(store)
     assert info.recall_queries == SAMPLE
+    # The ladder stops where the mean reaches 0.999, though 100 queries bound it at 0.998 at most.
+    assert len(info.recall_curve) < len(LADDER) and info.recall_curve[-1][1] < 0.999
     assert info.search_ef == next(ef for ef, recall in info.recall_curve if recall >= 0.98)
     assert info.search_ef < build.search_ef  # the stand-ins over-spent for these questions
     # What it measured holds: the questions meet the target at the ef it chose, and others of
@@ -110,7 +112,7 @@ def test_the_measured_recall_is_a_lower_bound_of_the_queries_mean(built):
             truth = set(np.argsort(-(vectors @ q))[:10].astype(str))
             found = store("v").near_vector(q).select("id").limit(10).ef(ef).search_sync()
             hits.append(len(truth & {m.id for m in found}))
-        assert bound == pytest.approx(round(max(0.0, lower_bound(hits)), 4), abs=0.011)
+        assert bound == pytest.approx(round(max(0.0, lower_bound(hits)), 4), abs=0.005)
         assert bound < np.mean(hits) / 10 or bound == 0.0
 
 
@@ -156,25 +158,36 @@ def test_measuring_stops_when_told_between_two_steps(built):
 
 
 def test_exit_cancels_a_measurement_instead_of_waiting_for_it():
+    # Order, not time: the measurement is cancelled before exit's wait for other work ends, where
+    # waiting and then cancelling what is late would record "finished" first.
     script = (
-        "import asyncio\n"
-        "from turnkit import _aio\n"
         "task = asyncio.run_coroutine_threadsafe(_start(), _aio.loop()).result()\n"
         "_aio._BG.wait_at_exit()\n"  # what the interpreter's exit runs
-        "print(task.cancelled(), _aio.exiting())\n"
+        "print(task.cancelled(), _aio.exiting(), *events)\n"
     )
     prelude = (
         "import asyncio\n"
         "from turnkit import _aio\n"
+        "events = []\n"
+        "async def _measure():\n"
+        "    try:\n"
+        "        await asyncio.sleep(3600)\n"
+        "    except asyncio.CancelledError:\n"
+        "        events.append('cancelled')\n"
+        "        raise\n"
+        "async def _other():\n"
+        "    await asyncio.sleep(0.5)\n"
+        "    events.append('finished')\n"
         "async def _start():\n"
-        "    task = asyncio.ensure_future(asyncio.sleep(3600))\n"
+        "    task = asyncio.ensure_future(_measure())\n"
         "    _aio.cancel_before_exit(task)\n"
+        "    _aio.finish_before_exit(asyncio.ensure_future(_other()))\n"
         "    return task\n"
     )
     command = [sys.executable, "-c", prelude + script]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True"]
+    assert done.stdout.split() == ["True", "True", "cancelled", "finished"]
 
 
 def test_near_id_queries_are_not_kept_and_the_setting_turns_it_off(built):

@@ -20,7 +20,7 @@ are never written anywhere, and the curve lives in this process only.
 LanceDB searches rows outside the index exactly, so a measurement with many
 of them would show recall the graph loses once they are folded in: it waits
 until at most 1% of the rows are outside the index. It stops between two
-steps when the collection is dropped, replaced or rebuilt, and at exit
+steps when the collection is dropped, replaced or rebuilt; exit cancels it
 (`cancel_before_exit`: optional work, not worth holding an exit for).
 """
 
@@ -97,13 +97,15 @@ def _start(coll: _Collection) -> None:
     if _due(coll) and not exiting():
         coll.asked.looked_at = coll.asked.noted
         coll.asked.task = asyncio.ensure_future(_measure(coll))
-        # Optional work of many seconds (16.6 s at 300,000 rows): exit cancels it rather than wait.
+        # Optional work of many seconds (about 45 s at 1,000,000 rows): exit cancels it rather than
+        # wait, and none starts once the main thread has returned (`exiting`).
         cancel_before_exit(coll.asked.task)
 
 
 async def _measure(coll: _Collection) -> None:
     asked = coll.asked
     built, index_type, generation = coll.built_curve, coll.index_type, coll.tracker.generation
+    rows = coll.index_rows  # the count `ef_for` and `_due` compare with, unindexed rows included
     with asked.lock:
         kept = list(asked.recent)
     queries = np.unique(np.stack(kept), axis=0) if kept else np.empty((0, coll.dimension), np.float32)
@@ -114,11 +116,11 @@ async def _measure(coll: _Collection) -> None:
         return coll.tracker.generation == generation and coll.built_curve == built and not exiting()
 
     try:
-        rows, unindexed = await _indexed_rows(coll.table)
+        indexed, unindexed = await _indexed_rows(coll.table)
         # LanceDB searches rows outside the index exactly, so with many of them the curve would show
         # recall the graph does not have once they are folded in: measure the graph alone.
-        if unindexed > rows * _UNINDEXED:
-            return
+        if unindexed > indexed * _UNINDEXED:
+            return  # looks again after SAMPLE more queries
         curve = await measure_on_queries(coll.table, coll.metric, index_type, rows, queries, current)
     except Exception:  # a measurement must never break searching; the build's curve serves
         if current():
