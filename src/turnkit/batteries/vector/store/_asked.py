@@ -5,14 +5,14 @@ questions: stored vectors moved off the graph, and draws from a normal fitted
 to the data. Real questions can sit closer to the data than either, or
 further. On ``bench/peers.py``'s text set at 300,000 rows (13% real text, the
 rest clustered padding) the stand-ins asked for ``ef`` 2,048, where held-out
-passages of text met 0.98 at 64; the build's estimate is a floor for data
+passages of text met 0.98 at 48; the build's estimate is a floor for data
 unlike its stand-ins, not a fit to what is asked.
 
 So each collection keeps its last ``_KEEP`` query vectors in memory (text
 once encoded, and vectors; not ``near_id``, whose query is a stored vector and
 overstates recall). Once ``SAMPLE`` have been noted since the last look, and
-the index is one the store has not yet measured them on (a new build, or rows
-indexed changed by more than a quarter), the distinct ones are measured the
+the index is one the store has not yet measured them on (a new build, or the
+collection's rows changed by more than a quarter), the distinct ones are measured the
 way a build is, in the background, and searches use that curve: the ``ef``
 the recall target needs on the questions this collection gets. The vectors
 are never written anywhere, and the curve lives in this process only.
@@ -36,6 +36,7 @@ import numpy as np
 
 from turnkit._aio import cancel_before_exit, exiting, loop
 from turnkit.batteries.vector.store._common import log
+from turnkit.batteries.vector.store._index_policy import vector_index
 from turnkit.batteries.vector.store._recall import RecallCurve, measure_on_queries
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ __all__ = ["SAMPLE", "Asked", "note"]
 
 SAMPLE = 100  # distinct queries a measurement needs: the error of a recall near 0.98 is then ~0.005
 _KEEP = 200  # the most recent queries kept, 200 KiB at 256 dimensions
-_DRIFT = 1.25  # rows indexed may change by this factor before the curve is measured again
+_DRIFT = 1.25  # rows may change by this factor before the curve is measured again
 _UNINDEXED = 0.01  # the most rows outside the index, as a share of those in it, a measurement allows
 
 
@@ -59,7 +60,7 @@ class Asked:
     looked_at: int = 0  # `noted` at the last look
     curve: RecallCurve | None = None  # measured on `recent`, beside the build's curve `base`
     base: RecallCurve | None = None
-    rows: int = 0  # rows indexed when `curve` was measured
+    rows: int = 0  # the collection's rows (`index_rows`) when `curve` was measured
     task: asyncio.Task[None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)  # sync searches note from their threads
 
@@ -112,8 +113,8 @@ async def _measure(coll: _Collection) -> None:
     if built is None or index_type is None or len(queries) < SAMPLE:
         return  # the same question asked again and again: look again after SAMPLE more
 
-    def current() -> bool:  # not dropped, replaced or rebuilt meanwhile, and no exit under way
-        return coll.tracker.generation == generation and coll.built_curve == built and not exiting()
+    def current() -> bool:  # not dropped, replaced or rebuilt meanwhile (exit cancels the task)
+        return coll.tracker.generation == generation and coll.built_curve == built
 
     try:
         indexed, unindexed = await _indexed_rows(coll.table)
@@ -134,9 +135,6 @@ async def _measure(coll: _Collection) -> None:
 
 async def _indexed_rows(table: Any) -> tuple[int, int]:
     """Rows in the vector index, and rows outside it."""
-    for index in await table.list_indices():
-        if "vector" in list(getattr(index, "columns", []) or []):
-            stats = await table.index_stats(index.name)
-            if stats is not None:
-                return int(stats.num_indexed_rows), int(stats.num_unindexed_rows)
-    return 0, 0
+    index = vector_index(await table.list_indices())
+    stats = None if index is None else await table.index_stats(index.name)
+    return (0, 0) if stats is None else (int(stats.num_indexed_rows), int(stats.num_unindexed_rows))

@@ -141,6 +141,7 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
             if istats is not None:
                 unindexed = max(unindexed, int(istats.num_unindexed_rows))
     await _set_index(coll, indices)
+    curve = coll.recall_curve
     return CollectionInfo(
         fields=deployer_fields(coll),
         auto_fields={key: kind for key, kind in coll.fields.items() if key in coll.auto},
@@ -153,8 +154,8 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
         indexes=tuple(f"{i.name}:{i.index_type}" for i in indices),
         unindexed_rows=unindexed,
         fragments=int(_fragment_count(stats)),
-        recall_curve=coll.recall_curve.points if coll.recall_curve else (),
-        recall_queries=coll.recall_curve.queries if coll.recall_curve else 0,
+        recall_curve=curve.points if curve else (),
+        recall_queries=curve.queries if curve else 0,
         search_ef=search_knobs(coll.index_type, coll.index_rows, 10, None, None, search_ef(coll, 10))[2],
         plan=plan(store, coll),
     )

@@ -15,9 +15,10 @@ recall@10 at or above 0.97 at both measured sizes.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["EXACT_ROWS", "apply_knobs", "auto_index", "default_ef", "search_knobs"]
+__all__ = ["EXACT_ROWS", "apply_knobs", "auto_index", "default_ef", "search_knobs", "vector_index"]
 
 EXACT_ROWS = 50_000
 """Up to this many rows ``'auto'`` builds an exact index (IVF-flat probing every partition)."""
@@ -101,3 +102,8 @@ def apply_knobs(query: Any, knobs: tuple[int | None, int | None, int | None]) ->
 
 def _flat_partitions(rows: int) -> int:
     return max(1, rows // _FLAT_PARTITION_ROWS)
+
+
+def vector_index(indices: Iterable[Any]) -> Any | None:
+    """The index on the ``vector`` column among LanceDB's ``list_indices()``, if any."""
+    return next((i for i in indices if "vector" in list(getattr(i, "columns", []) or [])), None)

@@ -9,7 +9,7 @@ from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.store._auto_fields import before_move, declare_auto
 from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._fields import ensure_field_indexes
-from turnkit.batteries.vector.store._index_policy import auto_index
+from turnkit.batteries.vector.store._index_policy import auto_index, vector_index
 from turnkit.batteries.vector.store._integrity import (
     claim_maintenance,
     remove_duplicates,
@@ -138,15 +138,9 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
     return index_type
 
 
-def _vector_index_type(indices: Iterable[Any]) -> str | None:
-    for index in indices:
-        if "vector" in list(getattr(index, "columns", []) or []):
-            return str(index.index_type)
-    return None
-
-
 async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
-    coll.index_type = _vector_index_type(indices)
+    index = vector_index(indices)
+    coll.index_type = None if index is None else str(index.index_type)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
 
 
