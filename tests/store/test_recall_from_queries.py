@@ -92,10 +92,13 @@ def test_searches_use_the_ef_the_collections_own_queries_need(built):
     assert other.collection_info_sync("v").search_ef == build.search_ef
 
 
-def test_the_measured_recall_is_a_lower_bound_of_the_queries_mean(built):
-    uri, vectors = built
-    store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
-    queries = _gaussian(120, DIM, seed=2)  # held out: recall varies from query to query
+def test_the_measured_recall_is_a_lower_bound_of_the_queries_mean(tmp_path):
+    # A table of its own, small enough that the ladder ends within a few steps.
+    vectors = _gaussian(1200, 48, seed=12)
+    store = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    store("v").create_index_sync("hnsw_sq")
+    queries = _gaussian(120, 48, seed=2)  # held out: recall varies from query to query
 
     async def measure():
         coll = await store._collection("v")
@@ -104,7 +107,8 @@ def test_the_measured_recall_is_a_lower_bound_of_the_queries_mean(built):
     curve = asyncio.run(measure())
     assert curve is not None and curve.queries == len(queries)
     assert [ef for ef, _ in curve.points] == list(LADDER[: len(curve.points)])
-    assert len(curve.costs) == len(curve.points)
+    assert len(curve.costs) == len(curve.points) >= 2
+    assert curve.points[0][1] < 0.98  # the first step misses some: the bound is not trivially 1
     for ef, bound in curve.points:
         # Each query's hits by id (ties at the 10th are vanishingly rare for these directions).
         hits = []

@@ -66,9 +66,14 @@ class Asked:
 
     def current(self, built: RecallCurve | None) -> RecallCurve | None:
         """The curve searches use: the one measured on queries where it is of this build, else ``built``."""
-        if built is None or self.curve is None or self.base != built:
+        if built is None or self.curve is None or not _same(self.base, built):
             return built
         return self.curve
+
+
+def _same(base: RecallCurve | None, built: RecallCurve | None) -> bool:
+    # Every search asks this: the same object (the usual case) skips comparing the points.
+    return base is built or base == built
 
 
 def note(store: VectorStore, coll: _Collection, vector: np.ndarray[Any, Any]) -> None:
@@ -88,7 +93,7 @@ def _due(coll: _Collection) -> bool:
     asked = coll.asked
     if asked.noted - asked.looked_at < SAMPLE or (asked.task is not None and not asked.task.done()):
         return False
-    if asked.curve is None or asked.base != coll.built_curve:
+    if asked.curve is None or not _same(asked.base, coll.built_curve):
         return True
     return not asked.rows / _DRIFT <= coll.index_rows <= asked.rows * _DRIFT
 
