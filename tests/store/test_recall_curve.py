@@ -152,7 +152,19 @@ def test_the_batched_exact_pass_finds_lancedbs_brute_force_distances(
 
         db = await lancedb.connect_async(str(tmp_path_factory.mktemp("exact")))
         table = await db.create_table("t", data=[{"vector": v.tolist()} for v in vectors])
-        best, kept = await _exact_top(table, metric, queries, k, scan=scan)
+        top = await _exact_top(table, metric, queries, k, scan=scan)
+        assert top is not None
+        best, kept = top
+        # Told to stop after the first batch, the pass ends there with no answer.
+        asked: list[int] = []
+
+        def once() -> bool:
+            asked.append(1)
+            return len(asked) == 1
+
+        stopped = await _exact_top(table, metric, queries, k, scan=scan, keep_going=once)
+        assert (stopped is None) == (len(asked) == 2) and len(asked) <= 2
+        assert stopped is None or rows <= scan
         truths = []
         for q in queries:  # LanceDB's own brute-force search: the path the batched pass replaced
             found = (

@@ -144,12 +144,12 @@ async def measure_recall_curve(table: Any, metric: str, index_type: str, rows: i
     count = min(SAMPLE, len(fit))
     steps = rng.normal(size=(count, fit.shape[1])).astype(np.float32)
     drawn = fit.mean(axis=0) + fit.std(axis=0) * rng.normal(size=(count, fit.shape[1])).astype(np.float32)
-    _, neighbours = await _exact_top(table, metric, fit[:count], 2)  # itself, then its nearest
+    _, neighbours = _done(await _exact_top(table, metric, fit[:count], 2))  # itself, then its nearest
     other = np.stack([_unit(v, metric) for v in neighbours[:, 1]])
     gap = np.linalg.norm(fit[:count] - other, axis=1) / np.maximum(np.linalg.norm(steps, axis=1), 1e-30)
     moved = fit[:count] + steps * gap[:, None].astype(np.float32)
     queries = np.stack([_unit(q, metric) for q in np.concatenate([moved, drawn])])
-    tenths, _ = await _exact_top(table, metric, queries, K)
+    tenths, _ = _done(await _exact_top(table, metric, queries, K))
     bounds = [(q, float(t[-1])) for q, t in zip(queries, tenths, strict=True)]
     kinds = [bounds[:count], bounds[count:]]
 
@@ -175,7 +175,10 @@ async def measure_on_queries(
     if rows < 2 * K or len(queries) == 0:
         return None
     unit = np.stack([_unit(q, metric) for q in np.asarray(queries, dtype=np.float32)])
-    tenths, _ = await _exact_top(table, metric, unit, K)
+    top = await _exact_top(table, metric, unit, K, keep_going=keep_going)
+    if top is None:
+        return None
+    tenths, _ = top
     pairs = [(q, float(t[-1])) for q, t in zip(unit, tenths, strict=True)]
     curve = await _ladder(table, metric, index_type, rows, [pairs], lower=True, keep_going=keep_going)
     return None if curve is None else replace(curve, queries=len(pairs))
@@ -255,30 +258,48 @@ async def _ladder(
 
 
 async def _exact_top(
-    table: Any, metric: str, queries: Vector, k: int, scan: int = _SCAN
-) -> tuple[Vector, Vector]:
+    table: Any,
+    metric: str,
+    queries: Vector,
+    k: int,
+    scan: int = _SCAN,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> tuple[Vector, Vector] | None:
     """Each query's ``k`` smallest distances (as LanceDB reports them) and their vectors, ascending.
 
     One pass over the table in batches of ``scan`` rows, every query at once: its memory does not
     grow with the collection, where a brute-force LanceDB search per query held the whole vector
-    column each (100 at once took over 20 GiB at 300,000 rows).
+    column each (100 at once took over 20 GiB at 300,000 rows). Each batch's arithmetic (about
+    0.1 s for 200 queries) runs on a worker thread, so searches on the loop are not held behind
+    it; ``None`` when ``keep_going()`` turned false between two batches.
     """
     q = queries.astype(np.float64)
     best = np.full((len(q), k), np.inf)
     kept = np.zeros((len(q), k, q.shape[1]), dtype=np.float32)
     reader = await table.query().select(["vector"]).to_batches(max_batch_length=scan)
     async for batch in reader:
+        if not keep_going():
+            return None
         column = batch.column("vector")
-        block = column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32)
-        dist = _distances(metric, q, block.astype(np.float64))
-        take = min(k, len(block))
-        near = np.argpartition(dist, take - 1, axis=1)[:, :take]
-        both = np.concatenate([best, np.take_along_axis(dist, near, axis=1)], axis=1)
-        vectors = np.concatenate([kept, block[near]], axis=1)
-        order = np.argsort(both, axis=1, kind="stable")[:, :k]
-        best = np.take_along_axis(both, order, axis=1)
-        kept = np.take_along_axis(vectors, order[:, :, None], axis=1)
+        best, kept = await asyncio.to_thread(_fold, metric, q, k, best, kept, column)
     return best, kept
+
+
+def _done(top: tuple[Vector, Vector] | None) -> tuple[Vector, Vector]:
+    assert top is not None  # a pass without `keep_going` always ends
+    return top
+
+
+def _fold(metric: str, q: Vector, k: int, best: Vector, kept: Vector, column: Any) -> tuple[Vector, Vector]:
+    """``best`` and ``kept`` with one batch of rows (a pyarrow vector column) taken in."""
+    block = column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32)
+    dist = _distances(metric, q, block.astype(np.float64))
+    take = min(k, len(block))
+    near = np.argpartition(dist, take - 1, axis=1)[:, :take]
+    both = np.concatenate([best, np.take_along_axis(dist, near, axis=1)], axis=1)
+    vectors = np.concatenate([kept, block[near]], axis=1)
+    order = np.argsort(both, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(both, order, axis=1), np.take_along_axis(vectors, order[:, :, None], axis=1)
 
 
 def _distances(metric: str, q: Vector, block: Vector) -> Vector:
