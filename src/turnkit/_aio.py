@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures.thread  # noqa: F401 - registers its exit hook before ours (see _hook_exit)
 import inspect
 import os
 import threading
@@ -74,9 +75,10 @@ class _BackgroundLoop:
         if self._exit_hook_pid == os.getpid():
             return
         self._exit_hook_pid = os.getpid()
-        # threading's exit hooks run before concurrent.futures refuses new work and before the
-        # runtime finalizes (a LanceDB read still in flight then aborts the process); the last
-        # registered runs first, and asyncio imported concurrent.futures before this.
+        # threading's exit hooks run before the runtime finalizes (a LanceDB read still in flight then
+        # aborts the process), and the last registered runs first: concurrent.futures.thread, imported
+        # at the top of this module, registered its hook (which shuts worker threads to new work)
+        # before this one, so the drain runs while `to_thread` still works.
         register = getattr(threading, "_register_atexit", None)
         try:
             if register is not None:

@@ -259,3 +259,40 @@ def test_recall_from_queries_must_be_a_bool():
     with pytest.raises(VectorStoreUsageError) as caught:
         create_vector_store(uri="memory://", recall_from_queries="yes")
     assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
+
+
+def test_turnkits_exit_drain_runs_before_worker_threads_refuse_work():
+    # The last exit hook registered runs first: turnkit's drain must come after concurrent.futures'
+    # (which shuts worker threads to new work), whatever was imported before the loop started.
+    script = (
+        "import threading\n"
+        "from turnkit import _aio\n"
+        "_aio.loop()\n"  # the loop starts before the vector battery is imported
+        "hooks = [getattr(getattr(f, 'func', f), '__name__', '') for f in threading._threading_atexits]\n"
+        "print(hooks.index('wait_at_exit') > hooks.index('_python_exit'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
+
+
+def test_an_index_built_on_a_thread_while_the_main_thread_returns_keeps_its_curve(tmp_path):
+    # At exit worker threads refuse new work, and the build's recall measurement computes its exact
+    # pass on one: it computes on the loop instead, and the index keeps its measured curve.
+    vectors = _gaussian(3000, 32, seed=13)
+    store = create_vector_store(uri=str(tmp_path), auto_optimize=None, memory_cache=None)
+    store("v").upsert_sync([{"id": str(i), "vector": v} for i, v in enumerate(vectors)])
+    script = (
+        "import sys, threading\n"
+        "from turnkit.batteries.vector import create_vector_store\n"
+        "store = create_vector_store(uri=sys.argv[1], auto_optimize=None, memory_cache=None)\n"
+        "def build():\n"
+        "    store('v').create_index_sync('hnsw_sq')\n"
+        "    print('curve', len(store.collection_info_sync('v').recall_curve), flush=True)\n"
+        "threading.Thread(target=build).start()\n"  # not a daemon: exit waits for it
+    )
+    command = [sys.executable, "-c", script, str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "curve" and int(done.stdout.split()[1]) > 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr

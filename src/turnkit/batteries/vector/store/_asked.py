@@ -129,10 +129,13 @@ async def _measure(coll: _Collection) -> None:
             return  # looks again after SAMPLE more queries
         curve = await measure_on_queries(coll.table, coll.metric, index_type, rows, queries, current)
     except Exception:  # a measurement must never break searching; the build's curve serves
-        if current():
+        if current() and not exiting():
             log.warning("turnkit: measuring recall on %r's queries failed", coll.name, exc_info=True)
         else:
-            log.debug("turnkit: collection %r changed while its queries were measured", coll.name)
+            log.debug(
+                "turnkit: collection %r changed, or the process exits, while its queries were measured",
+                coll.name,
+            )
         return
     if curve is not None and current():
         asked.curve, asked.base, asked.rows = curve, built, rows

@@ -281,7 +281,10 @@ async def _exact_top(
         if not keep_going():
             return None
         column = batch.column("vector")
-        best, kept = await asyncio.to_thread(_fold, metric, q, k, best, kept, column)
+        try:
+            best, kept = await asyncio.to_thread(_fold, metric, q, k, best, kept, column)
+        except RuntimeError:  # worker threads refuse new work once the interpreter exits: compute here
+            best, kept = _fold(metric, q, k, best, kept, column)
     return best, kept
 
 
