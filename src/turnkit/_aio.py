@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures.thread  # noqa: F401 - registers its exit hook before ours (see _hook_exit)
+import contextvars
+import functools
 import inspect
 import os
 import threading
@@ -33,6 +35,7 @@ __all__ = [
     "named_sync_form",
     "on_loop",
     "run_sync",
+    "to_thread",
     "sync_form",
 ]
 
@@ -212,12 +215,28 @@ async def on_loop(coro: Coroutine[Any, Any, T]) -> T:
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, bg))
 
 
+async def to_thread(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """`asyncio.to_thread`, except that once the interpreter exits it calls ``fn`` here instead.
+
+    After the main thread returns, worker threads refuse new work, while
+    non-daemon threads may still search or build through turnkit: those calls
+    then run on the loop, a little slower but not failed.
+    """
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    try:
+        future = loop.run_in_executor(None, call)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"; fn's own errors pass
+        return fn(*args, **kwargs)
+    return await future
+
+
 async def call_maybe_async(fn: Callable[..., T | Awaitable[T]], *args: Any, **kwargs: Any) -> T:
     """Call a sync or async callable and return its result.
 
     Async callables are awaited in the current loop; sync ones run inline (they
-    are expected to be quick: hooks, mappers). Use :func:`asyncio.to_thread`
-    yourself for heavy sync work.
+    are expected to be quick: hooks, mappers). Use :func:`to_thread` yourself
+    for heavy sync work.
     """
     result = fn(*args, **kwargs)
     if inspect.isawaitable(result):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ._aio import named_sync_form, run_sync
+from ._aio import named_sync_form, run_sync, to_thread
 from ._errors import (
     UsageError,
 )
@@ -91,7 +91,7 @@ async def invoke(fn: Callable[..., Any], *args: Any, own_thread: bool = False) -
     if own_thread:
         result = await _in_new_thread(fn, *args)
     else:
-        result = await asyncio.to_thread(fn, *args)
+        result = await to_thread(fn, *args)
     if inspect.isawaitable(result):
         return await result
     return result

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 
+from ._aio import to_thread
 from ._context import TurnContext
 from ._errors import UsageError
 from ._messages import Message
@@ -40,20 +40,18 @@ async def fit_prompt(
         return rendered, replace(tokens, budget=cfg.token_budget)
 
     budget = cfg.token_budget
-    rendered, tokens = await asyncio.to_thread(attempt, len(ranked), len(history))
+    rendered, tokens = await to_thread(attempt, len(ranked), len(history))
     if budget is None or tokens.prompt <= budget:
         return rendered, tokens, (), ()
 
     # Keep the largest number of top-ranked records that fits (binary search:
     # each probe is a full render and count, so the chosen prompt is the one
     # that was measured, nonces included).
-    keep = await asyncio.to_thread(
-        _largest_fitting, len(ranked) - 1, lambda k: attempt(k, len(history)), budget
-    )
+    keep = await to_thread(_largest_fitting, len(ranked) - 1, lambda k: attempt(k, len(history)), budget)
     if keep is not None:
         k, rendered, tokens = keep
         return rendered, tokens, tuple(reversed(ranked[k:])), ()
-    keep_h = await asyncio.to_thread(_largest_fitting, len(history) - 1, lambda h: attempt(0, h), budget)
+    keep_h = await to_thread(_largest_fitting, len(history) - 1, lambda h: attempt(0, h), budget)
     if keep_h is not None:
         h, rendered, tokens = keep_h
         return rendered, tokens, tuple(reversed(ranked)), tuple(history[: len(history) - h])

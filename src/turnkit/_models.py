@@ -7,14 +7,13 @@ the runner needs one reply per turn.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-from ._aio import call_maybe_async
+from ._aio import call_maybe_async, to_thread
 from ._errors import ModelError, UsageError
 from ._http import JsonEndpoint
 from ._messages import ChatMessage
@@ -182,7 +181,7 @@ class OpenAIChatModel:
         if self.temperature is not None:
             body["temperature"] = self.temperature
         body.update(self.extra_body)
-        raw = await asyncio.to_thread(self._post, json.dumps(body).encode())
+        raw = await to_thread(self._post, json.dumps(body).encode())
         return self._parse(raw)
 
     def _post(self, data: bytes) -> bytes:

@@ -276,6 +276,40 @@ def test_turnkits_exit_drain_runs_before_worker_threads_refuse_work():
     assert done.stdout.split() == ["True"]
 
 
+def test_a_search_from_a_thread_after_the_main_thread_returns_is_answered(tmp_path):
+    # The memory tier answers an async search on a worker thread; once exit has begun those refuse
+    # new work, and the search runs on the loop instead of failing.
+    script = (
+        "import concurrent.futures.thread as pool, sys, threading\n"
+        "from turnkit.batteries.vector import create_vector_store\n"
+        "store = create_vector_store(uri=sys.argv[1], auto_optimize=None)\n"
+        "store('c').upsert_sync([{'id': str(i), 'vector': [float(i), 1.0]} for i in range(50)])\n"
+        "main = threading.main_thread()\n"
+        "def search():\n"
+        "    main.join()\n"
+        "    while not pool._shutdown:\n"  # exit's hook that closes worker threads to new work has run
+        "        threading.Event().wait(0.01)\n"
+        "    found = store('c').near_vector([1.0, 0.0]).limit(3).search_sync()\n"
+        "    print('found', len(found), flush=True)\n"
+        "threading.Thread(target=search).start()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["found", "3"], done.stdout + done.stderr
+
+
+def test_to_thread_passes_the_functions_own_errors_through():
+    from turnkit._aio import to_thread
+
+    def fails() -> None:
+        raise RuntimeError("the function's own")
+
+    with pytest.raises(RuntimeError, match="the function's own"):
+        asyncio.run(to_thread(fails))
+
+
 def test_an_index_built_on_a_thread_while_the_main_thread_returns_keeps_its_curve(tmp_path):
     # At exit worker threads refuse new work, and the build's recall measurement computes its exact
     # pass on one: it computes on the loop instead, and the index keeps its measured curve.

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from turnkit._checks import is_int
 
-from .._aio import sync_form
+from .._aio import sync_form, to_thread
 from ._chunking import (
     DEFAULT_CHUNK_ENCODING,
     DEFAULT_CHUNK_OVERLAP,
@@ -316,7 +316,7 @@ async def ingest(
         raise _option_error(f"workers must be a positive int; got {workers!r}.")
     q = store(collection)
     files = FileFilter(check_patterns(include, "include"), check_patterns(exclude, "exclude"), gitignore)
-    found = await asyncio.to_thread(
+    found = await to_thread(
         walk,
         [paths] if isinstance(paths, str | os.PathLike) else list(paths),
         resolve_extensions(extensions),
@@ -326,7 +326,7 @@ async def ingest(
     )
     if not isinstance(engine, str) and callable(getattr(engine, "run", None)):
         # A RayEngine: its module, and the ray extra, load only where a caller built one.
-        return await asyncio.to_thread(engine.run, store, collection, found, settings, files, prune, started)
+        return await to_thread(engine.run, store, collection, found, settings, files, prune, started)
     if engine != "local":
         raise _option_error(
             f"engine must be 'local' or a RayEngine, got {engine!r}.",

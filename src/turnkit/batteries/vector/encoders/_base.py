@@ -8,7 +8,6 @@ one record at a time.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import inspect
 import re
@@ -21,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from turnkit._aio import to_thread
 from turnkit._lazy import import_optional
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 
@@ -285,7 +285,7 @@ async def encode_texts(
         batch = list(texts[start : start + size])
         try:
             if sync:
-                result: Any = await asyncio.to_thread(encoder.encode, batch, kind=kind)
+                result: Any = await to_thread(encoder.encode, batch, kind=kind)
             else:
                 result = encoder.encode(batch, kind=kind)
             if inspect.isawaitable(result):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -10,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from turnkit._aio import to_thread
 from turnkit._checks import is_int
 from turnkit._http import JsonEndpoint
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
@@ -83,7 +83,7 @@ class OpenAIEmbeddingEncoder:
             body: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
             if self.send_dimensions:
                 body["dimensions"] = self.dimension
-            raw = await asyncio.to_thread(self._post, json.dumps(body).encode())
+            raw = await to_thread(self._post, json.dumps(body).encode())
             parts.append(self._parse(raw, len(batch)))
         if not parts:
             return np.zeros((0, self.dimension), dtype=np.float32)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from turnkit._aio import to_thread
 from turnkit._checks import is_int, is_number
 from turnkit.batteries.vector.ranking._rerank_options import _bad, _int_in
 
@@ -89,7 +90,7 @@ class LLMJudge:
         if inspect.iscoroutinefunction(complete):
             reply: Any = await complete(messages)
         else:
-            reply = await asyncio.to_thread(complete, messages)
+            reply = await to_thread(complete, messages)
             if inspect.isawaitable(reply):
                 reply = await reply
         return reply if isinstance(reply, str) else ""

@@ -14,13 +14,12 @@ says little about relevance.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnkit._aio import sync_form
+from turnkit._aio import sync_form, to_thread
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.ranking._fusion import min_max_scaled
@@ -84,7 +83,7 @@ async def _semantic(
         if inspect.iscoroutinefunction(scorer.score):
             raw: Any = await scorer.score(query, passages)
         else:
-            raw = await asyncio.to_thread(scorer.score, query, passages)
+            raw = await to_thread(scorer.score, query, passages)
             if inspect.isawaitable(raw):
                 raw = await raw
         values = list(raw)

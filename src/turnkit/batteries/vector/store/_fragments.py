@@ -9,14 +9,13 @@ until that commit, so a worker that dies leaves only unreferenced files, which
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from turnkit._aio import on_loop, sync_form
+from turnkit._aio import on_loop, sync_form, to_thread
 from turnkit._lazy import import_optional
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector.store._auto_fields import before_move, conflicts, deployer_fields
@@ -83,7 +82,7 @@ async def write_fragments(
     async def write() -> list[str]:
         uri = await coll.table.uri()
         with translate_errors("upsert", collection):
-            fragments = await asyncio.to_thread(
+            fragments = await to_thread(
                 lance.fragment.write_fragments,
                 data,
                 uri,
@@ -121,7 +120,7 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
                     columns = [*fields, *([KEY] if coll.keyed else [])]
                     dataset = None
                     if columns:
-                        dataset = await asyncio.to_thread(
+                        dataset = await to_thread(
                             lance.dataset, uri, version=version, storage_options=store.storage_options or None
                         )
                 missing = set() if dataset is None else _missing_columns(dataset, columns, fragments)
@@ -134,7 +133,7 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
                 coll.wrote()
             _check_declared_columns(collection, missing)
             with translate_errors("upsert", collection):
-                await asyncio.to_thread(
+                await to_thread(
                     lance.LanceDataset.commit,
                     uri,
                     lance.LanceOperation.Append(metas),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turnkit._aio import finish_before_exit
+from turnkit._aio import finish_before_exit, to_thread
 from turnkit.batteries.vector.ranking._fusion import fusion_for
 from turnkit.batteries.vector.store._auto_fields import before_move
 from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata, vector_of
@@ -253,11 +253,11 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
             if covered and config is not None:
                 # Only now: a version with unindexed rows (any write since the index) stays with LanceDB,
                 # and must not pay for a Python copy of every document.
-                documents = await asyncio.to_thread(snapshot._pylist, "document")
-                marks = await asyncio.to_thread(marks_to_learn, documents)
+                documents = await to_thread(snapshot._pylist, "document")
+                marks = await to_thread(marks_to_learn, documents)
                 if marks:
                     learn_marks(await _mark_letters(marks))
-                index = await asyncio.to_thread(LexicalIndex, documents)  # raises Unsupported: LanceDB
+                index = await to_thread(LexicalIndex, documents)  # raises Unsupported: LanceDB
                 fits = snapshot.nbytes + index.nbytes <= config.max_bytes
                 if not (fits and await _folds_agree(index.folds) and await _agrees(coll, index, snapshot)):
                     index = None

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit._aio import finish_before_exit
+from turnkit._aio import finish_before_exit, to_thread
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -411,7 +411,7 @@ class _Snapshot:
         """`search` off the caller's loop: a filtered one on a thread, others queued for a worker."""
         if spec.filter is None and self.matrix.size > INLINE_WORK:
             return await self.product.run_async(query, self._finisher(spec, query, columns))  # type: ignore[no-any-return]
-        return await asyncio.to_thread(self.search, spec, query, columns)
+        return await to_thread(self.search, spec, query, columns)
 
     def _finisher(self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]) -> Finish:
         def finish(dots: npt.NDArray[np.float32], spread: float | None) -> list[VectorMatch]:
@@ -608,7 +608,7 @@ class MemoryIndex:
                 self._too_big[name] = key
                 return None
             threads = config.threads or scan_threads()
-            snapshot = await asyncio.to_thread(_read, name, key, data, dimension, metric, threads, used)
+            snapshot = await to_thread(_read, name, key, data, dimension, metric, threads, used)
             self._too_big.pop(name, None)
             self._snapshots[name] = snapshot
             self._evict(config.max_bytes)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from turnkit._aio import to_thread
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 
 __all__ = [
@@ -281,10 +282,7 @@ async def _exact_top(
         if not keep_going():
             return None
         column = batch.column("vector")
-        try:
-            best, kept = await asyncio.to_thread(_fold, metric, q, k, best, kept, column)
-        except RuntimeError:  # worker threads refuse new work once the interpreter exits: compute here
-            best, kept = _fold(metric, q, k, best, kept, column)
+        best, kept = await to_thread(_fold, metric, q, k, best, kept, column)
     return best, kept
 
 
