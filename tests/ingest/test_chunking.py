@@ -59,9 +59,11 @@ def check_chunks(text, chunks, chunk_size, chunk_overlap):
         assert chunk.token_count == len(ENC.encode_ordinary(chunk.text)) <= chunk_size
         if i:
             prev = chunks[i - 1]
-            assert prev.start < chunk.start <= prev.end  # progress, and no gap
+            assert prev.start < chunk.start  # progress
+            # No gap but whitespace: a window that held only whitespace made no chunk.
+            assert not text[prev.end : chunk.start].strip()
             if chunk_overlap == 0:
-                assert chunk.start == prev.end
+                assert chunk.start >= prev.end
             else:
                 overlap = text[chunk.start : prev.end]
                 assert len(ENC.encode_ordinary(overlap)) <= chunk_overlap + 2
@@ -269,6 +271,15 @@ def test_text_without_spaces_is_cut_between_characters(text, chunk_size, data):
     chunk_overlap = data.draw(st.integers(min_value=0, max_value=chunk_size - 1))
     chunks = chunk_document(text_doc(text), chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     check_chunks(text, chunks, chunk_size, chunk_overlap)
+
+
+def test_a_window_of_whitespace_between_two_chunks_makes_no_chunk():
+    # "𝔘" is three tokens and "\n" one: after the first chunk, the window up to the next clean
+    # boundary holds only the newline, so the next chunk starts after it.
+    text = "ß𝔘\nß𝔘"
+    chunks = chunk_document(text_doc(text), chunk_size=4, chunk_overlap=2)
+    check_chunks(text, chunks, 4, 2)
+    assert [(c.start, c.end, c.text) for c in chunks] == [(0, 2, "ß𝔘"), (3, 5, "ß𝔘")]
 
 
 def test_stripped_text_is_recounted():
