@@ -16,8 +16,14 @@ round to round. Prints the median round's queries per second and the
 process's CPU per query, and each system's ratio to raw LanceDB in the same
 form (async to async, sync to sync), plus recall@10 against numpy.
 
+``--warm N`` asks turnkit the first N queries (untimed) and waits until it has
+measured its index's recall on them, as ``peers.py --warm`` does; the rest are
+timed, and raw LanceDB searches with the ``ef`` turnkit chose on them, not the
+one the build chose. ``--data text`` runs on ``peers.py``'s text set.
+
     python bench/concurrency.py --rows 300000 --db DIR    # DIR as for peers.py: the index is kept
     python bench/concurrency.py --rows 100000 --rounds 9
+    python bench/concurrency.py --rows 100000 --queries 300 --warm 100 --data text
 
 A script, not a test: nothing here asserts on timings.
 """
@@ -30,11 +36,13 @@ import concurrent.futures
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import _text_vectors
 import numpy as np
 from _common import table
-from peers import K, dataset, kept_dir, load_turnkit, recall
+from peers import K, dataset, kept_dir, load_turnkit, recall, warm
 
 from turnkit.batteries.vector import create_vector_store
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
@@ -50,15 +58,28 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--db", default=None, help="keep the table (and its index) here, as peers.py --db")
+    parser.add_argument(
+        "--data", choices=("synthetic", "text"), default="synthetic", help="as peers.py --data"
+    )
+    parser.add_argument("--text-vectors", type=Path, default=None, help="a cached text-vectors-*.npy")
+    parser.add_argument(
+        "--warm", type=int, default=0, help="ask turnkit the first N queries, untimed (N >= 100), as peers.py"
+    )
     args = parser.parse_args()
+    if args.warm and not 100 <= args.warm < args.queries:
+        parser.error("--warm needs 100 or more queries, and fewer than --queries")
+    _text_vectors.PINNED = args.text_vectors
     import lancedb  # noqa: TID251 - the baseline is raw LanceDB
 
     rng = np.random.default_rng(0)  # peers.py's first size: a table it kept is found again
-    vectors, groups, queries, npy = dataset(rng, args.rows, args.dim, args.queries)
+    vectors, groups, queries, npy = dataset(rng, args.rows, args.dim, args.queries, args.data)
     with tempfile.TemporaryDirectory() as scratch:
         uri = kept_dir(args.db, vectors, groups) if args.db else scratch
         _, build = load_turnkit(uri, vectors, groups)
         vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+        if args.warm:  # raw LanceDB then gets the ef turnkit measured on these queries
+            warm((vs,), queries[: args.warm])
+            queries = queries[args.warm :]
         info = vs("peers").info_sync()
         index = next((i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")), None)
         knobs = search_knobs(index, info.rows, K, None, None, info.search_ef)  # the ef turnkit's curve chose
@@ -66,8 +87,9 @@ def main() -> None:
         raw_sync = lancedb.connect(uri).open_table("peers")
         truth = [npy.search(q, False) for q in queries]
         print(
-            f"{args.rows:,} rows, index {index or 'none'}, built in {build:.1f} s; {len(queries)} queries, "
-            f"{args.concurrency} in flight, {args.rounds} rounds"
+            f"{args.rows:,} rows ({args.data}), index {index or 'none'}, built in {build:.1f} s, "
+            f"ef {info.search_ef} (measured on {'the queries' if info.recall_queries else 'the build'}); "
+            f"{len(queries)} queries, {args.concurrency} in flight, {args.rounds} rounds"
         )
 
         def raw_query(query: Any) -> Any:

@@ -241,14 +241,14 @@ def kept_dir(root: str, vectors: np.ndarray, groups: np.ndarray) -> str:
     return os.path.join(root, f"peers-{len(vectors)}x{vectors.shape[1]}-{digest}")
 
 
-def warm(vs: Any, on_index: Any, asked: np.ndarray, timeout: float = 1800.0) -> None:
-    """Ask both turnkit stores ``asked`` (not timed), then wait until each has measured recall on them.
+def warm(stores: tuple[Any, ...], asked: np.ndarray, timeout: float = 1800.0) -> None:
+    """Ask each turnkit store ``asked`` (not timed), then wait until each has measured recall on them.
 
     A store measures its HNSW index's recall again on a collection's own recent
     queries (``recall_from_queries``); the timed queries are others of the same kind.
     """
     t = time.perf_counter()
-    for store in (vs, on_index):
+    for store in stores:
         if "hnsw" not in " ".join(store("peers").info_sync().indexes).lower():
             return  # no recall curve to measure again
         for q in asked:
@@ -257,7 +257,7 @@ def warm(vs: Any, on_index: Any, asked: np.ndarray, timeout: float = 1800.0) -> 
             if time.perf_counter() - t > timeout:
                 raise SystemExit(f"no recall measured on {len(asked)} queries in {timeout:.0f} s")
             time.sleep(0.5)
-    info = vs("peers").info_sync()
+    info = stores[0]("peers").info_sync()
     print(
         f"  measured on {info.recall_queries} asked queries in {time.perf_counter() - t:.1f} s: "
         f"ef {info.search_ef}, curve {list(info.recall_curve)}",
@@ -281,7 +281,7 @@ def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: li
         on_index = create_vector_store(uri=tmp, auto_optimize=None, memory_cache=None)
         raw = lancedb.connect(tmp).open_table("peers")
         if args.warm:
-            warm(vs, on_index, queries[: args.warm])
+            warm((vs, on_index), queries[: args.warm])
             queries = queries[args.warm :]
         info = vs("peers").info_sync()
         vector_index = [i.split(":", 1)[1] for i in info.indexes if i.startswith("vector")]
