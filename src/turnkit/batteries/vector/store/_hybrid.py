@@ -35,7 +35,14 @@ if TYPE_CHECKING:
     from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
     from turnkit.batteries.vector.store._store import VectorStore
 
-__all__ = ["dense_scores", "ensure_fts_index", "full_text_query", "hybrid_search"]
+__all__ = [
+    "PHRASE_ROWS",
+    "dense_scores",
+    "ensure_fts_index",
+    "full_text_query",
+    "full_text_rows",
+    "hybrid_search",
+]
 
 
 def full_text_query(text: str, positions: bool) -> Any:
@@ -186,10 +193,13 @@ async def ensure_fts_index(coll: _Collection) -> None:
                         config = FTS(stem=False, remove_stop_words=False, with_position=True)
                         await coll.table.create_index("document", config=config, replace=False)
                         coll.wrote()
-                        coll.fts_positions = True
+                        coll.fts_positions = coll.fts_whole = True
                     else:  # an index built earlier, perhaps without positions: no phrase clauses then
                         details = getattr(found[0], "index_details", None) or {}
                         coll.fts_positions = bool(details.get("with_position", False))
+                        coll.fts_whole = (
+                            len(found) == 1 and getattr(found[0], "num_unindexed_rows", None) == 0
+                        )
                 break
             except VectorStoreRuntimeError as exc:
                 # Another process built it at the same moment (a commit conflict, or "exists"):
@@ -267,6 +277,97 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
     snapshot.lexical = index if index is not None else False
     if index is not None and config is not None:
         store._memory._evict(config.max_bytes)  # the posting lists count in the budget
+
+
+# A phrase clause held by more rows than this sends the query to LanceDB whole (`full_text_rows`).
+PHRASE_ROWS = 1024
+
+
+async def full_text_rows(
+    coll: _Collection, text: str, where: str | None, prefilter: bool, columns: list[str], pool: int
+) -> list[dict[str, Any]]:
+    """The ``pool`` best rows of `full_text_query` from LanceDB, best first, each with its ``_score``.
+
+    LanceDB scores a boolean query of words and phrases by evaluating every
+    clause in full: 43 ms at the median for identifier questions at 100,000
+    rows, where its clauses took 6 ms together (`bench/fts_split.py`). So with
+    phrase clauses, an index that covers every row, and no filter or a
+    pre-filter, the clauses run apart and their scores are summed here as
+    LanceDB sums them (float32, the words first, then each phrase in order),
+    which gives its scores to within float32 rounding:
+
+    - every row holding a phrase, with that phrase's score;
+    - the ``pool`` best rows on the words alone: a row holding no phrase scores
+      its words alone, so no other such row can make the pool;
+    - the words' score of each row that holds a phrase, is not among those,
+      and could still make the pool: one more query, by row id.
+
+    Rows are matched by LanceDB's row id. A write between the queries can
+    only drop a phrase's share for this search (row ids of new fragments are
+    new), never add it to another row.
+    """
+    from lancedb.query import PhraseQuery  # noqa: TID251 - inside the battery, lazily
+
+    from turnkit.batteries.vector.ranking._phrases import query_phrases
+
+    async def search(
+        query: Any, limit: int, selected: list[str], rows: str | None = None
+    ) -> list[dict[str, Any]]:
+        built = coll.table.query().nearest_to_text(query)
+        clause = " AND ".join(f"({part})" for part in (where, rows) if part)
+        if clause:
+            built = built.where(clause)
+            if not prefilter:
+                built = built.postfilter()
+        found: list[dict[str, Any]] = (
+            await built.with_row_id().select([*selected, "_score"]).limit(limit).to_list()
+        )
+        return found
+
+    phrases = query_phrases(text) if coll.fts_positions else []
+    # Rows outside the index are scored by a flat search, whose clauses do not sum the same way; a
+    # post-filter cuts LanceDB's own pool.
+    if not phrases or not coll.fts_whole or (where is not None and not prefilter):
+        return await search(full_text_query(text, coll.fts_positions), pool, columns)
+    words_query = _match_query(text)
+    clauses = [PhraseQuery(p, "document", slop=0, document_granularity=None) for p in phrases]
+    words, *held = await asyncio.gather(
+        search(words_query, pool, columns), *(search(c, PHRASE_ROWS + 1, []) for c in clauses)
+    )
+    if any(len(rows) > PHRASE_ROWS for rows in held):
+        return await search(full_text_query(text, True), pool, columns)
+    shares: dict[int, list[np.float32]] = {}  # each row's phrase scores, in clause order
+    for rows in held:
+        for row in rows:
+            shares.setdefault(row["_rowid"], []).append(np.float32(row["_score"]))
+
+    def total(rowid: int, score: Any) -> np.float32:
+        summed = np.float32(score)
+        for share in shares.get(rowid, ()):
+            summed = np.float32(summed + share)
+        return summed
+
+    known = {row["_rowid"]: row for row in words}
+    scores = {rowid: total(rowid, row["_score"]) for rowid, row in known.items()}
+    missing = [rowid for rowid in shares if rowid not in known]
+    if missing and len(words) == pool:  # fewer: every row holding a word is already there
+        # A missing row's words score at most the pool's last words score.
+        ceiling = words[-1]["_score"]
+        cut = sorted(scores.values(), reverse=True)[pool - 1]
+        missing = [rowid for rowid in missing if total(rowid, ceiling) >= cut]
+    for start in range(0, len(missing), PHRASE_ROWS):
+        chunk = missing[start : start + PHRASE_ROWS]
+        listed = f"_rowid IN ({', '.join(str(int(r)) for r in chunk)})"
+        for row in await search(words_query, len(chunk), columns, listed):
+            known[row["_rowid"]] = row
+            scores[row["_rowid"]] = total(row["_rowid"], row["_score"])
+    best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:pool]
+    out = []
+    for rowid in best:
+        row = dict(known[rowid])
+        row["_score"] = float(scores[rowid])
+        out.append(row)
+    return out
 
 
 def _match_query(text: str) -> Any:
@@ -427,14 +528,10 @@ async def hybrid_search(
         found = await memory_lexical(store, coll, spec, text, pool)
         if found is not None:
             return found
-        query = coll.table.query().nearest_to_text(full_text_query(text, coll.fts_positions))
-        if spec.filter is not None:
-            query = query.where(to_sql(spec.filter, coll.fields))
-            if not spec.prefilter:
-                query = query.postfilter()
-        query = query.select([*read_columns(spec.select or ("*",)), "_score"]).limit(pool)
+        where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
+        columns = read_columns(spec.select or ("*",))
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-            rows: list[dict[str, Any]] = await query.to_list()
+            rows = await full_text_rows(coll, text, where, spec.prefilter, columns, pool)
         return [match_from_row(row, None) for row in rows], [float(row.get("_score") or 0.0) for row in rows]
 
     # Side by side, the full-text leg first: it waits on LanceDB's threads while the dense leg computes

@@ -139,6 +139,9 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
 
 
 async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
+    indices = list(indices)
+    text = [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
+    coll.fts_whole = len(text) == 1 and getattr(text[0], "num_unindexed_rows", None) == 0
     index = vector_index(indices)
     coll.index_type = None if index is None else str(index.index_type)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
