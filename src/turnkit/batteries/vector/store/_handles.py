@@ -54,7 +54,8 @@ class _Collection:
     maintenance: asyncio.Task[None] | None = None
     fts_ready: bool = False  # the BM25 index on `document` exists (hybrid search)
     fts_positions: bool = False  # ... and it records positions (phrase queries work)
-    fts_whole: bool = False  # ... and covers every row of this version (no write since it was looked at)
+    # ... and the table version at which it was seen to cover every row (`full_text_rows`).
+    fts_whole_at: int | None = None
     fields: dict[str, FieldType] = field(default_factory=dict)  # declared fields, from the schema
     auto: frozenset[str] = frozenset()  # which of them the store declared by itself (_auto_fields.py)
     keyed: bool = False  # records are keyed by `_key` (a guarded write reached it), not `id`
@@ -88,7 +89,6 @@ class _Collection:
         """Record a commit made through this handle (it already sees it; other stores' do not)."""
         self.tracker.version += 1
         self.seen_version = self.tracker.version
-        self.fts_whole = False  # until the indexes are looked at again (_set_index)
 
 
 @dataclass(slots=True)

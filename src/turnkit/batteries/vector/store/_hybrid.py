@@ -193,13 +193,14 @@ async def ensure_fts_index(coll: _Collection) -> None:
                         config = FTS(stem=False, remove_stop_words=False, with_position=True)
                         await coll.table.create_index("document", config=config, replace=False)
                         coll.wrote()
-                        coll.fts_positions = coll.fts_whole = True
+                        coll.fts_positions = True
+                        # The build may have landed on another process's rows this handle had not
+                        # seen: they are outside the index.
+                        await note_fts_whole(coll, await coll.table.list_indices())
                     else:  # an index built earlier, perhaps without positions: no phrase clauses then
                         details = getattr(found[0], "index_details", None) or {}
                         coll.fts_positions = bool(details.get("with_position", False))
-                        coll.fts_whole = (
-                            len(found) == 1 and getattr(found[0], "num_unindexed_rows", None) == 0
-                        )
+                        await note_fts_whole(coll, indices)
                 break
             except VectorStoreRuntimeError as exc:
                 # Another process built it at the same moment (a commit conflict, or "exists"):
@@ -283,14 +284,21 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
 PHRASE_ROWS = 1024
 
 
+async def note_fts_whole(coll: _Collection, indices: Sequence[Any]) -> None:
+    """Record the table version if the full-text index among ``indices`` (listed at it) covers every row."""
+    text = [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
+    whole = len(text) == 1 and getattr(text[0], "num_unindexed_rows", None) == 0
+    coll.fts_whole_at = await coll.table.version() if whole else None
+
+
 async def full_text_rows(
     coll: _Collection, text: str, where: str | None, prefilter: bool, columns: list[str], pool: int
 ) -> list[dict[str, Any]]:
     """The ``pool`` best rows of `full_text_query` from LanceDB, best first, each with its ``_score``.
 
     LanceDB scores a boolean query of words and phrases by evaluating every
-    clause in full: 43 ms at the median for identifier questions at 100,000
-    rows, where its clauses took 6 ms together (`bench/fts_split.py`). So with
+    clause in full: 45 ms at the median for identifier questions at 100,000
+    rows, where its clauses took 7 ms together (`bench/fts_split.py`). So with
     phrase clauses, an index that covers every row, and no filter or a
     pre-filter, the clauses run apart and their scores are summed here as
     LanceDB sums them (float32, the words first, then each phrase in order),
@@ -302,9 +310,11 @@ async def full_text_rows(
     - the words' score of each row that holds a phrase, is not among those,
       and could still make the pool: one more query, by row id.
 
-    Rows are matched by LanceDB's row id. A write between the queries can
-    only drop a phrase's share for this search (row ids of new fragments are
-    new), never add it to another row.
+    Rows are matched by LanceDB's row id, so every query must read one
+    version: the one the index was seen to cover whole (`note_fts_whole`).
+    If the handle moved meanwhile (a write, a compaction, another process's
+    commit), or a row holding a phrase holds none of the words as LanceDB
+    splits them, the boolean query answers instead.
     """
     from lancedb.query import PhraseQuery  # noqa: TID251 - inside the battery, lazily
 
@@ -317,25 +327,33 @@ async def full_text_rows(
         clause = " AND ".join(f"({part})" for part in (where, rows) if part)
         if clause:
             built = built.where(clause)
-            if not prefilter:
+            if where is not None and not prefilter:  # the boolean query only: the split pre-filters
                 built = built.postfilter()
         found: list[dict[str, Any]] = (
             await built.with_row_id().select([*selected, "_score"]).limit(limit).to_list()
         )
         return found
 
-    phrases = query_phrases(text) if coll.fts_positions else []
-    # Rows outside the index are scored by a flat search, whose clauses do not sum the same way; a
-    # post-filter cuts LanceDB's own pool.
-    if not phrases or not coll.fts_whole or (where is not None and not prefilter):
+    async def boolean(why: str | None = None) -> list[dict[str, Any]]:
+        if why is not None:  # the tests read these
+            log.debug("turnkit: the full-text query on %r runs whole: %s", coll.name, why)
         return await search(full_text_query(text, coll.fts_positions), pool, columns)
+
+    phrases = query_phrases(text) if coll.fts_positions else []
+    if not phrases:
+        return await boolean()
+    if where is not None and not prefilter:
+        return await boolean("a post-filter")  # it cuts LanceDB's own pool
+    version = await coll.table.version()
+    if version != coll.fts_whole_at:  # rows outside the index: a flat search scores them otherwise
+        return await boolean("rows outside the index")
     words_query = _match_query(text)
     clauses = [PhraseQuery(p, "document", slop=0, document_granularity=None) for p in phrases]
     words, *held = await asyncio.gather(
         search(words_query, pool, columns), *(search(c, PHRASE_ROWS + 1, []) for c in clauses)
     )
     if any(len(rows) > PHRASE_ROWS for rows in held):
-        return await search(full_text_query(text, True), pool, columns)
+        return await boolean(f"a phrase more than {PHRASE_ROWS} rows hold")
     shares: dict[int, list[np.float32]] = {}  # each row's phrase scores, in clause order
     for rows in held:
         for row in rows:
@@ -361,6 +379,10 @@ async def full_text_rows(
         for row in await search(words_query, len(chunk), columns, listed):
             known[row["_rowid"]] = row
             scores[row["_rowid"]] = total(row["_rowid"], row["_score"])
+    if any(rowid not in known for rowid in missing):
+        return await boolean("a row holding a phrase holds none of the words")
+    if await coll.table.version() != version:
+        return await boolean("the version moved")
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:pool]
     out = []
     for rowid in best:

@@ -9,6 +9,7 @@ from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.store._auto_fields import before_move, declare_auto
 from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._fields import ensure_field_indexes
+from turnkit.batteries.vector.store._hybrid import note_fts_whole
 from turnkit.batteries.vector.store._index_policy import auto_index, vector_index
 from turnkit.batteries.vector.store._integrity import (
     claim_maintenance,
@@ -140,8 +141,7 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
 
 async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
     indices = list(indices)
-    text = [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
-    coll.fts_whole = len(text) == 1 and getattr(text[0], "num_unindexed_rows", None) == 0
+    await note_fts_whole(coll, indices)
     index = vector_index(indices)
     coll.index_type = None if index is None else str(index.index_type)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
