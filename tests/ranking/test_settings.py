@@ -196,3 +196,14 @@ def test_a_pool_of_copies_is_widened_until_top_k_texts_are_found(vs, collection,
     assert len(got) == 5  # one text and four others, where the first pool gave one
     assert got[0].id.startswith("copy") and len(got[0].duplicates) == 39
     assert len({m.document for m in got}) == 5
+
+
+def test_the_prefilter_setting_reaches_the_query_and_the_querys_own_wins(vs, collection) -> None:
+    vs(collection).upsert_sync([{"id": "a", "document": "refunds reach the card"}])
+    q = vs(collection).near_text("refunds")
+    assert q.spec.prefilter is None  # not set: a pre-filter
+    assert RetrievalSettings(prefilter=False).apply(q).spec.prefilter is False
+    assert RetrievalSettings(prefilter=True).apply(q).spec.prefilter is True
+    assert RetrievalSettings(prefilter=False).apply(q.prefilter(True)).spec.prefilter is True
+    assert RetrievalSettings().apply(q.prefilter(False)).spec.prefilter is False
+    assert q.spec.to_dict()["prefilter"] is True and q.prefilter(False).spec.to_dict()["prefilter"] is False

@@ -74,7 +74,7 @@ class QuerySpec:
     nprobes: int | None = None
     refine_factor: int | None = None
     ef: int | None = None
-    prefilter: bool = True
+    prefilter: bool | None = None  # None: not set, a pre-filter (settings may still set it)
     hybrid: HybridSpec | None = None
     mmr: MmrSpec | None = None
 
@@ -111,7 +111,7 @@ class QuerySpec:
             "nprobes": self.nprobes,
             "refine_factor": self.refine_factor,
             "ef": self.ef,
-            "prefilter": self.prefilter,
+            "prefilter": self.prefilter is not False,
             "hybrid": None if self.hybrid is None else asdict(self.hybrid),
             "mmr": None if self.mmr is None else asdict(self.mmr),
         }

@@ -553,7 +553,7 @@ async def hybrid_search(
         where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
         columns = read_columns(spec.select or ("*",))
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-            rows = await full_text_rows(coll, text, where, spec.prefilter, columns, pool)
+            rows = await full_text_rows(coll, text, where, spec.prefilter is not False, columns, pool)
         return [match_from_row(row, None) for row in rows], [float(row.get("_score") or 0.0) for row in rows]
 
     # Side by side, the full-text leg first: it waits on LanceDB's threads while the dense leg computes
