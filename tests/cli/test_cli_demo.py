@@ -75,15 +75,17 @@ def test_demo_from_scratch_then_again(run: Run, tmp_path: Path) -> None:
 
 
 def test_demo_json_and_custom_questions(run: Run, demo_db: Path) -> None:
+    # Three: the pages are turnkit's own docs, and the second and third hits score within 0.001 of
+    # each other, so any edit to the docs may swap them.
     result = run(
-        "demo", "--uri", str(demo_db), "--json", "-q", "How are documents split into chunks?", "-k", "2"
+        "demo", "--uri", str(demo_db), "--json", "-q", "How are documents split into chunks?", "-k", "3"
     )
     assert result.code == EXIT_OK, result.err
     data = json.loads(result.out)
     assert data["collection"] == "turnkit-docs" and data["model"] is None
     (turn,) = data["turns"]
     assert turn["question"] == "How are documents split into chunks?"
-    assert len(turn["retrieved"]) == 2
+    assert len(turn["retrieved"]) == 3
     assert {r["trust_tier"] for r in turn["retrieved"]} == {"first-party"}
     assert turn["retrieved"][0]["source"].startswith("ingesting.md")
     assert turn["answer"] is None and turn["prompt_tokens"] > 100
