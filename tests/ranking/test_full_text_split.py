@@ -248,3 +248,18 @@ def test_a_row_holding_a_phrase_but_none_of_the_words_as_lancedb_splits_them(
         assert theirs[0][0] == "d000"
         _assert_same(_split(coll, text, None, True, pool), theirs)
     assert _whole_runs(caplog) == ["a row holding a phrase holds none of the words"] * 2
+
+
+def test_an_hnsw_build_after_the_full_text_index_keeps_the_clauses_apart(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The build commits the index, then its recall curve: two versions, and no row outside the
+    # full-text index, so the split must still run on the last one.
+    docs = ["beta gamma"] * 30 + ["join beta path beta os"] * 5 + ["os.path.join " + "gamma " * 6]
+    vs, coll = _collection(str(tmp_path), docs, [], [])
+    before = run_sync(coll.table.version())
+    vs("c").create_index_sync("hnsw_sq")
+    assert run_sync(coll.table.version()) > before and _whole(coll)
+    caplog.set_level(logging.DEBUG, "turnkit.vector")
+    _assert_same(_split(coll, "os.path.join", None, True, 3), _boolean(coll, "os.path.join", None, True, 3))
+    assert _whole_runs(caplog) == []

@@ -196,11 +196,11 @@ async def ensure_fts_index(coll: _Collection) -> None:
                         coll.fts_positions = True
                         # The build may have landed on another process's rows this handle had not
                         # seen: they are outside the index.
-                        await note_fts_whole(coll, await coll.table.list_indices())
+                        await note_fts_whole(coll)
                     else:  # an index built earlier, perhaps without positions: no phrase clauses then
                         details = getattr(found[0], "index_details", None) or {}
                         coll.fts_positions = bool(details.get("with_position", False))
-                        await note_fts_whole(coll, indices)
+                        await note_fts_whole(coll)
                 break
             except VectorStoreRuntimeError as exc:
                 # Another process built it at the same moment (a commit conflict, or "exists"):
@@ -284,11 +284,18 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
 PHRASE_ROWS = 1024
 
 
-async def note_fts_whole(coll: _Collection, indices: Sequence[Any]) -> None:
-    """Record the table version if the full-text index among ``indices`` (listed at it) covers every row."""
-    text = [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
+async def note_fts_whole(coll: _Collection) -> None:
+    """Record the handle's table version if its full-text index covers every row of it, else ``None``.
+
+    The indexes are listed here, between two reads of the version: a write or a move of the handle
+    meanwhile (the callers do not all hold the collection's lock) records nothing.
+    """
+    version = await coll.table.version()
+    text = [
+        i for i in await coll.table.list_indices() if list(getattr(i, "columns", []) or []) == ["document"]
+    ]
     whole = len(text) == 1 and getattr(text[0], "num_unindexed_rows", None) == 0
-    coll.fts_whole_at = await coll.table.version() if whole else None
+    coll.fts_whole_at = version if whole and await coll.table.version() == version else None
 
 
 async def full_text_rows(

@@ -136,12 +136,12 @@ async def create_index(store: VectorStore, name: str, index_type: str, params: M
                 await coll.table.update_field_metadata({"path": "vector", "metadata": metadata})
                 coll.wrote()
                 coll.recorded_curve = curve
+                await note_fts_whole(coll)  # the curve's commit is a version of its own
     return index_type
 
 
 async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
-    indices = list(indices)
-    await note_fts_whole(coll, indices)
+    await note_fts_whole(coll)
     index = vector_index(indices)
     coll.index_type = None if index is None else str(index.index_type)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
