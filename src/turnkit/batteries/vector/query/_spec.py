@@ -79,6 +79,11 @@ class QuerySpec:
     mmr: MmrSpec | None = None
 
     @property
+    def prefiltered(self) -> bool:
+        """Whether the filter runs before the search: unless ``prefilter`` was set to ``False``."""
+        return self.prefilter is not False
+
+    @property
     def where_sql(self) -> str | None:
         """The compiled filter, or ``None`` without one."""
         from turnkit.batteries.vector.filters._core import to_sql
@@ -111,7 +116,7 @@ class QuerySpec:
             "nprobes": self.nprobes,
             "refine_factor": self.refine_factor,
             "ef": self.ef,
-            "prefilter": self.prefilter is not False,
+            "prefilter": self.prefiltered,
             "hybrid": None if self.hybrid is None else asdict(self.hybrid),
             "mmr": None if self.mmr is None else asdict(self.mmr),
         }

@@ -253,7 +253,7 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
     try:
         config = store._memory.config
         indices = await coll.table.list_indices()
-        found = [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
+        found = _text_indexes(indices)
         details = dict(getattr(found[0], "index_details", None) or {}) if len(found) == 1 else {}
         if details_match(details) and bool(details.get("with_position")) == coll.fts_positions:
             stats = await coll.table.index_stats(found[0].name)
@@ -284,6 +284,11 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
 PHRASE_ROWS = 1024
 
 
+def _text_indexes(indices: Sequence[Any]) -> list[Any]:
+    """The full-text indexes on ``document`` alone among ``indices`` (as `list_indices` gives them)."""
+    return [i for i in indices if list(getattr(i, "columns", []) or []) == ["document"]]
+
+
 async def note_fts_whole(coll: _Collection) -> None:
     """Record the handle's table version if its full-text index covers every row of it, else ``None``.
 
@@ -291,9 +296,7 @@ async def note_fts_whole(coll: _Collection) -> None:
     meanwhile (the callers do not all hold the collection's lock) records nothing.
     """
     version = await coll.table.version()
-    text = [
-        i for i in await coll.table.list_indices() if list(getattr(i, "columns", []) or []) == ["document"]
-    ]
+    text = _text_indexes(await coll.table.list_indices())
     whole = len(text) == 1 and getattr(text[0], "num_unindexed_rows", None) == 0
     coll.fts_whole_at = version if whole and await coll.table.version() == version else None
 
@@ -560,7 +563,7 @@ async def hybrid_search(
         where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
         columns = read_columns(spec.select or ("*",))
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):
-            rows = await full_text_rows(coll, text, where, spec.prefilter is not False, columns, pool)
+            rows = await full_text_rows(coll, text, where, spec.prefiltered, columns, pool)
         return [match_from_row(row, None) for row in rows], [float(row.get("_score") or 0.0) for row in rows]
 
     # Side by side, the full-text leg first: it waits on LanceDB's threads while the dense leg computes

@@ -554,7 +554,7 @@ class MemoryIndex:
         if self.config is None:
             return True
         if spec.filter is not None:
-            return spec.prefilter is False  # a masked pass is cheap: memory keeps filtered searches
+            return not spec.prefiltered  # a masked pass is cheap: memory keeps filtered searches
         return self._planned_path(name) not in (None, "memory")
 
     @staticmethod

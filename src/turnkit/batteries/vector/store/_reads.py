@@ -143,7 +143,7 @@ def _vector_query(
         query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
     if where is not None:
         query = query.where(where)
-        if spec.prefilter is False:
+        if not spec.prefiltered:
             query = query.postfilter()
     query = query.select([*columns, "_distance"])
     return query
