@@ -29,8 +29,10 @@ the clusters), ``--data both`` on each set in turn.
 
 ``--warm N`` asks turnkit the first N queries before anything is timed and
 waits until it has measured its index's recall on them (a store does so on a
-collection's own recent queries, ``recall_from_queries``); the other queries
-are the timed ones, so the ``ef`` it chose was not fitted to them.
+collection's own recent queries, ``recall_from_queries``), and its memory
+tier's graph where it builds one (``MemoryCache.graph_rows``); the other
+queries are the timed ones, so the ``ef`` and expansion it chose were not
+fitted to them.
 ``--text-vectors`` reads the text set from a cached ``.npy`` (``bench/.cache``),
 so a run from another environment (Chroma's) reads the same passages.
 
@@ -46,6 +48,7 @@ import asyncio
 import concurrent.futures
 import functools
 import hashlib
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -249,20 +252,36 @@ def warm(stores: tuple[Any, ...], asked: np.ndarray, timeout: float = 1800.0) ->
     """
     t = time.perf_counter()
     for store in stores:
-        if "hnsw" not in " ".join(store("peers").info_sync().indexes).lower():
-            return  # no recall curve to measure again
+        hnsw = "hnsw" in " ".join(store("peers").info_sync().indexes).lower()
         for q in asked:
             store("peers").near_vector(q).select("id").limit(K).search_sync()
-        while store("peers").info_sync().recall_queries == 0:
+        while hnsw and store("peers").info_sync().recall_queries == 0:
             if time.perf_counter() - t > timeout:
                 raise SystemExit(f"no recall measured on {len(asked)} queries in {timeout:.0f} s")
+            time.sleep(0.5)
+        # And the memory tier's graph, where its copy is one a graph may serve (MemoryCache.graph_rows).
+        while _graph_wanted(store) and not _graph(store).startswith(("answers", "declined")):
+            if time.perf_counter() - t > timeout:
+                raise SystemExit(f"the graph was not measured in {timeout:.0f} s: {_graph(store)}")
             time.sleep(0.5)
     info = stores[0]("peers").info_sync()
     print(
         f"  measured on {info.recall_queries} asked queries in {time.perf_counter() - t:.1f} s: "
-        f"ef {info.search_ef}, curve {list(info.recall_curve)}",
+        f"ef {info.search_ef}, curve {list(info.recall_curve)}; graph: {_graph(stores[0]) or 'none'}",
         flush=True,
     )
+
+
+def _graph_wanted(store: Any) -> bool:
+    """Whether the memory tier holds the collection at a size it builds a graph for (usearch installed)."""
+    rows = next((c.rows for c in store.cache_stats().collections if c.name == "peers"), 0)
+    graph_rows = MemoryCache().graph_rows
+    return graph_rows is not None and rows >= graph_rows and importlib.util.find_spec("usearch") is not None
+
+
+def _graph(store: Any) -> str:
+    """What the memory tier says of the collection's graph ("" where it considers none)."""
+    return next((c.graph for c in store.cache_stats().collections if c.name == "peers"), "")
 
 
 def run_size(n: int, args: argparse.Namespace, rng: np.random.Generator, out: list[tuple[str, ...]]) -> None:

@@ -77,16 +77,26 @@ def _same(base: RecallCurve | None, built: RecallCurve | None) -> bool:
 
 
 def note(store: VectorStore, coll: _Collection, vector: np.ndarray[Any, Any]) -> None:
-    """Keep ``vector``, a query ``coll`` was asked, and start a measurement on the kept ones if one is due."""
-    if not store.recall_from_queries or coll.built_curve is None:
+    """Keep ``vector``, a query ``coll`` was asked, and start a measurement on the kept ones if one is due.
+
+    Kept where they are measured on: an HNSW index with a recall curve, or a
+    memory copy a graph may serve (`MemoryIndex.graph_wanted`).
+    """
+    if not store.recall_from_queries:
+        return
+    memory = store._memory
+    graph = memory.graph_wanted(coll.name)
+    if coll.built_curve is None and not graph:
         return
     asked = coll.asked
     kept = np.array(vector, dtype=np.float32)  # a copy: the caller may reuse its array
     with asked.lock:
         asked.recent.append(kept)
         asked.noted += 1
-    if _due(coll):
+    if coll.built_curve is not None and _due(coll):
         loop().call_soon_threadsafe(_start, coll)
+    if graph and memory.graph_due(coll.name, asked):
+        loop().call_soon_threadsafe(memory.start_graph, coll.name, asked, coll.recall_target)
 
 
 def _due(coll: _Collection) -> bool:

@@ -19,14 +19,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit._aio import finish_before_exit, to_thread
+from turnkit._aio import cancel_before_exit, exiting, finish_before_exit, to_thread
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -42,11 +43,15 @@ from turnkit.batteries.vector.store._memory_batch import (
     scan_threads,
 )
 from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
+from turnkit.batteries.vector.store._memory_graph import Graph, available, build, follow, graph_bytes, measure
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._planner import Path, SearchPlan, plan
-from turnkit.batteries.vector.store._recall import RecallCurve
+from turnkit.batteries.vector.store._recall import SAMPLE, K, RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
+
+if TYPE_CHECKING:
+    from turnkit.batteries.vector.store._asked import Asked
 
 __all__ = [
     "INLINE_WORK",
@@ -112,6 +117,14 @@ class MemoryCache:
             lists built on a version's first hybrid search: about 8 bytes per
             distinct word of each row, within ``max_bytes``). Text, queries or
             an index it cannot score exactly as LanceDB go to LanceDB.
+        graph_rows: Copies of at least this many rows get an HNSW graph
+            (usearch, ``pip install 'turnkit[ann]'``) once ``SAMPLE`` (100)
+            of the collection's own queries are kept (``recall_from_queries``).
+            Its expansion is the smallest that meets the store's recall target
+            on those queries, and it answers unfiltered searches of up to 10
+            results only where it was measured faster than the exact pass on
+            them (``_memory_graph.py``); `MemoryCacheStats` says which and why.
+            ``None``: never.
     """
 
     max_rows: int = 50_000
@@ -120,6 +133,7 @@ class MemoryCache:
     threads: int | None = None
     refresh: Literal["background", "inline"] = "background"
     full_text: bool = True
+    graph_rows: int | None = 10_000
 
     def __post_init__(self) -> None:
         if self.refresh not in ("background", "inline"):
@@ -136,6 +150,13 @@ class MemoryCache:
                 f"MemoryCache(threads={self.threads!r}) is not a thread count",
                 code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint=f"Pass an int from 1 to {MAX_SCAN_THREADS}, or None for the cores this process may use.",
+            )
+        rows = self.graph_rows
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+            raise VectorStoreUsageError(
+                f"MemoryCache(graph_rows={rows!r}) is not a row count",
+                code="E_INVALID_VECTOR_STORE_CONFIG",
+                hint="Pass a positive int, or None for no graph.",
             )
 
     def fits(self, rows: int, dimension: int) -> bool:
@@ -163,6 +184,8 @@ class CachedCollection:
     bytes: int
     version: Hashable
     loaded_seconds: float
+    graph: str = ""
+    """Whether an HNSW graph answers its unfiltered searches, and why (empty: none considered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +265,7 @@ class _Snapshot:
         # The full-text leg's posting lists, built after the first hybrid search (`_lexical_index`,
         # a task meanwhile); False: this version's text or index is one memory does not score exactly.
         self.lexical: LexicalIndex | asyncio.Task[None] | None | bool = None
+        self.graph: Graph | None = None  # set once built and measured to answer (`MemoryIndex._graph`)
         self.loaded_seconds = time.perf_counter() - started
 
     @property
@@ -250,6 +274,7 @@ class _Snapshot:
         base += self.product.coarse.nbytes if self.product.coarse is not None else 0
         base += sum(col.nbytes for col in self.columns.values())
         base += self.lexical.nbytes if isinstance(self.lexical, LexicalIndex) else 0
+        base += self.graph.nbytes if self.graph is not None else 0
         return int(base + sum(p.nbytes for p in self.paths.values()) + len(self.masks) * self.rows)
 
     def path(self, segments: tuple[str, ...]) -> PathColumn:
@@ -353,9 +378,15 @@ class _Snapshot:
             cand_dist = dist[candidates]
         else:  # served in a batch: the lone search's distances for every row that can make the cut
             cand_dist = self.distances(absolute, query)
-        order = np.lexsort((self.id_rank[absolute], cand_dist))[spec.offset : wanted]
-        chosen = absolute[order]
-        chosen_dist = cand_dist[order]
+        return self.ranked(spec, query, absolute, cand_dist)
+
+    def ranked(
+        self, spec: QuerySpec, query: npt.NDArray[np.float32], rows: Any, dist: Any
+    ) -> tuple[Any, Any]:
+        """The best ``offset + limit`` of ``rows`` at distances ``dist``, ties broken by id."""
+        order = np.lexsort((self.id_rank[rows], dist))[spec.offset : spec.offset + spec.limit]
+        chosen = rows[order]
+        chosen_dist = dist[order]
         if self.metric == "l2" and len(chosen):
             # The expansion above loses bits near zero; report the exact value like LanceDB.
             diff = self.matrix[chosen] - query
@@ -394,22 +425,37 @@ class _Snapshot:
     def search(
         self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]
     ) -> list[VectorMatch] | None:
-        rows = None
-        if spec.filter is not None:
-            mask = self.mask(spec.filter)
-            if mask is None:
-                return None
-            rows = np.flatnonzero(mask)
-        elif self.matrix.size > INLINE_WORK:  # concurrent searches share passes over the matrix
-            return self.product.run(query, self._finisher(spec, query, columns))  # type: ignore[no-any-return]
-        chosen, dist = self.top(spec, query, rows)
-        return self.matches(chosen, dist, columns)
+        if spec.filter is None:
+            return self.matches(*self.unfiltered(spec, query), columns)
+        mask = self.mask(spec.filter)
+        if mask is None:
+            return None
+        return self.matches(*self.top(spec, query, np.flatnonzero(mask)), columns)
+
+    def walks(self, spec: QuerySpec) -> bool:
+        """Whether the graph answers ``spec`` (unfiltered, of up to 10 results, where it was measured to)."""
+        graph = self.graph
+        return spec.filter is None and graph is not None and graph.usable(spec.offset + spec.limit)
+
+    def unfiltered(self, spec: QuerySpec, query: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+        """Rows and distances of an unfiltered search: the graph's where it answers, else the exact pass's."""
+        graph = self.graph
+        if graph is not None and graph.usable(spec.offset + spec.limit):
+            rows = graph.candidates(query, spec.offset + spec.limit)
+            return self.ranked(spec, query, rows, self.distances(rows, query))
+        return self.exact(spec, query)
+
+    def exact(self, spec: QuerySpec, query: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+        """Rows and distances of an unfiltered exact search, alone on the copy (no batching)."""
+        if self.matrix.size > INLINE_WORK:  # concurrent searches share passes over the matrix
+            return self.product.run(query, partial(self.top, spec, query, None))  # type: ignore[no-any-return]
+        return self.top(spec, query, None)
 
     async def search_async(
         self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]
     ) -> list[VectorMatch] | None:
         """`search` off the caller's loop: a filtered one on a thread, others queued for a worker."""
-        if spec.filter is None and self.matrix.size > INLINE_WORK:
+        if spec.filter is None and self.matrix.size > INLINE_WORK and not self.walks(spec):
             return await self.product.run_async(query, self._finisher(spec, query, columns))  # type: ignore[no-any-return]
         return await to_thread(self.search, spec, query, columns)
 
@@ -439,6 +485,11 @@ def _read(
     return snapshot
 
 
+def _near(declined: int | None, rows: int) -> bool:
+    """Whether a copy of ``rows`` rows is near the size a graph was declined at (try again beyond)."""
+    return declined is not None and declined / 1.25 <= rows <= declined * 1.25
+
+
 def _key(table: Any, version: Hashable) -> tuple[int, Hashable]:
     """What a copy is tied to: the store's handle (a replaced table gets a new one) and its version."""
     return id(table), version
@@ -460,6 +511,13 @@ class MemoryIndex:
         self._stale: dict[str, tuple[Any, Hashable, int, Metric, _Used]] = {}
         # The planner's choice per collection, and the facts it was made from (`plan`).
         self._plans: dict[str, tuple[tuple[Any, ...], SearchPlan | None]] = {}
+        # HNSW graphs over the copies (`_memory_graph.py`): the work under way, the collection's kept
+        # queries, `Asked.noted` when the last one started, and what became of each collection's graph.
+        self._graph_tasks: dict[str, asyncio.Task[None]] = {}
+        self._asked: dict[str, tuple[Asked, float]] = {}
+        self._graph_looked: dict[str, int] = {}
+        self._graph_reasons: dict[str, str] = {}
+        self._graph_declined: dict[str, int] = {}  # rows of the copy a graph was measured not to pay on
 
     def plan(
         self, name: str, rows: int, dimension: int, curve: RecallCurve | None, target: float
@@ -567,7 +625,8 @@ class MemoryIndex:
         ``None`` when the snapshot cannot answer (a filter memory does not evaluate).
         """
         query = np.ascontiguousarray(vector, dtype=np.float32)
-        if snapshot.matrix.size <= INLINE_WORK:
+        # A graph's walk holds the GIL for about a millisecond: a worker thread would only add hops.
+        if snapshot.matrix.size <= INLINE_WORK or snapshot.walks(spec):
             return snapshot.search(spec, query, columns)
         # A filter's first evaluation over the copy's metadata is not bounded by the matrix size.
         if snapshot.matrix.size > LONE_INLINE_WORK or spec.filter is not None:
@@ -612,7 +671,128 @@ class MemoryIndex:
             self._too_big.pop(name, None)
             self._snapshots[name] = snapshot
             self._evict(config.max_bytes)
+            if current is not None and current.graph is not None:
+                self._start_graph(
+                    name, snapshot, current
+                )  # the graph follows, while this copy answers exactly
             return self._snapshots.get(name)
+
+    def graph_wanted(self, name: str) -> bool:
+        """Whether ``name``'s copy may get a graph (or is not read yet), so its queries are worth keeping."""
+        config = self.config
+        if config is None or config.graph_rows is None or not available():
+            return False
+        snapshot = self._snapshots.get(name)
+        return snapshot is None or snapshot.rows >= config.graph_rows
+
+    def graph_due(self, name: str, asked: Asked) -> bool:
+        """Whether a graph for ``name`` should be built now (cheap: asked on every search)."""
+        snapshot = self._snapshots.get(name)
+        if (
+            snapshot is None
+            or snapshot.graph is not None
+            or name in self._graph_tasks
+            or asked.noted - self._graph_looked.get(name, 0) < SAMPLE
+            or _near(self._graph_declined.get(name), snapshot.rows)
+            or not self.graph_wanted(name)
+        ):
+            return False
+        config = self.config
+        assert config is not None  # `graph_wanted` otherwise
+        needed = snapshot.nbytes + graph_bytes(snapshot.rows, snapshot.matrix.shape[1], snapshot.metric)
+        if needed > config.max_bytes:
+            self._graph_reasons[name] = (
+                f"not built: the copy and a graph (about {needed >> 20} MiB) would not fit "
+                f"max_bytes ({config.max_bytes >> 20} MiB)"
+            )
+            return False
+        return True
+
+    def start_graph(self, name: str, asked: Asked, target: float) -> None:
+        """Build a graph over ``name``'s copy, measured on ``asked`` (on turnkit's loop)."""
+        self._asked[name] = (asked, target)
+        snapshot = self._snapshots.get(name)
+        if snapshot is not None and self.graph_due(name, asked) and not exiting():
+            self._graph_looked[name] = asked.noted
+            self._start_graph(name, snapshot, None)
+
+    def _start_graph(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
+        if old is not None:
+            self._graph_reasons[name] = "follows the copy's changes"
+        task = asyncio.ensure_future(self._graph(name, snapshot, old))
+        self._graph_tasks[name] = task
+        # Optional work of many seconds (about 45 s at 100,000 rows of 256 floats): exit cancels it.
+        cancel_before_exit(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._graph_tasks.get(name) is finished:
+                del self._graph_tasks[name]
+            error = None if finished.cancelled() else finished.exception()
+            if error is not None:  # a graph must never break searching: the exact pass serves
+                log.warning("turnkit: building a graph over %r's copy failed", name, exc_info=error)
+
+        task.add_done_callback(done)
+
+    async def _graph(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
+        """Build (or carry over from ``old``) and measure a graph for ``snapshot``, then let it answer."""
+        config = self.config
+        assert config is not None
+
+        def wanted() -> bool:  # the copy is still current, and the process is not exiting
+            return self._snapshots.get(name) is snapshot and not exiting()
+
+        threads = config.threads or scan_threads()
+        ids = snapshot._pylist("id")
+        graph = None
+        if old is not None and old.graph is not None:
+            graph = await to_thread(follow, old.graph, old.matrix, snapshot.matrix, ids, threads, wanted)
+        queries: list[npt.NDArray[np.float32]] = []
+        target = 0.0
+        if graph is None or graph.expansion is None:
+            queries, target = self._kept(name)
+            if len(queries) < SAMPLE:
+                self._graph_reasons[name] = f"waits for {SAMPLE} distinct kept queries ({len(queries)} now)"
+                return
+        if graph is None and wanted():
+            self._graph_reasons[name] = f"building over {snapshot.rows} rows"
+            graph = await to_thread(build, snapshot.matrix, ids, snapshot.metric, threads, wanted)
+        if graph is None:
+            return
+        if graph.expansion is None:
+            spec = QuerySpec(collection=name)
+            found = graph  # for the closures: mypy does not narrow `graph` inside them
+
+            def walk(query: npt.NDArray[np.float32]) -> Any:
+                rows = found.candidates(query, K)
+                return snapshot.ranked(spec, query, rows, snapshot.distances(rows, query))[0]
+
+            def exact(query: npt.NDArray[np.float32]) -> Any:
+                return snapshot.exact(spec, query)[0]
+
+            await to_thread(measure, graph, snapshot.rows, queries, target, exact, walk)
+        if not wanted():
+            return
+        if graph.expansion is not None and snapshot.nbytes + graph.nbytes > config.max_bytes:
+            graph.expansion = None
+            graph.reason = (
+                f"declined: the copy and its graph ({(snapshot.nbytes + graph.nbytes) >> 20} MiB) "
+                f"would not fit max_bytes ({config.max_bytes >> 20} MiB)"
+            )
+        self._graph_reasons[name] = graph.reason
+        if graph.expansion is None:
+            self._graph_declined[name] = snapshot.rows
+        else:
+            snapshot.graph = graph
+            self._evict(config.max_bytes, keep=name)  # other copies make room; this one fits
+
+    def _kept(self, name: str) -> tuple[list[npt.NDArray[np.float32]], float]:
+        """The distinct queries kept for ``name``, and the store's recall target."""
+        asked, target = self._asked.get(name, (None, 0.0))
+        if asked is None:
+            return [], target
+        with asked.lock:
+            kept = list(asked.recent)
+        return (list(np.unique(np.stack(kept), axis=0)) if kept else []), target
 
     def after_search(self, name: str) -> None:
         """LanceDB has answered a search of ``name``: start reading its changed copy, if one is due."""
@@ -632,9 +812,13 @@ class MemoryIndex:
 
         task.add_done_callback(done)
 
-    def _evict(self, budget: int) -> None:
-        while self._snapshots and sum(s.nbytes for s in self._snapshots.values()) > budget:
-            self._snapshots.popitem(last=False)
+    def _evict(self, budget: int, keep: str | None = None) -> None:
+        """Drop the least recently searched copies until the budget holds them (never ``keep``'s)."""
+        while sum(s.nbytes for s in self._snapshots.values()) > budget:
+            victim = next((name for name in self._snapshots if name != keep), None)
+            if victim is None:
+                return
+            del self._snapshots[victim]
 
     def forget(self, name: str) -> None:
         """Drop a collection's copy (it was dropped or replaced)."""
@@ -642,16 +826,25 @@ class MemoryIndex:
         self._too_big.pop(name, None)
         self._stale.pop(name, None)
         self._plans.pop(name, None)
-        task = self._refreshing.pop(name, None)
-        if task is not None:
-            task.cancel()
+        self._asked.pop(name, None)
+        self._graph_looked.pop(name, None)
+        self._graph_reasons.pop(name, None)
+        self._graph_declined.pop(name, None)
+        for task in (self._refreshing.pop(name, None), self._graph_tasks.pop(name, None)):
+            if task is not None:
+                task.cancel()
 
     def stats(self) -> MemoryCacheStats:
         """What is cached now, and the limits."""
         config = self.config or MemoryCache(max_rows=0, max_vector_bytes=0, max_bytes=0)
         cached = tuple(
             CachedCollection(
-                s.name, s.rows, s.nbytes, s.key[1] if isinstance(s.key, tuple) else s.key, s.loaded_seconds
+                s.name,
+                s.rows,
+                s.nbytes,
+                s.key[1] if isinstance(s.key, tuple) else s.key,
+                s.loaded_seconds,
+                s.graph.reason if s.graph is not None else self._graph_reasons.get(s.name, ""),
             )
             for s in self._snapshots.values()
         )

@@ -1,0 +1,240 @@
+"""The memory tier's HNSW graph against the exact pass it replaces, and how it follows writes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from turnkit.batteries.vector import MemoryCache, VectorStoreUsageError, create_vector_store
+from turnkit.batteries.vector.store._memory_graph import Graph, build, follow
+from turnkit.batteries.vector.store._recall import LADDER
+
+pytest.importorskip("usearch")
+
+
+def _exact_top(matrix: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
+    dist = ((matrix - query) ** 2).sum(axis=1)
+    return [ids[i] for i in np.lexsort((np.array(ids), dist))[:k]]
+
+
+def _walk_top(graph: Graph, matrix: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
+    rows = graph.candidates(query, k)
+    dist = ((matrix[rows] - query) ** 2).sum(axis=1)
+    return [ids[i] for i in rows[np.lexsort((np.array(ids)[rows], dist))][:k]]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 40)),  # added, removed, changed
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_a_followed_graph_finds_what_the_exact_pass_finds(seed: int, steps: list[tuple[int, ...]]) -> None:
+    """Rows added, removed and changed, in any mix: at an expansion over the row count the walk
+    visits every row, so a graph that followed the writes (or was built again) must give the exact
+    pass's top 10 of the new rows. A key mapped to the wrong row, a removed row still found, a
+    changed vector under its old one or a removed row that comes back unfound would show. (l2: its
+    graph holds float32 vectors, so the walk's distances are exact; cosine's int8 codes are
+    checked by recall below.)"""
+    rng = np.random.default_rng(seed)
+    dim = 8
+    ids = [f"r{i}" for i in range(120)]
+    matrix = rng.normal(size=(120, dim)).astype(np.float32)
+    graph = build(matrix, ids, "l2", 1, lambda: True)
+    assert graph is not None
+    made = 120
+    gone: dict[str, np.ndarray] = {}  # removed rows, some of which come back with their old vector
+    for added, removed, changed in steps:
+        keep = rng.permutation(len(ids))[: max(len(ids) - removed, 1)]
+        gone.update((ids[i], matrix[i]) for i in sorted(set(range(len(ids))) - set(keep.tolist())))
+        new_ids = [ids[i] for i in keep]
+        new = matrix[keep].copy()
+        for row in rng.choice(len(new_ids), size=min(changed, len(new_ids)), replace=False):
+            new[row] = rng.normal(size=dim)
+        back = [i for i in list(gone)[: added // 2] if i not in new_ids]
+        new_ids += back + [f"r{made + i}" for i in range(added - len(back))]
+        made += added - len(back)
+        fresh = rng.normal(size=(added - len(back), dim)).astype(np.float32)
+        new = np.concatenate([new, *(gone.pop(i)[None] for i in back), fresh])
+        order = rng.permutation(len(new_ids))  # a new version may hold its rows in any order
+        new_ids, new = [new_ids[i] for i in order], np.ascontiguousarray(new[order])
+        followed = follow(graph, matrix, new, new_ids, 1, lambda: True)
+        graph = followed if followed is not None else build(new, new_ids, "l2", 1, lambda: True)
+        assert graph is not None
+        ids, matrix = new_ids, new
+        graph.index.expansion_search = LADDER[-1]
+        assert len(graph.index) == len(ids)
+        for query in rng.normal(size=(5, dim)).astype(np.float32):
+            assert _walk_top(graph, matrix, ids, query, 10) == _exact_top(matrix, ids, query, 10)
+
+
+def test_a_row_removed_then_added_again_is_in_the_graph() -> None:
+    """Removed in one version, the same text under another id last in the next, back in the third:
+    it must be added to the graph again, not taken for a row kept since the first."""
+    rng = np.random.default_rng(0)
+    ids = [f"r{i}" for i in range(400)]
+    first = rng.normal(size=(400, 8)).astype(np.float32)
+    graph = build(first, ids, "l2", 1, lambda: True)
+    assert graph is not None
+    second_ids, second = [*ids[1:], "copy"], np.concatenate([first[1:], first[:1]])
+    graph = follow(graph, first, second, second_ids, 1, lambda: True)
+    assert graph is not None
+    third_ids, third = [*second_ids, "r0"], np.concatenate([second, first[:1]])
+    graph = follow(graph, second, third, third_ids, 1, lambda: True)
+    assert graph is not None and len(graph.index) == 401
+    graph.index.expansion_search = LADDER[-1]
+    assert 400 in graph.candidates(first[0], 10).tolist()
+
+
+def test_a_graph_stops_when_its_work_is_no_longer_wanted() -> None:
+    matrix = np.random.default_rng(0).normal(size=(5_000, 8)).astype(np.float32)
+    looks = []
+
+    def wanted() -> bool:
+        looks.append(1)
+        return len(looks) < 2
+
+    assert build(matrix, [f"r{i}" for i in range(5_000)], "cosine", 1, wanted) is None
+    assert len(looks) == 2  # stopped after its first chunk, not at the end
+
+
+def _clustered(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    centers = np.random.default_rng(0).normal(size=(40, dim)).astype(np.float32)  # the same for every draw
+    return (centers[rng.integers(0, 40, n)] + 0.3 * rng.normal(size=(n, dim))).astype(np.float32)
+
+
+def _records(ids: list[str], vectors: np.ndarray) -> list[dict[str, Any]]:
+    return [{"id": i, "vector": v.tolist(), "document": i} for i, v in zip(ids, vectors, strict=True)]
+
+
+def _graph_state(vs: Any, prefix: str, timeout: float = 120.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [c.graph for c in vs.cache_stats().collections if c.name == "c"]
+        if found and found[0].startswith(prefix):
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError(f"the graph never reached {prefix!r}: {vs.cache_stats()}")
+
+
+@pytest.mark.parametrize("metric", ["cosine", "l2", "dot"])
+def test_the_graph_answers_where_measured_faster_and_follows_writes(tmp_path: Any, metric: str) -> None:
+    rng = np.random.default_rng(3)
+    n, dim = 20_000, 64
+    matrix = _clustered(rng, n, dim)
+    ids = [f"r{i}" for i in range(n)]
+    uri = str(tmp_path / "db")
+    fast = create_vector_store(
+        uri=uri, metric=metric, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000)
+    )
+    exact = create_vector_store(
+        uri=uri, metric=metric, auto_optimize=None, memory_cache=MemoryCache(graph_rows=None)
+    )
+    fast("c").upsert_sync(_records(ids, matrix))
+    asked = (matrix[rng.integers(0, n, 300)] + 0.2 * rng.normal(size=(300, dim))).astype(np.float32)
+    for q in asked[:110]:
+        fast("c").near_vector(q).limit(10).search_sync()
+    reason = _graph_state(fast, "answers")
+    assert "meets recall@10 0.98 on 1" in reason  # measured on the kept queries
+
+    def compare(queries: np.ndarray) -> float:
+        hits = 0
+        for q in queries:
+            walked = fast("c").near_vector(q).select("id").limit(10).search_sync()
+            truth = exact("c").near_vector(q).select("id").limit(10).search_sync()
+            by_id = {m.id: m.distance for m in truth}
+            # Each match at its exact distance, in the exact pass's order (distance, then id).
+            distances = [m.distance for m in walked]
+            assert distances == sorted(distances)
+            for m in walked:
+                if m.id in by_id:
+                    assert m.distance == pytest.approx(by_id[m.id], rel=1e-6, abs=1e-6)
+            hits += len(by_id.keys() & {m.id for m in walked})
+        return hits / (10 * len(queries))
+
+    assert compare(asked[110:210]) >= 0.95  # others of the same kind than those it was measured on
+
+    # Writes: new rows, removed rows and moved vectors. The new version answers exactly while the
+    # graph follows it; then the graph answers again, with the new rows and without the removed ones.
+    new_ids, new_vectors = [f"n{i}" for i in range(200)], _clustered(rng, 200, dim)
+    fast("c").upsert_sync(_records(new_ids, new_vectors))
+    moved, moved_vectors = [f"r{i}" for i in range(200, 300)], _clustered(rng, 100, dim)
+    fast("c").upsert_sync(_records(moved, moved_vectors))
+    fast("c").where("id", "in", [f"r{i}" for i in range(100)]).delete_sync()
+    fast("c").near_vector(asked[0]).limit(10).search_sync()  # sees the new version, reads its copy
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        stats = [c for c in fast.cache_stats().collections if c.name == "c"]
+        if stats and stats[0].rows == n + 100 and stats[0].graph.startswith("answers"):
+            break
+        fast("c").near_vector(asked[1]).limit(10).search_sync()
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the graph never followed the writes: {fast.cache_stats()}")
+    for name, query in [
+        *zip(new_ids[:20], new_vectors[:20], strict=True),
+        *zip(moved[:20], moved_vectors[:20], strict=True),
+    ]:
+        if metric != "dot":  # under dot a longer vector in the same direction comes first
+            assert fast("c").near_vector(query).select("id").limit(1).search_sync()[0].id == name
+    assert compare(np.concatenate([new_vectors[:50], moved_vectors[:50]])) >= 0.95  # the new rows are found
+    assert compare(asked[210:]) >= 0.95
+    found = {m.id for q in asked[:50] for m in fast("c").near_vector(q).select("id").limit(10).search_sync()}
+    assert not found & {f"r{i}" for i in range(100)}
+
+
+def test_a_graph_slower_than_the_exact_pass_is_declined(tmp_path: Any) -> None:
+    """At 2,000 rows of 8 floats the exact pass takes microseconds: the graph is built and measured,
+    declined, and the exact pass keeps answering (the same matches as LanceDB's)."""
+    rng = np.random.default_rng(4)
+    matrix = _clustered(rng, 2_000, 8)
+    uri = str(tmp_path / "db")
+    vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=1_000))
+    lance = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    vs("c").upsert_sync(_records([f"r{i}" for i in range(2_000)], matrix))
+    queries = rng.normal(size=(130, 8)).astype(np.float32)
+    for q in queries[:110]:
+        vs("c").near_vector(q).limit(10).search_sync()
+    assert _graph_state(vs, "declined").startswith("declined: ")
+    for q in queries[110:]:
+        got, want = (s("c").near_vector(q).select("id").limit(10).search_sync() for s in (vs, lance))
+        assert [m.id for m in got] == [m.id for m in want]
+
+
+def test_graph_rows_is_checked() -> None:
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(VectorStoreUsageError) as caught:
+            MemoryCache(graph_rows=bad)  # type: ignore[arg-type]
+        assert caught.value.code == "E_INVALID_VECTOR_STORE_CONFIG"
+    assert MemoryCache(graph_rows=None).graph_rows is None
+
+
+def test_a_graph_is_built_only_where_it_fits_the_memory_budget(tmp_path: Any) -> None:
+    """A copy that fits `max_bytes` alone keeps its exact pass: a graph beside it would push the copy
+    itself out, to be read and its graph built again after every 100 queries."""
+    rng = np.random.default_rng(5)
+    matrix = _clustered(rng, 12_000, 32)
+    uri = str(tmp_path / "db")
+    probe = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=None))
+    records = [{**r, "document": "x" * 1_000} for r in _records([f"r{i}" for i in range(12_000)], matrix)]
+    probe("c").upsert_sync(records)
+    probe("c").near_vector(matrix[0]).limit(10).search_sync()
+    size = probe.cache_stats().collections[0].bytes
+    admitted = 12_000 * (32 * 4 + 1_024)  # what `MemoryCache.fits` reckons a copy takes
+    budget = max(size, admitted) + 100_000
+    vs = create_vector_store(
+        uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000, max_bytes=budget)
+    )
+    for q in matrix[:150]:
+        vs("c").near_vector(q).limit(10).search_sync()
+    reason = _graph_state(vs, "not built")
+    assert "would not fit max_bytes" in reason
+    assert [c.bytes for c in vs.cache_stats().collections] == [size]  # the copy stayed, without a graph
