@@ -682,6 +682,8 @@ class MemoryIndex:
         config = self.config
         if config is None or config.graph_rows is None or not available():
             return False
+        if name in self._too_big or self._planned_path(name) == "index":
+            return False  # memory does not answer its unfiltered searches
         snapshot = self._snapshots.get(name)
         return snapshot is None or snapshot.rows >= config.graph_rows
 
