@@ -485,6 +485,20 @@ def _read(
     return snapshot
 
 
+def _track(tasks: dict[str, asyncio.Task[Any]], name: str, task: asyncio.Task[Any], failed: str) -> None:
+    """Hold ``task`` in ``tasks`` under ``name`` until it ends, and log ``failed`` if it raised."""
+    tasks[name] = task
+
+    def done(finished: asyncio.Task[Any]) -> None:
+        if tasks.get(name) is finished:
+            del tasks[name]
+        error = None if finished.cancelled() else finished.exception()
+        if error is not None:
+            log.warning(failed, name, exc_info=error)
+
+    task.add_done_callback(done)
+
+
 def _near(declined: int | None, rows: int) -> bool:
     """Whether a copy of ``rows`` rows is near the size a graph was declined at (try again beyond)."""
     return declined is not None and declined / 1.25 <= rows <= declined * 1.25
@@ -722,18 +736,10 @@ class MemoryIndex:
         if old is not None:
             self._graph_reasons[name] = "follows the copy's changes"
         task = asyncio.ensure_future(self._graph(name, snapshot, old))
-        self._graph_tasks[name] = task
-        # Optional work of many seconds (about 45 s at 100,000 rows of 256 floats): exit cancels it.
+        # Optional work of many seconds (about 30 s at 100,000 rows of 256 floats): exit cancels it.
         cancel_before_exit(task)
-
-        def done(finished: asyncio.Task[None]) -> None:
-            if self._graph_tasks.get(name) is finished:
-                del self._graph_tasks[name]
-            error = None if finished.cancelled() else finished.exception()
-            if error is not None:  # a graph must never break searching: the exact pass serves
-                log.warning("turnkit: building a graph over %r's copy failed", name, exc_info=error)
-
-        task.add_done_callback(done)
+        # A graph must never break searching: the exact pass serves.
+        _track(self._graph_tasks, name, task, "turnkit: building a graph over %r's copy failed")
 
     async def _graph(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
         """Build (or carry over from ``old``) and measure a graph for ``snapshot``, then let it answer."""
@@ -802,17 +808,9 @@ class MemoryIndex:
         if stale is None or name in self._refreshing:
             return
         task = asyncio.ensure_future(self._load(name, *stale))
-        self._refreshing[name] = task
         finish_before_exit(task)
-
-        def done(finished: asyncio.Task[Any]) -> None:
-            if self._refreshing.get(name) is finished:
-                del self._refreshing[name]
-            error = None if finished.cancelled() else finished.exception()
-            if error is not None:  # the next search reads the copy inline, and raises it there
-                log.warning("turnkit: reading collection %r into memory failed", name, exc_info=error)
-
-        task.add_done_callback(done)
+        # The next search reads the copy inline, and raises the error there.
+        _track(self._refreshing, name, task, "turnkit: reading collection %r into memory failed")
 
     def _evict(self, budget: int, keep: str | None = None) -> None:
         """Drop the least recently searched copies until the budget holds them (never ``keep``'s)."""
