@@ -238,3 +238,38 @@ def test_a_graph_is_built_only_where_it_fits_the_memory_budget(tmp_path: Any) ->
     reason = _graph_state(vs, "not built")
     assert "would not fit max_bytes" in reason
     assert [c.bytes for c in vs.cache_stats().collections] == [size]  # the copy stayed, without a graph
+
+
+def test_the_graph_follows_two_quick_writes(tmp_path: Any) -> None:
+    """The second write's copy is read while the first one's graph is still being brought to it:
+    the newest graph that answered follows on, rather than being lost to a rebuild (which would
+    wait for 100 more queries, more than are asked here)."""
+    rng = np.random.default_rng(6)
+    n, dim = 20_000, 64
+    matrix = _clustered(rng, n, dim)
+    vs = create_vector_store(
+        uri=str(tmp_path / "db"),
+        auto_optimize=None,
+        memory_cache=MemoryCache(graph_rows=10_000, refresh="inline"),
+    )
+    vs("c").upsert_sync(_records([f"r{i}" for i in range(n)], matrix))
+    asked = (matrix[rng.integers(0, n, 120)] + 0.2 * rng.normal(size=(120, dim))).astype(np.float32)
+    for q in asked[:110]:
+        vs("c").near_vector(q).limit(10).search_sync()
+    _graph_state(vs, "answers")
+    added = _clustered(rng, 2_001, dim)
+    # 2,000 rows first, which the graph takes a while to add, then one more; each write's copy is
+    # read inline by the search right after it.
+    for i, part in enumerate((slice(0, 2_000), slice(2_000, 2_001))):
+        vs("c").upsert_sync(_records([f"w{j}" for j in range(part.start, part.stop)], added[part]))
+        vs("c").near_vector(asked[110 + i]).limit(10).search_sync()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        stats = vs.cache_stats().collections[0]
+        if stats.rows == n + 2_001 and stats.graph.startswith("answers"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the graph did not follow two quick writes: {vs.cache_stats()}")
+    for i in (0, 1_999, 2_000):
+        assert vs("c").near_vector(added[i]).select("id").limit(1).search_sync()[0].id == f"w{i}"

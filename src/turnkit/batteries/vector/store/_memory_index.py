@@ -532,6 +532,7 @@ class MemoryIndex:
         self._graph_looked: dict[str, int] = {}
         self._graph_reasons: dict[str, str] = {}
         self._graph_declined: dict[str, int] = {}  # rows of the copy a graph was measured not to pay on
+        self._answering: dict[str, _Snapshot] = {}  # the newest copy whose graph answered, to follow from
 
     def plan(
         self, name: str, rows: int, dimension: int, curve: RecallCurve | None, target: float
@@ -639,7 +640,8 @@ class MemoryIndex:
         ``None`` when the snapshot cannot answer (a filter memory does not evaluate).
         """
         query = np.ascontiguousarray(vector, dtype=np.float32)
-        # A graph's walk holds the GIL for about a millisecond: a worker thread would only add hops.
+        # A walk takes about a millisecond: the hand-over to a worker thread and back would add two
+        # thread wake-ups to it (usearch releases the GIL, so concurrent walks could overlap there).
         if snapshot.matrix.size <= INLINE_WORK or snapshot.walks(spec):
             return snapshot.search(spec, query, columns)
         # A filter's first evaluation over the copy's metadata is not bounded by the matrix size.
@@ -685,10 +687,13 @@ class MemoryIndex:
             self._too_big.pop(name, None)
             self._snapshots[name] = snapshot
             self._evict(config.max_bytes)
-            if current is not None and current.graph is not None:
-                self._start_graph(
-                    name, snapshot, current
-                )  # the graph follows, while this copy answers exactly
+            # The newest graph follows, while this copy answers exactly. Not only the replaced copy's:
+            # after two quick writes that copy's own graph may still have been on its way.
+            source = self._answering.get(name)
+            if source is not None:
+                self._start_graph(name, snapshot, source)
+            elif self._graph_reasons.get(name, "").startswith(("answers", "follows")):
+                del self._graph_reasons[name]  # no graph serves this copy
             return self._snapshots.get(name)
 
     def graph_wanted(self, name: str) -> bool:
@@ -789,8 +794,10 @@ class MemoryIndex:
         self._graph_reasons[name] = graph.reason
         if graph.expansion is None:
             self._graph_declined[name] = snapshot.rows
+            self._answering.pop(name, None)
         else:
             snapshot.graph = graph
+            self._answering[name] = snapshot
             self._evict(config.max_bytes, keep=name)  # other copies make room; this one fits
 
     def _kept(self, name: str) -> tuple[list[npt.NDArray[np.float32]], float]:
@@ -819,6 +826,8 @@ class MemoryIndex:
             if victim is None:
                 return
             del self._snapshots[victim]
+            self._answering.pop(victim, None)  # its graph goes with it
+            self._graph_reasons.pop(victim, None)
 
     def forget(self, name: str) -> None:
         """Drop a collection's copy (it was dropped or replaced)."""
@@ -830,6 +839,7 @@ class MemoryIndex:
         self._graph_looked.pop(name, None)
         self._graph_reasons.pop(name, None)
         self._graph_declined.pop(name, None)
+        self._answering.pop(name, None)
         for task in (self._refreshing.pop(name, None), self._graph_tasks.pop(name, None)):
             if task is not None:
                 task.cancel()
