@@ -64,6 +64,12 @@ class Asked:
     task: asyncio.Task[None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)  # sync searches note from their threads
 
+    def distinct(self) -> np.ndarray[Any, Any]:
+        """The kept queries, each once, one a row (the same question asked again would weigh it twice)."""
+        with self.lock:
+            kept = list(self.recent)
+        return np.unique(np.stack(kept), axis=0) if kept else np.empty((0, 0), np.float32)
+
     def current(self, built: RecallCurve | None) -> RecallCurve | None:
         """The curve searches use: the one measured on queries where it is of this build, else ``built``."""
         if built is None or self.curve is None or not _same(self.base, built):
@@ -122,9 +128,7 @@ async def _measure(coll: _Collection) -> None:
     asked = coll.asked
     built, index_type, generation = coll.built_curve, coll.index_type, coll.tracker.generation
     rows = coll.index_rows  # the count `ef_for` and `_due` compare with, unindexed rows included
-    with asked.lock:
-        kept = list(asked.recent)
-    queries = np.unique(np.stack(kept), axis=0) if kept else np.empty((0, coll.dimension), np.float32)
+    queries = asked.distinct()
     if built is None or index_type is None or len(queries) < SAMPLE:
         return  # the same question asked again and again: look again after SAMPLE more
 

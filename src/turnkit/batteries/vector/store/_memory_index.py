@@ -47,7 +47,7 @@ from turnkit.batteries.vector.store._memory_graph import Graph, available, build
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._planner import Path, SearchPlan, plan
-from turnkit.batteries.vector.store._recall import SAMPLE, K, RecallCurve
+from turnkit.batteries.vector.store._recall import SAMPLE, RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
 if TYPE_CHECKING:
@@ -432,18 +432,21 @@ class _Snapshot:
             return None
         return self.matches(*self.top(spec, query, np.flatnonzero(mask)), columns)
 
-    def walks(self, spec: QuerySpec) -> bool:
-        """Whether the graph answers ``spec`` (unfiltered, of up to 10 results, where it was measured to)."""
+    def walker(self, spec: QuerySpec) -> Graph | None:
+        """The graph that answers ``spec`` (unfiltered, of up to 10 results, where it was measured to)."""
         graph = self.graph
-        return spec.filter is None and graph is not None and graph.usable(spec.offset + spec.limit)
+        usable = spec.filter is None and graph is not None and graph.usable(spec.offset + spec.limit)
+        return graph if usable else None
+
+    def walk(self, graph: Graph, spec: QuerySpec, query: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+        """Rows and exact distances of ``graph``'s answer to ``spec``, ranked as the exact pass ranks."""
+        rows = graph.candidates(query, spec.offset + spec.limit)
+        return self.ranked(spec, query, rows, self.distances(rows, query))
 
     def unfiltered(self, spec: QuerySpec, query: npt.NDArray[np.float32]) -> tuple[Any, Any]:
         """Rows and distances of an unfiltered search: the graph's where it answers, else the exact pass's."""
-        graph = self.graph
-        if graph is not None and graph.usable(spec.offset + spec.limit):
-            rows = graph.candidates(query, spec.offset + spec.limit)
-            return self.ranked(spec, query, rows, self.distances(rows, query))
-        return self.exact(spec, query)
+        graph = self.walker(spec)
+        return self.exact(spec, query) if graph is None else self.walk(graph, spec, query)
 
     def exact(self, spec: QuerySpec, query: npt.NDArray[np.float32]) -> tuple[Any, Any]:
         """Rows and distances of an unfiltered exact search, alone on the copy (no batching)."""
@@ -455,7 +458,7 @@ class _Snapshot:
         self, spec: QuerySpec, query: npt.NDArray[np.float32], columns: list[str]
     ) -> list[VectorMatch] | None:
         """`search` off the caller's loop: a filtered one on a thread, others queued for a worker."""
-        if spec.filter is None and self.matrix.size > INLINE_WORK and not self.walks(spec):
+        if spec.filter is None and self.matrix.size > INLINE_WORK and self.walker(spec) is None:
             return await self.product.run_async(query, self._finisher(spec, query, columns))  # type: ignore[no-any-return]
         return await to_thread(self.search, spec, query, columns)
 
@@ -642,7 +645,7 @@ class MemoryIndex:
         query = np.ascontiguousarray(vector, dtype=np.float32)
         # A walk takes about a millisecond: the hand-over to a worker thread and back would add two
         # thread wake-ups to it (usearch releases the GIL, so concurrent walks could overlap there).
-        if snapshot.matrix.size <= INLINE_WORK or snapshot.walks(spec):
+        if snapshot.matrix.size <= INLINE_WORK or snapshot.walker(spec) is not None:
             return snapshot.search(spec, query, columns)
         # A filter's first evaluation over the copy's metadata is not bounded by the matrix size.
         if snapshot.matrix.size > LONE_INLINE_WORK or spec.filter is not None:
@@ -776,8 +779,7 @@ class MemoryIndex:
             found = graph  # for the closures: mypy does not narrow `graph` inside them
 
             def walk(query: npt.NDArray[np.float32]) -> Any:
-                rows = found.candidates(query, K)
-                return snapshot.ranked(spec, query, rows, snapshot.distances(rows, query))[0]
+                return snapshot.walk(found, spec, query)[0]
 
             def exact(query: npt.NDArray[np.float32]) -> Any:
                 return snapshot.exact(spec, query)[0]
@@ -803,11 +805,7 @@ class MemoryIndex:
     def _kept(self, name: str) -> tuple[list[npt.NDArray[np.float32]], float]:
         """The distinct queries kept for ``name``, and the store's recall target."""
         asked, target = self._asked.get(name, (None, 0.0))
-        if asked is None:
-            return [], target
-        with asked.lock:
-            kept = list(asked.recent)
-        return (list(np.unique(np.stack(kept), axis=0)) if kept else []), target
+        return ([] if asked is None else list(asked.distinct())), target
 
     def after_search(self, name: str) -> None:
         """LanceDB has answered a search of ``name``: start reading its changed copy, if one is due."""
