@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import MemoryCache, create_vector_store
+from turnkit.batteries.vector.store import _planner
 from turnkit.batteries.vector.store._recall import RecallCurve
 
 
@@ -164,3 +165,22 @@ def test_either_path_meets_the_recall_target_against_the_exact_answer(
     assert plan.path == ("index" if index_cheaper else "memory")
     assert [c.name for c in store.cache_stats().collections] == ([] if index_cheaper else ["v"])
     assert hits / (10 * len(queries)) >= target
+
+
+def test_a_graph_still_to_measure_keeps_memory_and_a_measured_one_is_weighed_by_its_walk():
+    """The graph's own figures decide once it answers: pending, the copy answers (so the graph can
+    be measured at all); measured, its walk is what the index's cost is compared with."""
+    curve = RecallCurve(10_000, ((64, 0.99), (128, 1.0)), (0.004, 0.006))  # the index: 4 ms at ef 64
+    pending = _planner.plan("c", 10_000, 64, curve, 0.98, True, 1, "pending")
+    assert pending is not None and pending.path == "memory" and "graph" in pending.reason
+    assert pending.index_ms == pytest.approx(4.0)
+    quick = _planner.plan("c", 10_000, 64, curve, 0.98, True, 1, 0.5)
+    assert quick is not None and quick.path == "memory" and quick.memory_ms == 0.5
+    assert "the graph over the copy (measured) is estimated 8.00x" in quick.reason
+    slow = _planner.plan("c", 10_000, 64, curve, 0.98, True, 1, 9.0)
+    assert slow is not None and slow.path == "index" and slow.memory_ms == 9.0
+    assert "faster than the graph over the copy" in slow.reason
+    near = _planner.plan("c", 10_000, 64, curve, 0.98, True, 1, 4.5)  # within the margin: memory stays
+    assert near is not None and near.path == "memory"
+    unfit = _planner.plan("c", 10_000, 64, curve, 0.98, False, 1, "pending")
+    assert unfit is not None and unfit.path == "index"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnkit.batteries.vector import MemoryCache, VectorStoreUsageError, create_vector_store
-from turnkit.batteries.vector.store._memory_graph import Graph, build, follow
+from turnkit.batteries.vector.store._memory_graph import Graph, build, follow, graph_bytes
 from turnkit.batteries.vector.store._recall import LADDER
 
 pytest.importorskip("usearch")
@@ -273,3 +273,65 @@ def test_the_graph_follows_two_quick_writes(tmp_path: Any) -> None:
         raise AssertionError(f"the graph did not follow two quick writes: {vs.cache_stats()}")
     for i in (0, 1_999, 2_000):
         assert vs("c").near_vector(added[i]).select("id").limit(1).search_sync()[0].id == f"w{i}"
+
+
+def _cost_index_at(uri: str, seconds: float) -> None:
+    """Record the built index's curve with every search costing ``seconds``."""
+    import asyncio
+
+    import lancedb  # noqa: TID251 - the curve is written as a build measured on another machine would
+
+    from turnkit.batteries.vector.store._recall import RecallCurve
+
+    async def write() -> None:
+        table = await (await lancedb.connect_async(uri)).open_table("c")
+        curve = RecallCurve.of_field((await table.schema()).field("vector").metadata)
+        assert curve is not None
+        costs = tuple(seconds for _ in curve.points)
+        metadata = RecallCurve.field_metadata(RecallCurve(curve.rows, curve.points, costs))
+        await table.update_field_metadata({"path": "vector", "metadata": metadata})
+
+    asyncio.run(write())
+
+
+def test_the_planner_lets_a_graph_be_measured_and_then_weighs_its_walk(tmp_path: Any) -> None:
+    """An index measured cheaper than the exact pass does not stop a graph from being tried: memory
+    answers while the graph is measured; then its measured walk is weighed against the index.
+    Where copy and graph would not fit the budget, the index answers from the first search."""
+    rng = np.random.default_rng(7)
+    n, dim = 20_000, 64
+    matrix = _clustered(rng, n, dim)
+    uri = str(tmp_path / "db")
+    build_store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    build_store("c").upsert_sync(_records([f"r{i}" for i in range(n)], matrix))
+    build_store("c").create_index_sync("hnsw_sq")
+    asked = (matrix[rng.integers(0, n, 120)] + 0.2 * rng.normal(size=(120, dim))).astype(np.float32)
+
+    def plan_of(vs: Any) -> Any:
+        return next(p for p in vs.cache_stats().plans if p.collection == "c")
+
+    _cost_index_at(uri, 1e-9)  # the index far faster than any exact pass or walk
+    vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000))
+    vs("c").near_vector(asked[0]).limit(10).search_sync()
+    first = plan_of(vs)
+    assert first.path == "memory" and "graph over the copy is built and measured" in first.reason
+    for q in asked[1:110]:
+        vs("c").near_vector(q).limit(10).search_sync()
+    walk = _graph_state(vs, "answers")
+    vs("c").near_vector(asked[110]).limit(10).search_sync()
+    weighed = plan_of(vs)
+    assert "the graph over the copy (measured)" in weighed.reason, weighed
+    assert f"{weighed.memory_ms:.2f} ms a search" in walk  # the walk as the graph measured it
+    # The index's cost is the build's (recorded above) or, once measured on the kept queries, theirs.
+    assert weighed.path == ("index" if weighed.index_ms * 1.25 < weighed.memory_ms else "memory")
+
+    estimate = MemoryCache().fits  # the budget: room for the copy, not for the copy and a graph
+    budget = next(b for b in range(n * dim * 4, 2**31, 2**16) if MemoryCache(max_bytes=b).fits(n, dim))
+    assert estimate(n, dim) and not MemoryCache(max_bytes=budget).fits(n, dim, graph_bytes(n, dim, "cosine"))
+    _cost_index_at(uri, 1e-9)
+    vs = create_vector_store(
+        uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000, max_bytes=budget)
+    )
+    vs("c").near_vector(asked[0]).limit(10).search_sync()
+    assert plan_of(vs).path == "index"
+    assert vs.cache_stats().collections == ()  # no copy read for a graph that could not fit

@@ -80,6 +80,7 @@ class Graph:
     rows: Rows  # key -> row of the copy the graph serves (-1: not in it)
     next_key: int
     expansion: int | None = None  # None: not measured yet, or not worth using
+    walk_ms: float = 0.0  # a walk at `expansion`, as measured against the exact pass
     measured_rows: int = 0
     reason: str = "not measured yet"
     unit: bool = False  # holds int8 codes of unit vectors (cosine), and is walked with unit queries
@@ -188,10 +189,11 @@ def follow(
         graph.expansion is not None
         and graph.measured_rows / _DRIFT <= len(ids) <= graph.measured_rows * _DRIFT
     ):
-        moved.expansion, moved.measured_rows, moved.reason = (
+        moved.expansion, moved.measured_rows, moved.reason, moved.walk_ms = (
             graph.expansion,
             graph.measured_rows,
             graph.reason,
+            graph.walk_ms,
         )
     return moved
 
@@ -243,7 +245,7 @@ def measure(
         f"{graph_ms:.2f} ms a search against the exact pass's {exact_ms:.2f} ms"
     )
     if graph_ms * _MARGIN < exact_ms:
-        graph.expansion, graph.reason = chosen, f"answers: {facts}"
+        graph.expansion, graph.reason, graph.walk_ms = chosen, f"answers: {facts}", graph_ms
     else:
         graph.expansion, graph.reason = None, f"declined: {facts}"
 

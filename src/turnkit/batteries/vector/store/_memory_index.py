@@ -46,7 +46,7 @@ from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
 from turnkit.batteries.vector.store._memory_graph import Graph, available, build, follow, graph_bytes, measure
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
-from turnkit.batteries.vector.store._planner import Path, SearchPlan, plan
+from turnkit.batteries.vector.store._planner import GraphCost, Path, SearchPlan, plan
 from turnkit.batteries.vector.store._recall import SAMPLE, RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
@@ -96,7 +96,8 @@ class MemoryCache:
             the planner (``_planner.py``) chooses unfiltered searches' path
             by the two estimated costs instead, within ``max_bytes``.
         max_bytes: Memory budget for all of one store's cached collections;
-            the least recently searched collection is dropped first.
+            the least recently searched collection is dropped first. The
+            default, 1 GiB, holds 300,000 rows of 256 floats with a graph.
         threads: How many threads (1 to 16) one pass over a large matrix
             (over about a million multiply-adds) is split across; ``None``
             is the cores the process may use (its CPU quota in a container),
@@ -129,7 +130,7 @@ class MemoryCache:
 
     max_rows: int = 50_000
     max_vector_bytes: int = 128 * 2**20
-    max_bytes: int = 512 * 2**20
+    max_bytes: int = 2**30
     threads: int | None = None
     refresh: Literal["background", "inline"] = "background"
     full_text: bool = True
@@ -159,11 +160,11 @@ class MemoryCache:
                 hint="Pass a positive int, or None for no graph.",
             )
 
-    def fits(self, rows: int, dimension: int) -> bool:
-        """Whether a copy of ``rows`` vectors of ``dimension`` floats fits the memory budget."""
+    def fits(self, rows: int, dimension: int, extra: int = 0) -> bool:
+        """Whether a copy of ``rows`` vectors of ``dimension`` floats, and ``extra`` bytes, fit the budget."""
         # Roughly: the matrix, its int8 copy where one is made (`_Snapshot`) and about 1 KiB of text a row.
         coded = dimension if rows * dimension > INLINE_WORK and pays() else 0
-        return rows * (dimension * 4 + coded + 1024) <= self.max_bytes
+        return rows * (dimension * 4 + coded + 1024) + extra <= self.max_bytes
 
     def admits(self, rows: int, dimension: int, planned: bool = False) -> bool:
         """Whether a collection of ``rows`` vectors of ``dimension`` floats is small enough to cache.
@@ -538,22 +539,45 @@ class MemoryIndex:
         self._answering: dict[str, _Snapshot] = {}  # the newest copy whose graph answered, to follow from
 
     def plan(
-        self, name: str, rows: int, dimension: int, curve: RecallCurve | None, target: float
+        self, name: str, rows: int, dimension: int, metric: Metric, curve: RecallCurve | None, target: float
     ) -> SearchPlan | None:
         """The path for ``name``'s unfiltered searches, decided again when the facts changed."""
         config = self.config
         if config is None:
             return None
-        facts = (curve, rows, dimension, target)
+        graph = self._graph_cost(name, rows)
+        facts = (curve, rows, dimension, target, graph)
         known = self._plans.get(name)
         if known is not None and known[0] == facts:
             return known[1]
         threads = config.threads or scan_threads()
-        chosen = plan(name, rows, dimension, curve, target, config.fits(rows, dimension), threads)
+        extra = graph_bytes(rows, dimension, metric) if graph == "pending" else 0
+        fits = config.fits(rows, dimension, extra)
+        if not fits and graph == "pending":  # no room for a graph: the exact pass and the index decide
+            graph, fits = None, config.fits(rows, dimension)
+        chosen = plan(name, rows, dimension, curve, target, fits, threads, graph)
         self._plans[name] = (facts, chosen)
         if chosen is not None and chosen.path == "memory":
             self._too_big.pop(name, None)  # measured worth holding, whatever the size cap said
         return chosen
+
+    def _graph_cost(self, name: str, rows: int) -> GraphCost:
+        """What the planner weighs of ``name``'s graph: a measured walk, one still to measure, or none."""
+        answering = self._answering.get(name)
+        if answering is not None and answering.graph is not None:
+            return answering.graph.walk_ms
+        config = self.config
+        assert config is not None
+        snapshot = self._snapshots.get(name)
+        rows = snapshot.rows if snapshot is not None else rows  # the copy's, where it is read
+        if (
+            config.graph_rows is None
+            or rows < config.graph_rows
+            or not available()
+            or _near(self._graph_declined.get(name), rows)
+        ):
+            return None
+        return "pending"
 
     def _planned_path(self, name: str) -> Path | None:
         """The path the planner last chose for ``name`` (``None``: no plan)."""
@@ -725,6 +749,7 @@ class MemoryIndex:
         assert config is not None  # `graph_wanted` otherwise
         needed = snapshot.nbytes + graph_bytes(snapshot.rows, snapshot.matrix.shape[1], snapshot.metric)
         if needed > config.max_bytes:
+            self._graph_declined[name] = snapshot.rows  # and the planner weighs no graph
             self._graph_reasons[name] = (
                 f"not built: the copy and a graph (about {needed >> 20} MiB) would not fit "
                 f"max_bytes ({config.max_bytes >> 20} MiB)"

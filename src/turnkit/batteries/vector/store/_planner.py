@@ -8,7 +8,9 @@ after its build), the planner compares the two estimates: the index
 answers only when it is estimated more than ``_MARGIN`` times faster, since
 the exact pass meets any recall target and the index only at the measured
 ``ef``. Without a measurement the memory tier's own limits decide, as they
-always did.
+always did. Where the copy may get an HNSW graph (``_memory_graph.py``),
+memory answers while the graph is built and measured, and then the graph's
+measured walk is what the index is compared with.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from turnkit.batteries.vector.store._memory_batch import BatchedProduct
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._recall import K, RecallCurve
 
-__all__ = ["Path", "SearchPlan", "plan", "scan_seconds_per_madd"]
+__all__ = ["GraphCost", "Path", "SearchPlan", "plan", "scan_seconds_per_madd"]
 
 Path = Literal["memory", "index"]
+# What the memory tier knows of a copy's graph: its measured walk in ms, "pending", or None.
+GraphCost = float | Literal["pending"] | None
 _ROWS, _DIM, _PASSES = 65_536, 128, 9  # 8 M multiply-adds: a few milliseconds a pass
 # The index wins only by more than this: the exact pass returns the true top 10, and each estimate
 # was off by 10-30% in the bench's runs (memory 7.77 ms estimated against 7.04 measured, the index
@@ -46,7 +50,8 @@ class SearchPlan:
         path: ``"memory"`` (the exact pass over the in-memory copy) or
             ``"index"`` (LanceDB's HNSW index at ``ef``).
         reason: Why, in one sentence.
-        memory_ms: Estimated milliseconds of one exact pass from memory.
+        memory_ms: Milliseconds of one search from memory: the exact pass's
+            estimate, or the walk of the copy's graph as measured.
         index_ms: Measured milliseconds of one index search at ``ef``.
         ef: The ``ef`` that meets the store's recall target on the measured curve.
     """
@@ -97,11 +102,20 @@ def _top_ten(dots: npt.NDArray[np.float32], spread: float | None) -> object:
 
 
 def plan(
-    name: str, rows: int, dimension: int, curve: RecallCurve | None, target: float, fits: bool, threads: int
+    name: str,
+    rows: int,
+    dimension: int,
+    curve: RecallCurve | None,
+    target: float,
+    fits: bool,
+    threads: int,
+    graph: GraphCost = None,
 ) -> SearchPlan | None:
     """The path for ``name``'s unfiltered 10-result searches (``None``: no measured index cost).
 
-    ``fits``: a copy of the collection fits the memory budget.
+    ``fits``: a copy of the collection fits the memory budget (with a graph, where ``graph`` is
+    ``"pending"``). ``graph``: the milliseconds of a walk of the copy's graph, as measured
+    where one answers; ``"pending"`` where one is still to be built and measured; else ``None``.
     """
     if curve is None:
         return None
@@ -112,16 +126,25 @@ def plan(
     if not fits:
         return SearchPlan(name, "index", "a copy would not fit the memory budget", None, index * 1e3, ef)
     memory = rows * dimension * scan_seconds_per_madd(threads)
+    if graph == "pending":
+        # Only the copy can tell whether a graph pays (on the collection's own queries): the exact
+        # pass answers meanwhile, and the path is chosen again once the graph is measured.
+        reason = "a graph over the copy is built and measured on the collection's queries first"
+        return SearchPlan(name, "memory", reason, memory * 1e3, index * 1e3, ef)
+    walk = "memory"
+    if graph is not None:
+        memory, walk = graph / 1e3, "the graph over the copy (measured)"
     reached = max(recall for _, recall in curve.points)
     if reached < target:
         reason = f"the index reached recall@10 {reached} at most, under the target {target}"
         return SearchPlan(name, "memory", reason, memory * 1e3, index * 1e3, ef)
     if index * _MARGIN < memory:
-        reason = f"the index is estimated {memory / index:.2f}x faster than memory at recall {target}"
+        reason = f"the index is estimated {memory / index:.2f}x faster than {walk} at recall {target}"
         return SearchPlan(name, "index", reason, memory * 1e3, index * 1e3, ef)
+    why = "exact" if graph is None else "measured on the collection's own queries"
     reason = (
-        f"memory is estimated {index / memory:.2f}x the index's speed at recall {target}, and exact"
+        f"{walk} is estimated {index / memory:.2f}x the index's speed at recall {target}, and {why}"
         if index >= memory
-        else f"the index is estimated only {memory / index:.2f}x faster than memory, which is exact"
+        else f"the index is estimated only {memory / index:.2f}x faster than {walk}, which is {why}"
     )
     return SearchPlan(name, "memory", reason, memory * 1e3, index * 1e3, ef)
