@@ -335,3 +335,9 @@ def test_the_planner_lets_a_graph_be_measured_and_then_weighs_its_walk(tmp_path:
     vs("c").near_vector(asked[0]).limit(10).search_sync()
     assert plan_of(vs).path == "index"
     assert vs.cache_stats().collections == ()  # no copy read for a graph that could not fit
+    # Nor where no queries are kept to measure a graph on.
+    vs = create_vector_store(
+        uri=uri, auto_optimize=None, recall_from_queries=False, memory_cache=MemoryCache(graph_rows=10_000)
+    )
+    vs("c").near_vector(asked[0]).limit(10).search_sync()
+    assert plan_of(vs).path == "index" and vs.cache_stats().collections == ()

@@ -539,13 +539,24 @@ class MemoryIndex:
         self._answering: dict[str, _Snapshot] = {}  # the newest copy whose graph answered, to follow from
 
     def plan(
-        self, name: str, rows: int, dimension: int, metric: Metric, curve: RecallCurve | None, target: float
+        self,
+        name: str,
+        rows: int,
+        dimension: int,
+        metric: Metric,
+        curve: RecallCurve | None,
+        target: float,
+        queries_kept: bool = True,
     ) -> SearchPlan | None:
-        """The path for ``name``'s unfiltered searches, decided again when the facts changed."""
+        """The path for ``name``'s unfiltered searches, decided again when the facts changed.
+
+        ``queries_kept``: the store keeps its collections' queries (``recall_from_queries``),
+        which a graph is measured on; without them none is built.
+        """
         config = self.config
         if config is None:
             return None
-        graph = self._graph_cost(name, rows)
+        graph = self._graph_cost(name, rows) if queries_kept else None
         facts = (curve, rows, dimension, target, graph)
         known = self._plans.get(name)
         if known is not None and known[0] == facts:
@@ -776,6 +787,16 @@ class MemoryIndex:
 
     async def _graph(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
         """Build (or carry over from ``old``) and measure a graph for ``snapshot``, then let it answer."""
+        try:
+            await self._graph_work(name, snapshot, old)
+        except Exception as error:
+            # As a declined graph: the planner stops waiting for one until the rows change by a quarter.
+            self._graph_declined[name] = snapshot.rows
+            self._answering.pop(name, None)
+            self._graph_reasons[name] = f"failed: {error!r}"
+            raise
+
+    async def _graph_work(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
         config = self.config
         assert config is not None
 

@@ -227,7 +227,13 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
 def plan(store: VectorStore, coll: _Collection) -> SearchPlan | None:
     """The planner's path for ``coll``'s unfiltered searches (``_planner.py``), kept by the memory tier."""
     return store._memory.plan(
-        coll.name, coll.index_rows, coll.dimension, coll.metric, coll.recall_curve, coll.recall_target
+        coll.name,
+        coll.index_rows,
+        coll.dimension,
+        coll.metric,
+        coll.recall_curve,
+        coll.recall_target,
+        store.recall_from_queries,
     )
 
 
