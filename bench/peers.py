@@ -260,7 +260,7 @@ def warm(stores: tuple[Any, ...], asked: np.ndarray, timeout: float = 1800.0) ->
                 raise SystemExit(f"no recall measured on {len(asked)} queries in {timeout:.0f} s")
             time.sleep(0.5)
         # And the memory tier's graph, where its copy is one a graph may serve (MemoryCache.graph_rows).
-        while _graph_wanted(store) and not _graph(store).startswith(("answers", "declined")):
+        while _graph_wanted(store) and not _graph(store).startswith(_GRAPH_DONE):
             if time.perf_counter() - t > timeout:
                 raise SystemExit(f"the graph was not measured in {timeout:.0f} s: {_graph(store)}")
             time.sleep(0.5)
@@ -270,6 +270,9 @@ def warm(stores: tuple[Any, ...], asked: np.ndarray, timeout: float = 1800.0) ->
         f"ef {info.search_ef}, curve {list(info.recall_curve)}; graph: {_graph(stores[0]) or 'none'}",
         flush=True,
     )
+
+
+_GRAPH_DONE = ("answers", "declined", "not built", "failed")  # what `_graph` says once it is decided
 
 
 def _graph_wanted(store: Any) -> bool:

@@ -11,7 +11,7 @@ a 95% interval, ``lower_bound``, against the exact pass's answers), and it
 answers only where it was measured more than ``_MARGIN`` times faster than the
 exact pass on the same queries; else the copy keeps its exact pass. Under
 cosine it holds int8 codes of the unit vectors (a quarter of the bytes to
-read), and the walk's best 20 are ranked again by their exact distances.
+read), and the walk's best 40 are ranked again by their exact distances.
 
 A graph is built on one version's copy and follows the next ones: rows added
 or whose vector changed are added, removed ones removed, on a copy of the
@@ -43,11 +43,13 @@ _METRICS = {"cosine": "cos", "dot": "ip", "l2": "l2sq"}
 # A build at expansion 256 (usearch's default is 128) takes 1.8x as long and saves more at search:
 # at 100,000 text vectors the kept queries met the target at 192 instead of 384 (0.62 ms, not 1.35).
 _CONNECTIVITY, _EXPANSION_ADD = 16, 256
-# The walk's best 20 are ranked again by their exact distances. Over int8 unit vectors the walk
-# reads a quarter of the bytes, and ranking 20 again recovers what the codes misorder: at 100,000
-# text vectors, expansion 256 met recall@10 0.98 (95% lower bound) in 0.73 ms, where float32
-# needed 192 and 1.45 ms (bench/memory_ann.py).
-_CANDIDATES = 2 * K
+# The walk's best 40 are ranked again by their exact distances. Over int8 unit vectors the walk
+# reads a quarter of the bytes, and ranking its best again recovers what the codes misorder: at
+# 100,000 text vectors, expansion 256 met recall@10 0.98 (95% lower bound) in 0.73 ms, where
+# float32 needed 192 and 1.45 ms (bench/memory_ann.py). 40, not 20: on the synthetic clusters at
+# 300,000 rows the best 20 never met 0.98 (0.972 at expansion 4,096) and the best 40 met it at
+# 3,072; on text both chose the same expansion, the 40 costing 1% more a walk.
+_CANDIDATES = 4 * K
 _CHUNK = 2_048  # rows added between two looks at whether the work is still wanted
 _MARGIN = 1.25  # the graph answers only when this much faster: the exact pass is exact
 _REBUILD = 0.25  # a share of changed rows above which building again is as cheap as following
@@ -95,7 +97,7 @@ class Graph:
         return self.expansion is not None and wanted <= K
 
     def candidates(self, query: npt.NDArray[np.float32], wanted: int) -> Rows:
-        """Rows of the copy the graph serves, the walk's best 20 (unordered; ``wanted`` is at most 10)."""
+        """Rows of the copy the graph serves, the walk's best 40 (unordered; ``wanted`` is at most 10)."""
         found = self.index.search(_unit(query) if self.unit else query, _CANDIDATES, threads=1)
         rows: Rows = self.rows[found.keys]
         return rows[rows >= 0]
