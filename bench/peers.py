@@ -265,9 +265,11 @@ def warm(stores: tuple[Any, ...], asked: np.ndarray, timeout: float = 1800.0) ->
                 raise SystemExit(f"the graph was not measured in {timeout:.0f} s: {_graph(store)}")
             time.sleep(0.5)
     info = stores[0]("peers").info_sync()
+    held = stores[0].cache_stats().bytes
     print(
         f"  measured on {info.recall_queries} asked queries in {time.perf_counter() - t:.1f} s: "
-        f"ef {info.search_ef}, curve {list(info.recall_curve)}; graph: {_graph(stores[0]) or 'none'}",
+        f"ef {info.search_ef}, curve {list(info.recall_curve)}; graph: {_graph(stores[0]) or 'none'}; "
+        f"memory tier holds {held / 2**20:.0f} MiB",
         flush=True,
     )
 

@@ -184,3 +184,12 @@ def test_a_graph_still_to_measure_keeps_memory_and_a_measured_one_is_weighed_by_
     assert near is not None and near.path == "memory"
     unfit = _planner.plan("c", 10_000, 64, curve, 0.98, False, 1, "pending")
     assert unfit is not None and unfit.path == "index"
+
+
+def test_the_exact_pass_is_estimated_per_row_and_per_multiply_add():
+    """Linear in rows at one width, never cheaper for a wider row (the two calibrated costs)."""
+    for threads in (1, 2):
+        one = _planner.scan_seconds(100_000, 256, threads)
+        assert one > 0
+        assert _planner.scan_seconds(300_000, 256, threads) == pytest.approx(3 * one)
+        assert _planner.scan_seconds(100_000, 64, threads) <= one

@@ -1,7 +1,7 @@
 """Which path answers a collection's unfiltered searches: an exact pass from memory or the HNSW index.
 
 A fixed size cap cannot choose for every data set: the exact pass costs
-rows x dimension multiply-adds whatever the data, while the ``ef`` an index
+the same for any data of a shape (``scan_seconds``), while the ``ef`` an index
 needs for the recall target, and so its cost, depends on how the data is
 clustered. So where the index's cost was measured (``RecallCurve.costs``,
 after its build), the planner compares the two estimates: the index
@@ -27,17 +27,20 @@ from turnkit.batteries.vector.store._memory_batch import BatchedProduct
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._recall import K, RecallCurve
 
-__all__ = ["GraphCost", "Path", "SearchPlan", "plan", "scan_seconds_per_madd"]
+__all__ = ["GraphCost", "Path", "SearchPlan", "plan", "scan_seconds"]
 
 Path = Literal["memory", "index"]
 # What the memory tier knows of a copy's graph: its measured walk in ms, "pending", or None.
 GraphCost = float | Literal["pending"] | None
-_ROWS, _DIM, _PASSES = 65_536, 128, 9  # 8 M multiply-adds: a few milliseconds a pass
+# Two widths of one row count: a pass costs per row (its top 10, and the product's own work per
+# row) and per multiply-add, and over int8 codes the first dominates (65,536 rows took 1.08 ms at
+# 64 dimensions and 1.23 at 256), so one width alone misjudged the other (2.1x at 300,000 x 256).
+_ROWS, _NARROW, _WIDE, _PASSES = 65_536, 64, 256, 9
 # The index wins only by more than this: the exact pass returns the true top 10, and each estimate
 # was off by 10-30% in the bench's runs (memory 7.77 ms estimated against 7.04 measured, the index
 # 7.33 against 9.65), so a near tie goes to the exact answer.
 _MARGIN = 1.25
-_calibrated: dict[int, float] = {}
+_calibrated: dict[int, tuple[float, float]] = {}  # threads -> seconds per row, per multiply-add
 _calibrating = threading.Lock()
 
 
@@ -64,37 +67,50 @@ class SearchPlan:
     ef: int
 
 
-def scan_seconds_per_madd(threads: int) -> float:
-    """Seconds per multiply-add of the memory tier's unfiltered pass on this machine (once per process).
+def scan_seconds(rows: int, dimension: int, threads: int) -> float:
+    """Seconds of the memory tier's unfiltered pass over ``rows`` x ``dimension`` on this machine.
 
     The tier's own product (`BatchedProduct`, split over ``threads``, over an
-    int8 copy where that is what the tier uses on this machine) and a
-    top-10 over a random 65,536 x 128 matrix (32 MiB, larger than a CPU's
-    cache, so it streams from memory as a copy does), the fastest of nine
-    passes over its size. A pass streams the matrix once, so its time is
-    linear in rows x dimension and one size predicts the others. The fastest,
-    not the median: a pass is only ever slowed by other work on the machine,
-    and one calibration decides every plan of the process (a median taken on
-    a busy machine put the pass at 1.6-2.7x its cost).
+    int8 copy where that is what the tier uses on this machine) and a top-10,
+    timed once per process over random matrices of 65,536 rows (larger than a
+    CPU's cache, so they stream from memory as a copy does) at 64 and at 256
+    dimensions, the fastest of nine passes each. A pass's time is linear in
+    its rows, and at a given row count in its dimension, so the two widths
+    give both costs. The fastest, not the median: a pass is only ever slowed
+    by other work on the machine, and one calibration decides every plan of
+    the process (a median taken on a busy machine put the pass at 1.6-2.7x
+    its cost).
     """
+    per_row, per_madd = _costs(threads)
+    return rows * (per_row + dimension * per_madd)
+
+
+def _costs(threads: int) -> tuple[float, float]:
     found = _calibrated.get(threads)
     if found is not None:
         return found
     with _calibrating:
         if threads not in _calibrated:
-            matrix = np.random.default_rng(0).standard_normal((_ROWS, _DIM), dtype=np.float32)
-            # The pass a copy makes on this machine: over its int8 copy where numkong's SIMD kernels run.
-            coarse = Int8Copy.of(matrix) if pays() else None
-            product = BatchedProduct(matrix, threads=threads, coarse=coarse)
-            rng = np.random.default_rng(0)
-            fastest = np.inf
-            for _ in range(_PASSES):
-                query = rng.standard_normal((_DIM,), dtype=np.float32)
-                started = time.perf_counter()
-                product.run(query, _top_ten)
-                fastest = min(fastest, time.perf_counter() - started)
-            _calibrated[threads] = fastest / matrix.size
+            wide = np.random.default_rng(0).random((_ROWS, _WIDE), dtype=np.float32) - np.float32(0.5)
+            narrow, wider = (_fastest(m, threads) for m in (np.ascontiguousarray(wide[:, :_NARROW]), wide))
+            per_madd = max(wider - narrow, 0.0) / (_ROWS * (_WIDE - _NARROW))
+            _calibrated[threads] = (max(narrow / _ROWS - _NARROW * per_madd, 0.0), per_madd)
     return _calibrated[threads]
+
+
+def _fastest(matrix: npt.NDArray[np.float32], threads: int) -> float:
+    """The fastest of `_PASSES` passes over ``matrix``, as a copy of it would make them."""
+    # The pass a copy makes on this machine: over its int8 copy where numkong's SIMD kernels run.
+    coarse = Int8Copy.of(matrix) if pays() else None
+    product = BatchedProduct(matrix, threads=threads, coarse=coarse)
+    rng = np.random.default_rng(0)
+    fastest = np.inf
+    for _ in range(_PASSES):
+        query = rng.standard_normal((matrix.shape[1],), dtype=np.float32)
+        started = time.perf_counter()
+        product.run(query, _top_ten)
+        fastest = min(fastest, time.perf_counter() - started)
+    return float(fastest)
 
 
 def _top_ten(dots: npt.NDArray[np.float32], spread: float | None) -> object:
@@ -125,7 +141,7 @@ def plan(
         return None
     if not fits:
         return SearchPlan(name, "index", "a copy would not fit the memory budget", None, index * 1e3, ef)
-    memory = rows * dimension * scan_seconds_per_madd(threads)
+    memory = scan_seconds(rows, dimension, threads)
     if graph == "pending":
         # Only the copy can tell whether a graph pays (on the collection's own queries): the exact
         # pass answers meanwhile, and the path is chosen again once the graph is measured.
