@@ -341,3 +341,15 @@ def test_the_planner_lets_a_graph_be_measured_and_then_weighs_its_walk(tmp_path:
     )
     vs("c").near_vector(asked[0]).limit(10).search_sync()
     assert plan_of(vs).path == "index" and vs.cache_stats().collections == ()
+
+    # Nor for ever where the queries never make a graph's sample: the same 50 asked again and again
+    # (so no build starts, and the index's cost stays the recorded one).
+    vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000))
+    searches = 0
+    while not vs.cache_stats().plans or plan_of(vs).path == "memory":
+        vs("c").near_vector(asked[searches % 50]).limit(10).search_sync()
+        searches += 1
+        assert searches < 2_000, plan_of(vs)
+    assert searches > 1_000  # it waited as long as a late build could need
+    assert "index is estimated" in plan_of(vs).reason
+    assert _graph_state(vs, "declined: not measured after 1000 searches")

@@ -47,7 +47,7 @@ from turnkit.batteries.vector.store._memory_graph import Graph, available, build
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._planner import GraphCost, Path, SearchPlan, plan
-from turnkit.batteries.vector.store._recall import SAMPLE, RecallCurve
+from turnkit.batteries.vector.store._recall import SAMPLE, K, RecallCurve
 from turnkit.batteries.vector.store._scores import Metric
 
 if TYPE_CHECKING:
@@ -73,6 +73,9 @@ INLINE_WORK = 1_000_000
 # Above it the pass is long enough that the hand over costs little and the caller's loop stays free.
 LONE_INLINE_WORK = 8_000_000
 _MASKS_KEPT = 32
+# Planned searches a pending graph may wait with no build under way before it counts as declined:
+# ten times the queries a build waits for, so a build that starts late is not cut short.
+_PATIENCE = 10 * SAMPLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +100,8 @@ class MemoryCache:
             by the two estimated costs instead, within ``max_bytes``.
         max_bytes: Memory budget for all of one store's cached collections;
             the least recently searched collection is dropped first. The
-            default, 1 GiB, holds 300,000 rows of 256 floats with a graph.
+            default, 1 GiB, holds 300,000 rows of 256 floats with a graph
+            under cosine (int8 codes; under dot and l2 a graph holds float32).
         threads: How many threads (1 to 16) one pass over a large matrix
             (over about a million multiply-adds) is split across; ``None``
             is the cores the process may use (its CPU quota in a container),
@@ -537,6 +541,9 @@ class MemoryIndex:
         self._graph_reasons: dict[str, str] = {}
         self._graph_declined: dict[str, int] = {}  # rows of the copy a graph was measured not to pay on
         self._answering: dict[str, _Snapshot] = {}  # the newest copy whose graph answered, to follow from
+        self._graph_walks: dict[str, tuple[int, float]] = {}  # rows and ms of the last graph that answered
+        self._graph_waits: dict[str, int] = {}  # planned searches while a graph was pending, no build running
+        self._wider: dict[str, bool] = {}  # whether memory answers searches a graph does not (planned)
 
     def plan(
         self,
@@ -567,20 +574,33 @@ class MemoryIndex:
         if not fits and graph == "pending":  # no room for a graph: the exact pass and the index decide
             graph, fits = None, config.fits(rows, dimension)
         chosen = plan(name, rows, dimension, curve, target, fits, threads, graph)
+        # What a search the graph does not answer (more than 10 results, MMR's pools) is worth:
+        # the exact pass, unless the index is estimated faster than it.
+        exact = chosen if graph is None else plan(name, rows, dimension, curve, target, fits, threads)
         self._plans[name] = (facts, chosen)
+        self._wider[name] = exact is None or exact.path == "memory"
         if chosen is not None and chosen.path == "memory":
             self._too_big.pop(name, None)  # measured worth holding, whatever the size cap said
         return chosen
 
     def _graph_cost(self, name: str, rows: int) -> GraphCost:
-        """What the planner weighs of ``name``'s graph: a measured walk, one still to measure, or none."""
+        """What the planner weighs of ``name``'s graph: a measured walk, one still to measure, or none.
+
+        Asked on every planned search. A graph still to measure gives up after `_PATIENCE`
+        searches with no build under way (its queries repeat, are asked by id, or writes keep
+        stopping its builds): it counts as declined, so the planner does not wait for ever.
+        """
         answering = self._answering.get(name)
         if answering is not None and answering.graph is not None:
             return answering.graph.walk_ms
         config = self.config
         assert config is not None
         snapshot = self._snapshots.get(name)
-        rows = snapshot.rows if snapshot is not None else rows  # the copy's, where it is read
+        if snapshot is not None:
+            rows = max(rows, snapshot.rows)  # a copy not read again since may hold fewer
+        walked = self._graph_walks.get(name)
+        if walked is not None and _near(walked[0], rows):
+            return walked[1]  # measured here before (the copy was evicted since): not built again to learn it
         if (
             config.graph_rows is None
             or rows < config.graph_rows
@@ -588,6 +608,18 @@ class MemoryIndex:
             or _near(self._graph_declined.get(name), rows)
         ):
             return None
+        if name not in self._graph_tasks:
+            waited = self._graph_waits.get(name, 0) + 1
+            self._graph_waits[name] = waited
+            if waited > _PATIENCE:
+                self._graph_waits.pop(name, None)
+                self._graph_declined[name] = rows
+                self._graph_reasons[name] = (
+                    f"declined: not measured after {_PATIENCE} searches with no build under way "
+                    f"(a graph needs {SAMPLE} distinct kept queries, and a copy that stays unchanged "
+                    "while it is built)"
+                )
+                return None
         return "pending"
 
     def _planned_path(self, name: str) -> Path | None:
@@ -666,7 +698,10 @@ class MemoryIndex:
             return True
         if spec.filter is not None:
             return not spec.prefiltered  # a masked pass is cheap: memory keeps filtered searches
-        return self._planned_path(name) not in (None, "memory")
+        path = self._planned_path(name)
+        if path == "memory" and spec.limit + spec.offset > K:  # a graph answers 10 at most
+            return not self._wider.get(name, True)
+        return path not in (None, "memory")
 
     @staticmethod
     async def answer(
@@ -761,6 +796,7 @@ class MemoryIndex:
         needed = snapshot.nbytes + graph_bytes(snapshot.rows, snapshot.matrix.shape[1], snapshot.metric)
         if needed > config.max_bytes:
             self._graph_declined[name] = snapshot.rows  # and the planner weighs no graph
+            self._graph_walks.pop(name, None)
             self._graph_reasons[name] = (
                 f"not built: the copy and a graph (about {needed >> 20} MiB) would not fit "
                 f"max_bytes ({config.max_bytes >> 20} MiB)"
@@ -790,9 +826,12 @@ class MemoryIndex:
         try:
             await self._graph_work(name, snapshot, old)
         except Exception as error:
+            if self._snapshots.get(name) is not snapshot:
+                raise  # an older copy's: the current one's graph stands
             # As a declined graph: the planner stops waiting for one until the rows change by a quarter.
             self._graph_declined[name] = snapshot.rows
             self._answering.pop(name, None)
+            self._graph_walks.pop(name, None)
             self._graph_reasons[name] = f"failed: {error!r}"
             raise
 
@@ -843,9 +882,11 @@ class MemoryIndex:
         if graph.expansion is None:
             self._graph_declined[name] = snapshot.rows
             self._answering.pop(name, None)
+            self._graph_walks.pop(name, None)
         else:
             snapshot.graph = graph
             self._answering[name] = snapshot
+            self._graph_walks[name] = (snapshot.rows, graph.walk_ms)
             self._evict(config.max_bytes, keep=name)  # other copies make room; this one fits
 
     def _kept(self, name: str) -> tuple[list[npt.NDArray[np.float32]], float]:
@@ -884,6 +925,9 @@ class MemoryIndex:
         self._graph_reasons.pop(name, None)
         self._graph_declined.pop(name, None)
         self._answering.pop(name, None)
+        self._graph_walks.pop(name, None)
+        self._graph_waits.pop(name, None)
+        self._wider.pop(name, None)
         for task in (self._refreshing.pop(name, None), self._graph_tasks.pop(name, None)):
             if task is not None:
                 task.cancel()

@@ -32,10 +32,11 @@ __all__ = ["GraphCost", "Path", "SearchPlan", "plan", "scan_seconds"]
 Path = Literal["memory", "index"]
 # What the memory tier knows of a copy's graph: its measured walk in ms, "pending", or None.
 GraphCost = float | Literal["pending"] | None
-# Two widths of one row count: a pass costs per row (its top 10, and the product's own work per
-# row) and per multiply-add, and over int8 codes the first dominates (65,536 rows took 1.08 ms at
-# 64 dimensions and 1.23 at 256), so one width alone misjudged the other (2.1x at 300,000 x 256).
-_ROWS, _NARROW, _WIDE, _PASSES = 65_536, 64, 256, 9
+# Two shapes: a pass costs per row (its top 10, and the product's own work per row) and per
+# multiply-add, and over int8 codes the first dominates (65,536 rows took 1.08 ms at 64 dimensions
+# and 1.23 at 256), so one shape alone misjudged others (2.1x at 300,000 x 256). The second is wide
+# so that its multiply-adds stand out of the timings' noise (at 256 they did not: 6-40 ps apart).
+_SHAPES, _PASSES = ((65_536, 64), (16_384, 1_024)), 9
 # The index wins only by more than this: the exact pass returns the true top 10, and each estimate
 # was off by 10-30% in the bench's runs (memory 7.77 ms estimated against 7.04 measured, the index
 # 7.33 against 9.65), so a near tie goes to the exact answer.
@@ -72,14 +73,13 @@ def scan_seconds(rows: int, dimension: int, threads: int) -> float:
 
     The tier's own product (`BatchedProduct`, split over ``threads``, over an
     int8 copy where that is what the tier uses on this machine) and a top-10,
-    timed once per process over random matrices of 65,536 rows (larger than a
-    CPU's cache, so they stream from memory as a copy does) at 64 and at 256
-    dimensions, the fastest of nine passes each. A pass's time is linear in
-    its rows, and at a given row count in its dimension, so the two widths
-    give both costs. The fastest, not the median: a pass is only ever slowed
-    by other work on the machine, and one calibration decides every plan of
-    the process (a median taken on a busy machine put the pass at 1.6-2.7x
-    its cost).
+    timed once per process over two random matrices, 65,536 x 64 and
+    16,384 x 1,024 (16 and 64 MiB of float32), the fastest of nine passes
+    each. A pass's time is rows x (a cost per row + dimension x a cost per
+    multiply-add), and the two shapes give both. The fastest, not the median:
+    a pass is only ever slowed by other work on the machine, and one
+    calibration decides every plan of the process (a median taken on a busy
+    machine put the pass at 1.6-2.7x its cost).
     """
     per_row, per_madd = _costs(threads)
     return rows * (per_row + dimension * per_madd)
@@ -91,10 +91,14 @@ def _costs(threads: int) -> tuple[float, float]:
         return found
     with _calibrating:
         if threads not in _calibrated:
-            wide = np.random.default_rng(0).random((_ROWS, _WIDE), dtype=np.float32) - np.float32(0.5)
-            narrow, wider = (_fastest(m, threads) for m in (np.ascontiguousarray(wide[:, :_NARROW]), wide))
-            per_madd = max(wider - narrow, 0.0) / (_ROWS * (_WIDE - _NARROW))
-            _calibrated[threads] = (max(narrow / _ROWS - _NARROW * per_madd, 0.0), per_madd)
+            rng = np.random.default_rng(0)
+            (_, narrow), (_, wide) = _SHAPES
+            per_narrow_row, per_wide_row = (
+                _fastest(rng.random(shape, dtype=np.float32) - np.float32(0.5), threads) / shape[0]
+                for shape in _SHAPES
+            )
+            per_madd = max(per_wide_row - per_narrow_row, 0.0) / (wide - narrow)
+            _calibrated[threads] = (max(per_narrow_row - narrow * per_madd, 0.0), per_madd)
     return _calibrated[threads]
 
 
