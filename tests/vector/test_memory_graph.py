@@ -353,3 +353,32 @@ def test_the_planner_lets_a_graph_be_measured_and_then_weighs_its_walk(tmp_path:
     assert searches > 1_000  # it waited as long as a late build could need
     assert "index is estimated" in plan_of(vs).reason
     assert _graph_state(vs, "declined: not measured after 1000 searches")
+
+
+def test_a_measured_walk_outlives_its_evicted_copy(tmp_path: Any) -> None:
+    """Another collection's copy evicts this one's: the planner keeps weighing the walk it measured
+    instead of reading the copy again and building its graph again to learn it."""
+    rng = np.random.default_rng(8)
+    n, dim = 20_000, 64
+    matrix = _clustered(rng, n, dim)
+    uri = str(tmp_path / "db")
+    build_store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    build_store("c").upsert_sync(_records([f"r{i}" for i in range(n)], matrix))
+    build_store("c").create_index_sync("hnsw_sq")
+    other = _clustered(rng, 45_000, dim)  # with long documents: its copy and this one's do not both fit
+    build_store("b").upsert_sync(
+        [{"id": f"b{i}", "vector": v.tolist(), "document": "x" * 2_000} for i, v in enumerate(other)]
+    )
+    vs = create_vector_store(
+        uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000, max_bytes=110 * 2**20)
+    )
+    asked = (matrix[rng.integers(0, n, 120)] + 0.2 * rng.normal(size=(120, dim))).astype(np.float32)
+    for q in asked[:110]:
+        vs("c").near_vector(q).limit(10).search_sync()
+    walk = _graph_state(vs, "answers")
+    vs("b").near_vector(other[0]).limit(10).search_sync()
+    assert [c.name for c in vs.cache_stats().collections] == ["b"]  # c's copy and graph were evicted
+    vs("c").near_vector(asked[110]).limit(10).search_sync()
+    weighed = next(p for p in vs.cache_stats().plans if p.collection == "c")
+    assert "the graph over the copy (measured)" in weighed.reason, weighed
+    assert f"{weighed.memory_ms:.2f} ms a search" in walk
