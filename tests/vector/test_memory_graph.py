@@ -294,17 +294,23 @@ def _cost_index_at(uri: str, seconds: float) -> None:
     asyncio.run(write())
 
 
+def _indexed(tmp_path: Any, rng: np.random.Generator, n: int, dim: int) -> tuple[str, np.ndarray, Any]:
+    """Collection "c" of ``n`` clustered rows with an HNSW index (and a recall curve with costs)."""
+    matrix = _clustered(rng, n, dim)
+    uri = str(tmp_path / "db")
+    build_store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
+    build_store("c").upsert_sync(_records([f"r{i}" for i in range(n)], matrix))
+    build_store("c").create_index_sync("hnsw_sq")
+    return uri, matrix, build_store
+
+
 def test_the_planner_lets_a_graph_be_measured_and_then_weighs_its_walk(tmp_path: Any) -> None:
     """An index measured cheaper than the exact pass does not stop a graph from being tried: memory
     answers while the graph is measured; then its measured walk is weighed against the index.
     Where copy and graph would not fit the budget, the index answers from the first search."""
     rng = np.random.default_rng(7)
     n, dim = 20_000, 64
-    matrix = _clustered(rng, n, dim)
-    uri = str(tmp_path / "db")
-    build_store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
-    build_store("c").upsert_sync(_records([f"r{i}" for i in range(n)], matrix))
-    build_store("c").create_index_sync("hnsw_sq")
+    uri, matrix, _ = _indexed(tmp_path, rng, n, dim)
     asked = (matrix[rng.integers(0, n, 120)] + 0.2 * rng.normal(size=(120, dim))).astype(np.float32)
 
     def plan_of(vs: Any) -> Any:
@@ -360,11 +366,7 @@ def test_a_measured_walk_outlives_its_evicted_copy(tmp_path: Any) -> None:
     instead of reading the copy again and building its graph again to learn it."""
     rng = np.random.default_rng(8)
     n, dim = 20_000, 64
-    matrix = _clustered(rng, n, dim)
-    uri = str(tmp_path / "db")
-    build_store = create_vector_store(uri=uri, auto_optimize=None, memory_cache=None)
-    build_store("c").upsert_sync(_records([f"r{i}" for i in range(n)], matrix))
-    build_store("c").create_index_sync("hnsw_sq")
+    uri, matrix, build_store = _indexed(tmp_path, rng, n, dim)
     other = _clustered(rng, 45_000, dim)  # with long documents: its copy and this one's do not both fit
     build_store("b").upsert_sync(
         [{"id": f"b{i}", "vector": v.tolist(), "document": "x" * 2_000} for i, v in enumerate(other)]
