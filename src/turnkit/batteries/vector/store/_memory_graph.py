@@ -37,7 +37,7 @@ import numpy.typing as npt
 from turnkit.batteries.vector.store._recall import LADDER, K, lower_bound
 from turnkit.batteries.vector.store._scores import Metric
 
-__all__ = ["Graph", "available", "build", "follow", "graph_bytes", "measure"]
+__all__ = ["Graph", "available", "build", "follow", "graph_bytes", "measure", "near"]
 
 _METRICS = {"cosine": "cos", "dot": "ip", "l2": "l2sq"}
 # A build at expansion 256 (usearch's default is 128) takes 1.8x as long and saves more at search:
@@ -63,6 +63,11 @@ Wanted = Callable[[], bool]
 def available() -> bool:
     """Whether usearch is installed."""
     return importlib.util.find_spec("usearch") is not None
+
+
+def near(measured: int | None, rows: int) -> bool:
+    """Whether ``rows`` is within `_DRIFT` of the row count a graph was ``measured`` at (``None``: never)."""
+    return measured is not None and measured / _DRIFT <= rows <= measured * _DRIFT
 
 
 def graph_bytes(rows: int, dimension: int, metric: Metric) -> int:
@@ -187,10 +192,7 @@ def follow(
     moved = Graph(
         index, dict(zip(ids, keys.tolist(), strict=True)), rows, next_key, churn=churn, unit=graph.unit
     )
-    if (
-        graph.expansion is not None
-        and graph.measured_rows / _DRIFT <= len(ids) <= graph.measured_rows * _DRIFT
-    ):
+    if graph.expansion is not None and near(graph.measured_rows, len(ids)):
         moved.expansion, moved.measured_rows, moved.reason, moved.walk_ms = (
             graph.expansion,
             graph.measured_rows,

@@ -43,7 +43,15 @@ from turnkit.batteries.vector.store._memory_batch import (
     scan_threads,
 )
 from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
-from turnkit.batteries.vector.store._memory_graph import Graph, available, build, follow, graph_bytes, measure
+from turnkit.batteries.vector.store._memory_graph import (
+    Graph,
+    available,
+    build,
+    follow,
+    graph_bytes,
+    measure,
+    near,
+)
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import PathColumn, filter_mask, path_column
 from turnkit.batteries.vector.store._planner import GraphCost, Path, SearchPlan, plan
@@ -507,11 +515,6 @@ def _track(tasks: dict[str, asyncio.Task[Any]], name: str, task: asyncio.Task[An
     task.add_done_callback(done)
 
 
-def _near(declined: int | None, rows: int) -> bool:
-    """Whether a copy of ``rows`` rows is near the size a graph was declined at (try again beyond)."""
-    return declined is not None and declined / 1.25 <= rows <= declined * 1.25
-
-
 def _key(table: Any, version: Hashable) -> tuple[int, Hashable]:
     """What a copy is tied to: the store's handle (a replaced table gets a new one) and its version."""
     return id(table), version
@@ -531,8 +534,9 @@ class MemoryIndex:
         self._refreshing: dict[str, asyncio.Task[Any]] = {}
         # Copies to read after a search, with what searches of the stale copy had made of it.
         self._stale: dict[str, tuple[Any, Hashable, int, Metric, _Used]] = {}
-        # The planner's choice per collection, and the facts it was made from (`plan`).
-        self._plans: dict[str, tuple[tuple[Any, ...], SearchPlan | None]] = {}
+        # The planner's choice per collection, the facts it was made from (`plan`), and whether
+        # memory answers the searches a graph does not (more than 10 results).
+        self._plans: dict[str, tuple[tuple[Any, ...], SearchPlan | None, bool]] = {}
         # HNSW graphs over the copies (`_memory_graph.py`): the work under way, the collection's kept
         # queries, `Asked.noted` when the last one started, and what became of each collection's graph.
         self._graph_tasks: dict[str, asyncio.Task[None]] = {}
@@ -543,7 +547,6 @@ class MemoryIndex:
         self._answering: dict[str, _Snapshot] = {}  # the newest copy whose graph answered, to follow from
         self._graph_walks: dict[str, tuple[int, float]] = {}  # rows and ms of the last graph that answered
         self._graph_waits: dict[str, int] = {}  # planned searches while a graph was pending, no build running
-        self._wider: dict[str, bool] = {}  # whether memory answers searches a graph does not (planned)
 
     def plan(
         self,
@@ -577,8 +580,7 @@ class MemoryIndex:
         # What a search the graph does not answer (more than 10 results, MMR's pools) is worth:
         # the exact pass, unless the index is estimated faster than it.
         exact = chosen if graph is None else plan(name, rows, dimension, curve, target, fits, threads)
-        self._plans[name] = (facts, chosen)
-        self._wider[name] = exact is None or exact.path == "memory"
+        self._plans[name] = (facts, chosen, exact is None or exact.path == "memory")
         if chosen is not None and chosen.path == "memory":
             self._too_big.pop(name, None)  # measured worth holding, whatever the size cap said
         return chosen
@@ -599,13 +601,13 @@ class MemoryIndex:
         if snapshot is not None:
             rows = max(rows, snapshot.rows)  # a copy not read again since may hold fewer
         walked = self._graph_walks.get(name)
-        if walked is not None and _near(walked[0], rows):
+        if walked is not None and near(walked[0], rows):
             return walked[1]  # measured here before (the copy was evicted since): not built again to learn it
         if (
             config.graph_rows is None
             or rows < config.graph_rows
             or not available()
-            or _near(self._graph_declined.get(name), rows)
+            or near(self._graph_declined.get(name), rows)
         ):
             return None
         if name not in self._graph_tasks:
@@ -613,11 +615,12 @@ class MemoryIndex:
             self._graph_waits[name] = waited
             if waited > _PATIENCE:
                 self._graph_waits.pop(name, None)
-                self._graph_declined[name] = rows
-                self._graph_reasons[name] = (
+                self._decline(
+                    name,
+                    rows,
                     f"declined: not measured after {_PATIENCE} searches with no build under way "
                     f"(a graph needs {SAMPLE} distinct kept queries, and a copy that stays unchanged "
-                    "while it is built)"
+                    "while it is built)",
                 )
                 return None
         return "pending"
@@ -700,7 +703,7 @@ class MemoryIndex:
             return not spec.prefiltered  # a masked pass is cheap: memory keeps filtered searches
         path = self._planned_path(name)
         if path == "memory" and spec.limit + spec.offset > K:  # a graph answers 10 at most
-            return not self._wider.get(name, True)
+            return not self._plans[name][2]
         return path not in (None, "memory")
 
     @staticmethod
@@ -787,7 +790,7 @@ class MemoryIndex:
             or snapshot.graph is not None
             or name in self._graph_tasks
             or asked.noted - self._graph_looked.get(name, 0) < SAMPLE
-            or _near(self._graph_declined.get(name), snapshot.rows)
+            or near(self._graph_declined.get(name), snapshot.rows)
             or not self.graph_wanted(name)
         ):
             return False
@@ -795,11 +798,11 @@ class MemoryIndex:
         assert config is not None  # `graph_wanted` otherwise
         needed = snapshot.nbytes + graph_bytes(snapshot.rows, snapshot.matrix.shape[1], snapshot.metric)
         if needed > config.max_bytes:
-            self._graph_declined[name] = snapshot.rows  # and the planner weighs no graph
-            self._graph_walks.pop(name, None)
-            self._graph_reasons[name] = (
+            self._decline(
+                name,
+                snapshot.rows,
                 f"not built: the copy and a graph (about {needed >> 20} MiB) would not fit "
-                f"max_bytes ({config.max_bytes >> 20} MiB)"
+                f"max_bytes ({config.max_bytes >> 20} MiB)",
             )
             return False
         return True
@@ -828,11 +831,7 @@ class MemoryIndex:
         except Exception as error:
             if self._snapshots.get(name) is not snapshot:
                 raise  # an older copy's: the current one's graph stands
-            # As a declined graph: the planner stops waiting for one until the rows change by a quarter.
-            self._graph_declined[name] = snapshot.rows
-            self._answering.pop(name, None)
-            self._graph_walks.pop(name, None)
-            self._graph_reasons[name] = f"failed: {error!r}"
+            self._decline(name, snapshot.rows, f"failed: {error!r}")
             raise
 
     async def _graph_work(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
@@ -878,16 +877,24 @@ class MemoryIndex:
                 f"declined: the copy and its graph ({(snapshot.nbytes + graph.nbytes) >> 20} MiB) "
                 f"would not fit max_bytes ({config.max_bytes >> 20} MiB)"
             )
-        self._graph_reasons[name] = graph.reason
         if graph.expansion is None:
-            self._graph_declined[name] = snapshot.rows
-            self._answering.pop(name, None)
-            self._graph_walks.pop(name, None)
+            self._decline(name, snapshot.rows, graph.reason)
         else:
+            self._graph_reasons[name] = graph.reason
             snapshot.graph = graph
             self._answering[name] = snapshot
             self._graph_walks[name] = (snapshot.rows, graph.walk_ms)
             self._evict(config.max_bytes, keep=name)  # other copies make room; this one fits
+
+    def _decline(self, name: str, rows: int, reason: str) -> None:
+        """No graph serves ``name`` at about ``rows`` rows, for ``reason``.
+
+        The planner weighs none until the rows change by a quarter (`near`).
+        """
+        self._graph_declined[name] = rows
+        self._answering.pop(name, None)
+        self._graph_walks.pop(name, None)
+        self._graph_reasons[name] = reason
 
     def _kept(self, name: str) -> tuple[list[npt.NDArray[np.float32]], float]:
         """The distinct queries kept for ``name``, and the store's recall target."""
@@ -916,18 +923,21 @@ class MemoryIndex:
 
     def forget(self, name: str) -> None:
         """Drop a collection's copy (it was dropped or replaced)."""
-        self._snapshots.pop(name, None)
-        self._too_big.pop(name, None)
-        self._stale.pop(name, None)
-        self._plans.pop(name, None)
-        self._asked.pop(name, None)
-        self._graph_looked.pop(name, None)
-        self._graph_reasons.pop(name, None)
-        self._graph_declined.pop(name, None)
-        self._answering.pop(name, None)
-        self._graph_walks.pop(name, None)
-        self._graph_waits.pop(name, None)
-        self._wider.pop(name, None)
+        held: tuple[dict[str, Any], ...] = (
+            self._snapshots,
+            self._too_big,
+            self._stale,
+            self._plans,
+            self._asked,
+            self._graph_looked,
+            self._graph_reasons,
+            self._graph_declined,
+            self._answering,
+            self._graph_walks,
+            self._graph_waits,
+        )
+        for per_collection in held:
+            per_collection.pop(name, None)
         for task in (self._refreshing.pop(name, None), self._graph_tasks.pop(name, None)):
             if task is not None:
                 task.cancel()
@@ -946,7 +956,7 @@ class MemoryIndex:
             )
             for s in self._snapshots.values()
         )
-        plans = tuple(chosen for _, chosen in self._plans.values() if chosen is not None)
+        plans = tuple(known[1] for known in self._plans.values() if known[1] is not None)
         return MemoryCacheStats(
             config.max_rows,
             config.max_bytes,
