@@ -22,7 +22,7 @@ from turnkit.batteries.vector import (
 )
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store import _memory_batch, _memory_index
-from turnkit.batteries.vector.store._memory_batch import BatchedProduct, dot_tolerance
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, _Job, dot_tolerance, kth_smallest
 from turnkit.batteries.vector.store._memory_index import MemoryIndex, _Snapshot
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 
@@ -503,7 +503,7 @@ def test_the_budget_counts_the_int8_copy_exactly_where_one_is_made() -> None:
     small, large = (1_000, 256), (10_000, 256)  # under and over INLINE_WORK multiply-adds
     assert small[0] * small[1] <= _memory_index.INLINE_WORK < large[0] * large[1]
     for (rows, dim), coded in ((small, False), (large, pays())):
-        need = rows * (dim * 4 + (dim if coded else 0) + 1024)
+        need = rows * (dim * 4 + (Int8Copy.row_bytes(dim) if coded else 0) + 1024)
         assert MemoryCache(max_bytes=need).fits(rows, dim)
         assert not MemoryCache(max_bytes=need - 1).fits(rows, dim)
 
@@ -521,3 +521,127 @@ def test_without_numkong_a_large_copy_keeps_the_float32_pass() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.floats(width=32, allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0, 1.0]),
+        min_size=1,
+        max_size=3_000,
+    ),
+    data=st.data(),
+)
+def test_kth_smallest_is_the_partitions_value(values: list[float], data: st.DataObject) -> None:
+    array = np.array(values, dtype=np.float32)
+    kth = data.draw(st.integers(0, len(array) - 1))
+    found, want = kth_smallest(array, kth), np.partition(array, kth)[kth]
+    assert found == want or (np.isnan(found) and np.isnan(want))
+
+
+def test_kth_smallest_partitions_a_few_hundred_of_300000_values() -> None:
+    values = np.random.default_rng(10).normal(size=300_000).astype(np.float32)
+    with mock.patch.object(np, "partition", wraps=np.partition) as partition:
+        assert kth_smallest(values, 9) == np.sort(values)[9]
+    assert [len(call.args[0]) for call in partition.call_args_list][0] < 2_000  # the sample
+    assert all(len(call.args[0]) < 5_000 for call in partition.call_args_list)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    metric=st.sampled_from(["cosine", "l2", "dot"]),
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(2, 400),
+    dim=st.integers(1, 48),
+    near=st.integers(0, 40),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    queries=st.integers(2, 20),
+    limit=st.integers(1, 12),
+    offset=st.integers(0, 4),
+)
+def test_searches_served_by_one_packed_int8_product_get_the_float32_answer_to_the_bit(
+    metric: str,
+    seed: int,
+    rows: int,
+    dim: int,
+    near: int,
+    scale: float,
+    queries: int,
+    limit: int,
+    offset: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, dim)).astype(np.float32)
+    matrix[rng.integers(0, rows, size=rows // 3)] *= np.float32(scale)
+    picks = rng.integers(0, rows, size=near)  # rows a hair apart and copies: ties at the cut
+    moved = matrix[picks] + np.float32(1e-4) * rng.normal(size=(near, dim)).astype(np.float32)
+    matrix = np.ascontiguousarray(np.concatenate([matrix, moved.astype(np.float32)]))
+    ids = [f"r{i}" for i in rng.permutation(len(matrix))]
+    with mock.patch.object(_memory_index, "INLINE_WORK", 0):
+        snapshot = _Snapshot("c", 1, _table(matrix, ids), dim, metric, coarse=True)  # type: ignore[arg-type]
+    coarse = snapshot.product.coarse
+    assert coarse is not None and coarse.blocks is not None
+    qs = [matrix[i] for i in rng.integers(0, len(matrix), size=queries // 2)]
+    qs += list(rng.normal(size=(queries - len(qs), dim)).astype(np.float32))
+    qs = [np.ascontiguousarray(q, dtype=np.float32) for q in qs]
+    if metric == "cosine":
+        for q in qs:
+            if not q.any():
+                q[0] = 1.0
+    spec = QuerySpec(collection="c", limit=limit, offset=offset)
+    spreads: list[float | None] = []
+
+    def finish(q: np.ndarray) -> Any:
+        def top(dots: np.ndarray, spread: float | None) -> Any:
+            spreads.append(spread)
+            return snapshot.top(spec, q, None, dots, spread)
+
+        return top
+
+    jobs = [_Job(q, finish(q)) for q in qs]
+    for job in jobs:
+        job.future.set_running_or_notify_cancel()
+    snapshot.product._serve(jobs)  # one batch, as a worker takes a queue
+    assert all(s is not None and s > 0 for s in spreads)  # the int8 copy's values, not einsum's
+    for q, job in zip(qs, jobs, strict=True):
+        batched, lone = job.future.result(0), snapshot.top(spec, q, None)
+        assert batched[0].tolist() == lone[0].tolist()
+        assert batched[1].tobytes() == lone[1].tobytes()
+
+
+def test_a_packed_product_split_over_blocks_and_threads_gives_the_lone_passes_values() -> None:
+    from turnkit.batteries.vector.store._memory_int8 import BLOCK
+
+    rng = np.random.default_rng(11)
+    matrix = rng.normal(size=(2 * BLOCK + 123, 24)).astype(np.float32)  # three blocks, the last short
+    copy = Int8Copy.of(matrix)
+    assert copy is not None and copy.blocks is not None and len(copy.blocks) == 3
+    prepared = [p for p in (copy.prepare(q) for q in rng.normal(size=(5, 24)).astype(np.float32)) if p]
+    together = np.full((len(prepared), len(matrix)), np.nan, dtype=np.float32)
+    copy.dots_many(prepared, together, 0, 1)
+    copy.dots_many(prepared, together, 1, 3)  # as two parts of a split pass fill their blocks
+    for p, row in zip(prepared, together, strict=True):
+        alone = np.empty(len(matrix), dtype=np.float32)
+        copy.dots(p, alone, 0, len(matrix))
+        # The same exact integer products, scaled: at most one rounding apart.
+        assert np.allclose(row, alone, rtol=2**-22, atol=0)
+    threaded = BatchedProduct(matrix, threads=4, coarse=copy)
+    jobs = [_Job(q, lambda dots, spread: dots.copy()) for q in rng.normal(size=(3, 24)).astype(np.float32)]
+    for job in jobs:
+        job.future.set_running_or_notify_cancel()
+    with mock.patch.object(_memory_batch, "_MIN_PART_WORK", 1):  # split as a large matrix is
+        threaded._serve(jobs)
+    for job in jobs:
+        p = copy.prepare(job.query)
+        assert p is not None
+        alone = np.empty(len(matrix), dtype=np.float32)
+        copy.dots(p, alone, 0, len(matrix))
+        assert np.allclose(job.future.result(0), alone, rtol=2**-22, atol=0)
+
+
+@pytest.mark.parametrize("rows,dim", [(16_000, 64), (4_000, 300), (1_000, 1_100), (70_000, 16)])
+def test_a_copy_holds_at_most_the_bytes_the_budget_counts(rows: int, dim: int) -> None:
+    assert rows * dim > _memory_index.INLINE_WORK  # where copies are made
+    copy = Int8Copy.of(np.random.default_rng(12).normal(size=(rows, dim)).astype(np.float32))
+    assert copy is not None and copy.blocks is not None
+    assert copy.nbytes - copy.scales.nbytes <= rows * Int8Copy.row_bytes(dim)

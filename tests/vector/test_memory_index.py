@@ -23,7 +23,7 @@ from turnkit.batteries.vector import (
 from turnkit.batteries.vector.filters._ast import Condition, Raw
 from turnkit.batteries.vector.filters._core import condition, evaluate
 from turnkit.batteries.vector.store._memory_index import INLINE_WORK
-from turnkit.batteries.vector.store._memory_int8 import pays
+from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import filter_mask, path_column
 
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -233,7 +233,7 @@ def test_admits_is_rows_or_vector_bytes_within_the_budget(
     small = rows <= max_rows or rows * dimension * 4 <= max_vector_bytes
     # The budget holds the float32 matrix, its int8 copy where one is made (`_memory_int8.py`: over
     # INLINE_WORK, where numkong's SIMD kernels run) and about 1 KiB of text a row.
-    coded = dimension if rows * dimension > INLINE_WORK and pays() else 0
+    coded = Int8Copy.row_bytes(dimension) if rows * dimension > INLINE_WORK and pays() else 0
     assert config.admits(rows, dimension) == (small and rows * (dimension * 4 + coded + 1024) <= max_bytes)
 
 

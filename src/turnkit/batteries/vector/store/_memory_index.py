@@ -40,6 +40,7 @@ from turnkit.batteries.vector.store._memory_batch import (
     BatchedProduct,
     Finish,
     dot_tolerance,
+    kth_smallest,
     scan_threads,
 )
 from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
@@ -174,8 +175,9 @@ class MemoryCache:
 
     def fits(self, rows: int, dimension: int, extra: int = 0) -> bool:
         """Whether a copy of ``rows`` vectors of ``dimension`` floats, and ``extra`` bytes, fit the budget."""
-        # Roughly: the matrix, its int8 copy where one is made (`_Snapshot`) and about 1 KiB of text a row.
-        coded = dimension if rows * dimension > INLINE_WORK and pays() else 0
+        # Roughly: the matrix, its int8 copy where one is made (`_Snapshot`, codes and the packed
+        # layout: `Int8Copy.row_bytes`) and about 1 KiB of text a row.
+        coded = Int8Copy.row_bytes(dimension) if rows * dimension > INLINE_WORK and pays() else 0
         return rows * (dimension * 4 + coded + 1024) + extra <= self.max_bytes
 
     def admits(self, rows: int, dimension: int, planned: bool = False) -> bool:
@@ -343,16 +345,15 @@ class _Snapshot:
         return dots
 
     def _tolerance(self, query: npt.NDArray[np.float32], spread: float = 0.0) -> float:
-        """How far a batched or coarse distance may be from the lone search's (see _memory_batch.py).
+        """How far past the k-th distance a batched or coarse one may make the cut (_memory_batch.py).
 
         ``spread``: how far each coarse dot product may be off (weighted as the int8 copy's bound is),
-        beyond rounding; 0 for a batched product's.
+        beyond rounding; then the bound on each coarse distance's error instead (`top` uses it
+        twice). 0 for a batched product's.
         """
-        if spread:
-            # Twice each: a row whose coarse distance is within 2 x (spread + rounding) of the k-th
-            # coarse one may be in the top k (`_memory_int8.py`).
+        if spread:  # the spread in the metric's units, plus the float32 rounding of either path
             factor = {"cosine": 1.0 / max(float(np.sqrt(query @ query)), 1e-30), "dot": 1.0, "l2": 2.0}
-            return 2 * (factor[self.metric] * spread + self._tolerance(query))
+            return factor[self.metric] * spread + self._tolerance(query)
         # The dot products differ by at most dot_tolerance x |q| |v|; the arithmetic after them rounds
         # each path by a few float32 ulps of its largest term (1e-6 is 8 ulps relative).
         tolerance = dot_tolerance(self.matrix.shape[1])
@@ -381,9 +382,19 @@ class _Snapshot:
         dist = self.distances(rows, query, dots)
         wanted = spec.offset + spec.limit
         if wanted < len(dist):
-            kth = np.partition(dist, wanted - 1)[wanted - 1]
-            cut = kth if exact else kth + self._tolerance(query, spread or 0.0)
-            candidates = np.flatnonzero(dist <= cut)
+            kth = kth_smallest(dist, wanted - 1)
+            if spread:
+                # Each coarse distance is within `bound` of the lone search's (`_memory_int8.py`).
+                # The lone distances of the coarse best put the k-th lone one at most `ceiling`: a
+                # row coarse past ceiling + bound is beaten by ``wanted`` rows. (kth + 2 x bound, the
+                # cut that needs no lone distance first, held 1.7x the rows on the synthetic set.)
+                bound = self._tolerance(query, spread)
+                best = np.flatnonzero(dist <= kth)
+                ceiling = kth_smallest(self.distances(best, query), wanted - 1)
+                candidates = np.flatnonzero(dist <= ceiling + bound)
+            else:
+                cut = kth if exact else kth + self._tolerance(query)
+                candidates = np.flatnonzero(dist <= cut)
         else:
             candidates = np.arange(len(dist))
         absolute = candidates if rows is None else rows[candidates]

@@ -17,7 +17,9 @@ sets 25 to 400 rows of 100,000 were within it.
 
 numkong's kernels are SIMD where the CPU has them (AVX2 and later on x86,
 NEON or SVE on Arm); its plain C kernels can be slower than numpy's einsum,
-so a copy is made only where the SIMD ones run (`pays`).
+so a copy is made only where the SIMD ones run (`pays`). The copy also holds
+its codes in numkong's packed layout (about 1.3x the codes' bytes), whose
+matrix product serves several queued queries in one read (`dots_many`).
 Rows or queries of extreme magnitude (`_SAFE`) keep the float32 pass: their
 scales' products would leave float32's normal range.
 """
@@ -31,9 +33,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Int8Copy", "Prepared", "pays"]
+__all__ = ["BLOCK", "Int8Copy", "Prepared", "pays"]
 
-_BLOCK = 16_384  # rows coded at a time: the temporaries stay small whatever the matrix
+BLOCK = 16_384  # rows coded (and packed) at a time: the temporaries stay small whatever the matrix
 _SAFE = (2.0**-40, 2.0**40)  # largest coordinates (rows and queries) a copy codes; 0 is fine too
 _TINY = np.float32(2.0**-60)
 
@@ -56,12 +58,17 @@ class Prepared:
 class Int8Copy:
     """``matrix`` as int8 codes and per-row scales, with what bounds their rounding."""
 
-    __slots__ = ("codes", "scales", "_coded", "_residual")
+    __slots__ = ("blocks", "codes", "scales", "_coded", "_residual")
 
-    def __init__(self, codes: Any, scales: Any, residual: float, coded: float) -> None:
+    def __init__(
+        self, codes: Any, scales: Any, residual: float, coded: float, blocks: list[Any] | None = None
+    ) -> None:
         self.codes: npt.NDArray[np.int8] = codes
         self.scales: npt.NDArray[np.float32] = scales
         self._residual, self._coded = residual, coded  # R and C of the bound, weighted
+        # The codes again, `BLOCK` rows at a time in numkong's packed layout for its matrix product
+        # (`dots_many`); None where this numkong has none.
+        self.blocks = blocks
 
     @classmethod
     def of(
@@ -73,12 +80,16 @@ class Int8Copy:
         (cosine: each row's inverse norm), so the bound is in the units the
         distances are computed in; ``None`` is 1 for every row.
         """
+        import numkong  # here: only a store with a large copy needs it loaded
+
         n, dimension = matrix.shape
         codes = np.empty((n, dimension), dtype=np.int8)
         scales = np.empty(n, dtype=np.float32)
         residual = coded = 0.0
-        for start in range(0, n, _BLOCK):
-            block = matrix[start : start + _BLOCK]
+        pack = getattr(numkong, "dots_pack", None)
+        blocks: list[Any] | None = [] if pack is not None else None
+        for start in range(0, n, BLOCK):
+            block = matrix[start : start + BLOCK]
             top = np.maximum(block.max(axis=1), -block.min(axis=1))  # no |block| temporary
             if np.any((top != 0) & ((top < _SAFE[0]) | (top > _SAFE[1]))):
                 return None
@@ -101,11 +112,22 @@ class Int8Copy:
                 r, c = r * w, c * w
             residual = max(residual, float(r.max(initial=0.0)))
             coded = max(coded, float(c.max(initial=0.0)))
-        return cls(codes, scales, residual, coded)
+            if blocks is not None and pack is not None:
+                blocks.append(pack(codes[start : start + len(block)]))
+        return cls(codes, scales, residual, coded, blocks)
+
+    @staticmethod
+    def row_bytes(dimension: int) -> int:
+        """At most the bytes a copy holds per row: its codes and their packed layout.
+
+        numkong 7.8 pads a packed row to a multiple of 64 bytes (64 more at powers of two) and adds 8.
+        """
+        return dimension + (dimension + 136)
 
     @property
     def nbytes(self) -> int:
-        return int(self.codes.nbytes + self.scales.nbytes)
+        packed = sum(block.nbytes for block in self.blocks) if self.blocks is not None else 0
+        return int(self.codes.nbytes + self.scales.nbytes + packed)
 
     def prepare(self, query: npt.NDArray[np.float32]) -> Prepared | None:
         """``query`` coded for a pass (``None``: its magnitude is one the float32 pass must take)."""
@@ -128,6 +150,28 @@ class Int8Copy:
             numkong.cdist(prepared.codes, self.codes[start:stop], metric="dot", out=part.reshape(1, -1))
         part *= self.scales[start:stop]
         part *= prepared.scale
+
+    def dots_many(
+        self, prepared: list[Prepared], out: npt.NDArray[np.float32], first: int, last: int
+    ) -> None:
+        """`dots` for several queries (rows of ``out``), over blocks ``first:last`` of `blocks`.
+
+        numkong's packed product reads each block once for all the queries: 16 queries took 0.24x
+        the time of 16 lone passes at 300,000 x 256. Its integer dot products are exact, as `dots`'s
+        are, so each row of ``out`` is within the same bound (its query's ``spread``).
+        """
+        import numkong
+
+        assert self.blocks is not None
+        codes = np.concatenate([p.codes for p in prepared])
+        scales = np.array([p.scale for p in prepared], dtype=np.float32)[:, None]
+        for index in range(first, last):
+            start = index * BLOCK
+            stop = start + self.blocks[index].width
+            part = out[:, start:stop]
+            products = np.asarray(numkong.dots_packed(codes, self.blocks[index]))  # int32, exact
+            np.multiply(products, self.scales[start:stop], out=part)
+            part *= scales
 
 
 @functools.cache

@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from turnkit.batteries.vector.store._memory_batch import BatchedProduct
+from turnkit.batteries.vector.store._memory_batch import BatchedProduct, kth_smallest
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._recall import K, RecallCurve
 
@@ -118,7 +118,7 @@ def _fastest(matrix: npt.NDArray[np.float32], threads: int) -> float:
 
 
 def _top_ten(dots: npt.NDArray[np.float32], spread: float | None) -> object:
-    return np.argpartition(dots, K - 1)[:K]
+    return kth_smallest(dots, K - 1)  # the cut a search's top 10 makes
 
 
 def plan(
