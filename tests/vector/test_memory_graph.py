@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from turnkit.batteries.vector import MemoryCache, VectorStoreUsageError, create_vector_store
 from turnkit.batteries.vector.store._memory_graph import Graph, build, follow, graph_bytes
-from turnkit.batteries.vector.store._recall import LADDER
+from turnkit.batteries.vector.store._recall import LADDER, RecallCurve
 
 pytest.importorskip("usearch")
 
@@ -384,3 +384,92 @@ def test_a_measured_walk_outlives_its_evicted_copy(tmp_path: Any) -> None:
     weighed = next(p for p in vs.cache_stats().plans if p.collection == "c")
     assert "the graph over the copy (measured)" in weighed.reason, weighed
     assert f"{weighed.memory_ms:.2f} ms a search" in walk
+
+
+def test_searches_a_graph_does_not_answer_go_where_the_exact_pass_would_have_gone() -> None:
+    """Where memory answers for its graph's walk but the index beats the exact pass, a search of more
+    than 10 results (which no graph answers) goes to the index; where the exact pass beats the index
+    too, memory keeps it."""
+    from turnkit.batteries.vector.query._spec import QuerySpec
+    from turnkit.batteries.vector.store._memory_index import MemoryIndex
+    from turnkit.batteries.vector.store._planner import scan_seconds
+
+    rows, dim, threads = 20_000, 64, 1
+    exact_ms = scan_seconds(rows, dim, threads) * 1e3
+    walk_ms = exact_ms / 20
+    for index_ms, wide in ((exact_ms / 5, "index"), (exact_ms * 5, "memory")):
+        memory = MemoryIndex(MemoryCache(graph_rows=10_000, threads=threads))
+        memory._graph_walks["c"] = (rows, walk_ms)  # a graph measured on this collection's queries
+        curve = RecallCurve(rows, ((64, 0.99),), (index_ms / 1e3,))
+        chosen = memory.plan("c", rows, dim, "cosine", curve, 0.98)
+        assert chosen is not None and chosen.path == "memory", chosen
+        assert "the graph over the copy (measured)" in chosen.reason
+        assert not memory._declines(QuerySpec(collection="c", limit=10), "c")  # the graph's
+        for wider in (QuerySpec(collection="c", limit=20), QuerySpec(collection="c", limit=10, offset=10)):
+            assert memory._declines(wider, "c") == (wide == "index"), (index_ms, exact_ms, wider)
+
+
+def test_the_graph_is_weighed_at_the_collections_rows_not_a_stale_copys(tmp_path: Any) -> None:
+    """A copy read at 6,000 rows (under ``graph_rows``) and not read since does not hide a graph
+    from the planner once the collection has grown to 26,000 and been indexed again."""
+    rng = np.random.default_rng(9)
+    matrix = _clustered(rng, 26_000, 64)
+    vs = create_vector_store(
+        uri=str(tmp_path / "db"), auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000)
+    )
+    vs("c").upsert_sync(_records([f"r{i}" for i in range(6_000)], matrix[:6_000]))
+    vs("c").create_index_sync("hnsw_sq")
+
+    def plan() -> Any:
+        return next(p for p in vs.cache_stats().plans if p.collection == "c")
+
+    vs("c").near_vector(matrix[0]).limit(10).search_sync()
+    assert "graph" not in plan().reason  # 6,000 rows: no graph considered
+    assert [(c.name, c.rows) for c in vs.cache_stats().collections] == [("c", 6_000)]
+    vs("c").upsert_sync(_records([f"r{i}" for i in range(6_000, 26_000)], matrix[6_000:]))
+    vs("c").create_index_sync("hnsw_sq")
+    vs("c").near_vector(matrix[1]).limit(10).search_sync()
+    assert "a graph over the copy is built and measured" in plan().reason, plan()
+
+
+def test_an_older_copys_failed_graph_leaves_the_current_copys_graph_standing() -> None:
+    """A graph task fails for a copy that a newer one has replaced: the failure is the old copy's
+    (raised, logged), and the newer copy's answering graph and measured walk stay. The current
+    copy's own failure declines the graph."""
+    import asyncio
+    from unittest import mock
+
+    import pyarrow as pa
+
+    from turnkit.batteries.vector.store._memory_index import MemoryIndex, _Snapshot
+
+    def snapshot(rows: int) -> _Snapshot:
+        matrix = np.random.default_rng(rows).normal(size=(rows, 8)).astype(np.float32)
+        stamps = pa.array([0] * rows, pa.timestamp("us", tz="UTC"))
+        table = pa.table(
+            {
+                "id": pa.array([f"r{i}" for i in range(rows)]),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), 8),
+                "document": pa.array([None] * rows, pa.string()),
+                "metadata": pa.array([None] * rows, pa.string()),
+                "created_at": stamps,
+                "updated_at": stamps,
+            }
+        )
+        return _Snapshot("c", rows, table, 8, "cosine")
+
+    old, current = snapshot(2_000), snapshot(2_001)
+    current.graph = build(current.matrix, current._pylist("id"), "cosine", 1, lambda: True)
+    assert current.graph is not None
+    memory = MemoryIndex(MemoryCache(graph_rows=1_000))
+    memory._snapshots["c"] = memory._answering["c"] = current
+    failure = RuntimeError("usearch failed")
+    with mock.patch.object(memory, "_graph_work", side_effect=failure):  # the fault, injected
+        with pytest.raises(RuntimeError, match="usearch failed"):
+            asyncio.run(memory._graph("c", old, None))
+        assert memory._answering["c"] is current and "c" not in memory._graph_declined
+        assert memory._graph_cost("c", current.rows) == current.graph.walk_ms  # still weighed
+        with pytest.raises(RuntimeError, match="usearch failed"):  # the current copy's own failure
+            asyncio.run(memory._graph("c", current, None))
+    assert "c" not in memory._answering and memory._graph_declined["c"] == current.rows
+    assert memory._graph_reasons["c"].startswith("failed: RuntimeError")
