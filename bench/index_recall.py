@@ -10,8 +10,15 @@ turnkit's default policy picks. This is where the defaults in
 ``'auto'``'s, to compare index types on the same data (``--ef`` then sweeps
 ``nprobes``; ``--sub-vectors`` sets IVF-PQ's ``num_sub_vectors``).
 
+``--build 20:300,16:100`` builds one HNSW-SQ index per ``m:ef_construction``
+pair instead (LanceDB's defaults are 20:300) and sweeps each; ``--chroma``
+also builds Chroma on the same rows in the same run (a bench-only extra) and
+sweeps its ``ef_search`` over ``--chroma-ef``, so the build times and the
+recall each reaches at each latency compare side by side.
+
     python bench/index_recall.py [--rows 300000] [--dim 256] [--queries 200] [--ef 512,1024] [--refine 0,2]
         [--db DIR] [--index auto|ivf_pq|ivf_flat] [--sub-vectors 32]
+        [--build 20:300,16:100] [--chroma] [--chroma-ef 128,256,512]
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 from _common import median_ms, table
@@ -41,7 +49,13 @@ def main() -> None:
     parser.add_argument("--db", default=None, help="keep the built table in this directory and reuse it")
     parser.add_argument("--index", choices=["auto", "ivf_pq", "ivf_flat"], default="auto")
     parser.add_argument("--sub-vectors", type=int, default=32, help="num_sub_vectors of --index ivf_pq")
+    parser.add_argument("--build", default="", help="HNSW-SQ m:ef_construction pairs to build and sweep")
+    parser.add_argument("--chroma", action="store_true", help="build and sweep Chroma on the same rows")
+    parser.add_argument("--chroma-ef", default="128,256,512,1024,2048,4096")
     args = parser.parse_args()
+    if args.build:
+        sweep_builds(args)
+        return
 
     import lancedb  # noqa: TID251 - measuring LanceDB itself
     import pyarrow as pa
@@ -109,6 +123,83 @@ def main() -> None:
             print(table(rows[-1:], ("rows", "knob", "recall@10", "p50 ms")), flush=True)
         print(table(rows, ("rows", "knob", "recall@10", "p50 ms")))
         print(f"turnkit's default for {args.rows:,} rows: nprobes, refine_factor, ef = {default}")
+
+
+def _timed(search: Any, queries: np.ndarray, truth: list[set[int]]) -> tuple[str, str]:
+    """recall@10 and p50 ms of ``search(query) -> ids`` over ``queries``."""
+    samples, hits = [], []
+    for q, want in zip(queries, truth, strict=True):
+        s = time.perf_counter()
+        found = set(search(q))
+        samples.append(time.perf_counter() - s)
+        hits.append(len(found & want) / 10)
+    return f"{np.mean(hits):.3f}", f"{median_ms(samples):.2f}"
+
+
+def sweep_builds(args: argparse.Namespace) -> None:
+    """Build HNSW-SQ once per ``m:ef_construction`` of ``--build`` (and Chroma), time each, sweep ``ef``."""
+    import lancedb  # noqa: TID251 - measuring LanceDB itself
+    import pyarrow as pa
+    from lancedb.index import HnswSq  # noqa: TID251
+
+    rng = np.random.default_rng(0)
+    vectors = clustered(rng, args.rows, args.dim)
+    queries = clustered(rng, args.queries, args.dim)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
+    _, params = auto_index(args.rows)
+    data = pa.table(
+        {
+            "id": pa.array(np.arange(args.rows)),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), args.dim),
+        }
+    )
+    rows: list[tuple[str, ...]] = []
+    header = ("rows", "system", "build s", "knob", "recall@10", "p50 ms")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = lancedb.connect(args.db or tmp)
+        for pair in args.build.split(","):
+            m, construction = (int(x) for x in pair.split(":"))
+            name = f"t{args.rows}_{args.dim}_m{m}_efc{construction}"
+            if name in db.list_tables().tables:
+                tbl, build = db.open_table(name), float("nan")
+            else:
+                tbl = db.create_table(name, data)
+                t = time.perf_counter()
+                config = HnswSq(distance_type="cosine", m=m, ef_construction=construction, **params)
+                tbl.create_index("vector", config=config)
+                build = time.perf_counter() - t
+            for ef in (int(x) for x in args.ef.split(",")):
+
+                def search(q: np.ndarray, ef: int = ef, tbl: Any = tbl) -> list[int]:
+                    query = tbl.search(q).distance_type("cosine").limit(10).select(["id"]).ef(ef)
+                    return [r["id"] for r in query.refine_factor(2).to_list()]
+
+                rows.append(
+                    (
+                        f"{args.rows:,}",
+                        f"lancedb m={m} efc={construction}",
+                        f"{build:.1f}",
+                        f"ef={ef}",
+                        *_timed(search, queries, truth),
+                    )
+                )
+                print(table(rows[-1:], header), flush=True)
+        if args.chroma:
+            from peers import Chroma
+
+            chroma = Chroma(vectors, np.zeros(args.rows, dtype=np.int64), int(args.chroma_ef.split(",")[0]))
+            try:
+                for ef in (int(x) for x in args.chroma_ef.split(",")):
+                    chroma.set_ef(ef)
+                    recall, p50 = _timed(lambda q: chroma.search(q, False), queries, truth)
+                    rows.append(
+                        (f"{args.rows:,}", "chroma", f"{chroma.build:.1f}", f"ef_search={ef}", recall, p50)
+                    )
+                    print(table(rows[-1:], header), flush=True)
+            finally:
+                chroma.drop()
+    print(table(rows, header))
 
 
 if __name__ == "__main__":

@@ -645,3 +645,20 @@ def test_a_copy_holds_at_most_the_bytes_the_budget_counts(rows: int, dim: int) -
     copy = Int8Copy.of(np.random.default_rng(12).normal(size=(rows, dim)).astype(np.float32))
     assert copy is not None and copy.blocks is not None
     assert copy.nbytes - copy.scales.nbytes <= rows * Int8Copy.row_bytes(dim)
+
+
+def test_a_failure_coding_a_queue_fails_each_of_its_searches_and_the_next_search_is_served() -> None:
+    rng = np.random.default_rng(13)
+    matrix = rng.normal(size=(300, 16)).astype(np.float32)
+    copy = Int8Copy.of(matrix)
+    product = BatchedProduct(matrix, coarse=copy)
+    jobs = [_Job(q, lambda dots, spread: dots) for q in rng.normal(size=(3, 16)).astype(np.float32)]
+    for job in jobs:
+        job.future.set_running_or_notify_cancel()
+    with mock.patch.object(Int8Copy, "prepare", side_effect=MemoryError("coding")):  # the fault, injected
+        product._serve(jobs)
+    for job in jobs:
+        with pytest.raises(MemoryError, match="coding"):
+            job.future.result(0)
+    query = rng.normal(size=16).astype(np.float32)
+    assert product.run(query, lambda dots, spread: spread) is not None  # served over the copy again

@@ -237,7 +237,12 @@ class BatchedProduct:
         if coarse is not None and len(batch) > 1:
             # Over the int8 copy: numkong's packed product where it has one, else one pass each
             # (its lone kernel took as long for 16 queries at once as for 16 one by one).
-            prepared = [coarse.prepare(job.query) for job in batch]
+            try:
+                prepared = [coarse.prepare(job.query) for job in batch]
+            except BaseException as error:  # every search of the batch sees it, as below
+                for job in batch:
+                    job.future.set_exception(error)
+                return
             coded = [(job, p) for job, p in zip(batch, prepared, strict=True) if p is not None]
             if coarse.blocks is None or len(coded) < 2:
                 coded = []
