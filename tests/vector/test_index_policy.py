@@ -11,8 +11,9 @@ from turnkit.batteries.vector.store._index_policy import EXACT_ROWS, auto_index,
 def test_auto_builds_exact_small_and_hnsw_large() -> None:
     assert auto_index(1_000) == ("ivf_flat", {"num_partitions": 1})
     assert auto_index(EXACT_ROWS)[0] == "ivf_flat"
-    assert auto_index(100_000) == ("hnsw_sq", {"num_partitions": 1})
-    assert auto_index(2_500_000) == ("hnsw_sq", {"num_partitions": 3})
+    hnsw = {"m": 16, "ef_construction": 150}
+    assert auto_index(100_000) == ("hnsw_sq", {"num_partitions": 1, **hnsw})
+    assert auto_index(2_500_000) == ("hnsw_sq", {"num_partitions": 3, **hnsw})
 
 
 def test_hnsw_knobs_follow_the_measured_points() -> None:
@@ -28,7 +29,7 @@ def test_hnsw_knobs_follow_the_measured_points() -> None:
 def test_ef_grows_with_rows_and_covers_the_page(a: int, b: int, wanted: int) -> None:
     small, large = sorted((a, b))
     assert default_ef(small, wanted) <= default_ef(large, wanted)
-    assert default_ef(large, wanted) >= min(2 * wanted, 4_096)
+    assert default_ef(large, wanted) >= min(2 * wanted, 8_192)
 
 
 @given(
