@@ -644,7 +644,7 @@ def test_a_copy_holds_at_most_the_bytes_the_budget_counts(rows: int, dim: int) -
     assert rows * dim > _memory_index.INLINE_WORK  # where copies are made
     copy = Int8Copy.of(np.random.default_rng(12).normal(size=(rows, dim)).astype(np.float32))
     assert copy is not None and copy.blocks is not None
-    assert copy.nbytes - copy.scales.nbytes <= rows * Int8Copy.row_bytes(dim)
+    assert copy.nbytes <= rows * Int8Copy.row_bytes(dim)
 
 
 def test_a_failure_coding_a_queue_fails_each_of_its_searches_and_the_next_search_is_served() -> None:
@@ -662,3 +662,24 @@ def test_a_failure_coding_a_queue_fails_each_of_its_searches_and_the_next_search
             job.future.result(0)
     query = rng.normal(size=16).astype(np.float32)
     assert product.run(query, lambda dots, spread: spread) is not None  # served over the copy again
+
+
+def test_a_failure_anywhere_in_a_workers_pass_fails_its_searches_and_frees_its_place() -> None:
+    rng = np.random.default_rng(14)
+    matrix = rng.normal(size=(300, 16)).astype(np.float32)
+    product = BatchedProduct(matrix, coarse=Int8Copy.of(matrix))
+    jobs = [_Job(q, lambda dots, spread: dots) for q in rng.normal(size=(3, 16)).astype(np.float32)]
+    product._queue, product._busy = list(jobs), 1  # as `run_async` queues them and takes a place
+    with mock.patch.object(np, "empty", side_effect=MemoryError("out")):  # the fault, injected
+        product._work()
+    for job in jobs:
+        with pytest.raises(MemoryError, match="out"):
+            job.future.result(0)
+    assert product._busy == 0 and product.idle()
+    assert product.run(rng.normal(size=16).astype(np.float32), lambda dots, spread: len(dots)) == 300
+
+
+def test_rows_too_wide_for_int32_sums_get_no_int8_copy() -> None:
+    widest = (2**31 - 1) // 127**2  # 133,144: numkong's int32 sums of 127 x 127 terms do not wrap
+    assert Int8Copy.of(np.full((2, widest), 3.0, dtype=np.float32)) is not None
+    assert Int8Copy.of(np.full((2, widest + 1), 3.0, dtype=np.float32)) is None

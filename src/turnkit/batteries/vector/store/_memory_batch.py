@@ -228,7 +228,12 @@ class BatchedProduct:
                 batch = [job for job in self._queue if job.future.set_running_or_notify_cancel()]
                 self._queue = []
             if batch:
-                self._serve(batch)
+                try:
+                    self._serve(batch)
+                except BaseException as error:  # a search never waits for ever, nor the next ones
+                    for job in batch:
+                        if not job.future.done():
+                            job.future.set_exception(error)
             with self._cond:
                 self._cond.notify_all()
 
@@ -269,8 +274,8 @@ class BatchedProduct:
         coarse = self.coarse
         assert coarse is not None and coarse.blocks is not None
         prepared = [p for _, p in chunk]
-        out = np.empty((len(chunk), self.matrix.shape[0]), dtype=np.float32)
         try:
+            out = np.empty((len(chunk), self.matrix.shape[0]), dtype=np.float32)
             _in_parts(
                 lambda first, last: coarse.dots_many(prepared, out, first, last),
                 _split(len(coarse.blocks), BLOCK * self.matrix.shape[1] * len(chunk), self.threads),

@@ -348,8 +348,8 @@ class _Snapshot:
         """How far past the k-th distance a batched or coarse one may make the cut (_memory_batch.py).
 
         ``spread``: how far each coarse dot product may be off (weighted as the int8 copy's bound is),
-        beyond rounding; then the bound on each coarse distance's error instead (`top` uses it
-        twice). 0 for a batched product's.
+        beyond rounding; then the bound on each coarse distance's error instead (`top` adds it
+        to the k-th exact distance of the coarse best). 0 for a batched product's.
         """
         if spread:  # the spread in the metric's units, plus the float32 rounding of either path
             factor = {"cosine": 1.0 / max(float(np.sqrt(query @ query)), 1e-30), "dot": 1.0, "l2": 2.0}
@@ -390,7 +390,9 @@ class _Snapshot:
                 # cut that needs no lone distance first, held 1.7x the rows on the synthetic set.)
                 bound = self._tolerance(query, spread)
                 best = np.flatnonzero(dist <= kth)
-                ceiling = kth_smallest(self.distances(best, query), wanted - 1)
+                ceiling = kth_smallest(
+                    self.distances(best if rows is None else rows[best], query), wanted - 1
+                )
                 candidates = np.flatnonzero(dist <= ceiling + bound)
             else:
                 cut = kth if exact else kth + self._tolerance(query)

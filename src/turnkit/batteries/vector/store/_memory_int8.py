@@ -9,17 +9,20 @@ float32). Then
 
     |q·v - s·t·(c·d)| <= |q|·|r| + |e|·|s·c|
 
-so a row whose coarse distance is more than twice the largest such bound
-past the k-th coarse distance cannot be in the top k. `_Snapshot.top`
-computes the distances of the rows within it with the float32 pass's own
-einsum, so the answer is the float32 pass's, to the bit; on the bench's data
-sets 25 to 400 rows of 100,000 were within it.
+so each coarse distance is within the largest such bound (plus rounding) of
+the float32 one. `_Snapshot.top` computes the float32 distances of the coarse
+best with the float32 pass's own einsum; a row whose coarse distance is more
+than one bound past their k-th cannot be in the top k, and the rows within it
+are computed the same way, so the answer is the float32 pass's, to the bit
+(on the bench's data sets 18 to 2,700 rows a search in the median).
 
 numkong's kernels are SIMD where the CPU has them (AVX2 and later on x86,
 NEON or SVE on Arm); its plain C kernels can be slower than numpy's einsum,
 so a copy is made only where the SIMD ones run (`pays`). The copy also holds
-its codes in numkong's packed layout (about 1.3x the codes' bytes), whose
-matrix product serves several queued queries in one read (`dots_many`).
+its codes in numkong's packed layout (`row_bytes`: 1.3x the codes' bytes at
+256 dimensions, more for narrow rows), whose matrix product serves several
+queued queries in one read (`dots_many`). numkong sums in int32, so rows of
+more than 133,144 dimensions get no copy.
 Rows or queries of extreme magnitude (`_SAFE`) keep the float32 pass: their
 scales' products would leave float32's normal range.
 """
@@ -37,6 +40,8 @@ __all__ = ["BLOCK", "Int8Copy", "Prepared", "pays"]
 
 BLOCK = 16_384  # rows coded (and packed) at a time: the temporaries stay small whatever the matrix
 _SAFE = (2.0**-40, 2.0**40)  # largest coordinates (rows and queries) a copy codes; 0 is fine too
+# numkong sums the products of codes in int32: 127² a term, so wider rows would wrap.
+_MAX_DIMENSION = (2**31 - 1) // 127**2
 _TINY = np.float32(2.0**-60)
 
 
@@ -74,7 +79,7 @@ class Int8Copy:
     def of(
         cls, matrix: npt.NDArray[np.float32], weights: npt.NDArray[np.float32] | None = None
     ) -> Int8Copy | None:
-        """The copy, or ``None`` when a row's magnitude is outside what a copy codes.
+        """The copy, or ``None`` when a row's magnitude or width is outside what a copy codes.
 
         ``weights``: the factor per row the metric multiplies a dot product by
         (cosine: each row's inverse norm), so the bound is in the units the
@@ -83,6 +88,8 @@ class Int8Copy:
         import numkong  # here: only a store with a large copy needs it loaded
 
         n, dimension = matrix.shape
+        if dimension > _MAX_DIMENSION:
+            return None
         codes = np.empty((n, dimension), dtype=np.int8)
         scales = np.empty(n, dtype=np.float32)
         residual = coded = 0.0
@@ -118,11 +125,12 @@ class Int8Copy:
 
     @staticmethod
     def row_bytes(dimension: int) -> int:
-        """At most the bytes a copy holds per row: its codes and their packed layout.
+        """At most the bytes a copy holds per row: its codes, their scale and their packed layout.
 
-        numkong 7.8 pads a packed row to a multiple of 64 bytes (64 more at powers of two) and adds 8.
+        numkong 7.8 pads a packed row to a multiple of 64 bytes (64 more at powers of two), adds 8,
+        and 64 to each block; the last 8 here cover that where a block holds 8 rows or more.
         """
-        return dimension + (dimension + 136)
+        return dimension + 4 + (dimension + 136) + 8
 
     @property
     def nbytes(self) -> int:
