@@ -58,14 +58,9 @@ def main() -> None:
         return
 
     import lancedb  # noqa: TID251 - measuring LanceDB itself
-    import pyarrow as pa
     from lancedb.index import HnswSq, IvfFlat, IvfPq  # noqa: TID251
 
-    rng = np.random.default_rng(0)
-    vectors = clustered(rng, args.rows, args.dim)
-    queries = clustered(rng, args.queries, args.dim)
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
+    vectors, queries, truth = _data(args)
     kind, params = auto_index(args.rows)
     if args.index == "ivf_pq":
         kind, params = "ivf_pq", {"num_sub_vectors": args.sub_vectors}
@@ -74,20 +69,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = lancedb.connect(args.db or tmp)
         name = f"t{args.rows}_{args.dim}" + ("" if args.index == "auto" else f"_{kind}")
-        if name in db.list_tables().tables:
-            tbl, build = db.open_table(name), float("nan")
-        else:
-            data = pa.table(
-                {
-                    "id": pa.array(np.arange(args.rows)),
-                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), args.dim),
-                }
-            )
-            tbl = db.create_table(name, data)
-            t = time.perf_counter()
-            config = {"hnsw_sq": HnswSq, "ivf_pq": IvfPq, "ivf_flat": IvfFlat}[kind]
-            tbl.create_index("vector", config=config(distance_type="cosine", **params))
-            build = time.perf_counter() - t
+        config = {"hnsw_sq": HnswSq, "ivf_pq": IvfPq, "ivf_flat": IvfFlat}[kind]
+        tbl, build = _built(db, name, vectors, config(distance_type="cosine", **params))
         print(f"{args.rows:,} rows: {kind} {params} built in {build:.1f}s")
         index_type = {"hnsw_sq": "IvfHnswSq", "ivf_pq": "IvfPq", "ivf_flat": "IvfFlat"}[kind]
         default = search_knobs(index_type, args.rows, 10, None, None, None)
@@ -100,29 +83,52 @@ def main() -> None:
         for ef, refine in sweep:
             if kind == "hnsw_sq" and refine and ef < 10 * refine:
                 continue  # LanceDB needs ef >= limit * refine_factor
-            samples, hits = [], []
-            for q in queries:
-                s = time.perf_counter()
+
+            def search(q: np.ndarray, ef: int = ef, refine: int = refine) -> list[int]:
                 query = tbl.search(q).distance_type("cosine").limit(10).select(["id"])
                 query = query.ef(ef) if kind == "hnsw_sq" else query.nprobes(ef)
                 if refine:
                     query = query.refine_factor(refine)
-                found = {r["id"] for r in query.to_list()}
-                samples.append(time.perf_counter() - s)
-                hits.append(len(found & truth[len(hits)]) / 10)
+                return [r["id"] for r in query.to_list()]
+
             mark = f" refine {refine}" if refine else ""
             mark += " (default)" if ef in (default[2], default[0]) and refine == (default[1] or 0) else ""
-            rows.append(
-                (
-                    f"{args.rows:,}",
-                    f"{'ef' if kind == 'hnsw_sq' else 'nprobes'}={ef}{mark}",
-                    f"{np.mean(hits):.3f}",
-                    f"{median_ms(samples):.2f}",
-                )
-            )
+            knob = f"{'ef' if kind == 'hnsw_sq' else 'nprobes'}={ef}{mark}"
+            rows.append((f"{args.rows:,}", knob, *_timed(search, queries, truth)))
             print(table(rows[-1:], ("rows", "knob", "recall@10", "p50 ms")), flush=True)
         print(table(rows, ("rows", "knob", "recall@10", "p50 ms")))
         print(f"turnkit's default for {args.rows:,} rows: nprobes, refine_factor, ef = {default}")
+
+
+def _data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, list[set[int]]]:
+    """The clustered rows, the queries, and each query's exact top 10 (cosine)."""
+    rng = np.random.default_rng(0)
+    vectors = clustered(rng, args.rows, args.dim)
+    queries = clustered(rng, args.queries, args.dim)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
+    return vectors, queries, truth
+
+
+def _built(db: Any, name: str, vectors: np.ndarray, config: Any) -> tuple[Any, float]:
+    """Table ``name`` of ``vectors`` with a vector index of ``config``, and its build seconds.
+
+    A table kept from an earlier run (``--db``) is reused: its build time is NaN.
+    """
+    import pyarrow as pa
+
+    if name in db.list_tables().tables:
+        return db.open_table(name), float("nan")
+    data = pa.table(
+        {
+            "id": pa.array(np.arange(len(vectors))),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1]),
+        }
+    )
+    tbl = db.create_table(name, data)
+    started = time.perf_counter()
+    tbl.create_index("vector", config=config)
+    return tbl, time.perf_counter() - started
 
 
 def _timed(search: Any, queries: np.ndarray, truth: list[set[int]]) -> tuple[str, str]:
@@ -139,21 +145,10 @@ def _timed(search: Any, queries: np.ndarray, truth: list[set[int]]) -> tuple[str
 def sweep_builds(args: argparse.Namespace) -> None:
     """Build HNSW-SQ once per ``m:ef_construction`` of ``--build`` (and Chroma), time each, sweep ``ef``."""
     import lancedb  # noqa: TID251 - measuring LanceDB itself
-    import pyarrow as pa
     from lancedb.index import HnswSq  # noqa: TID251
 
-    rng = np.random.default_rng(0)
-    vectors = clustered(rng, args.rows, args.dim)
-    queries = clustered(rng, args.queries, args.dim)
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    truth = [set(np.argsort(-np.einsum("ij,j->i", unit, q))[:10].tolist()) for q in queries]
-    _, params = auto_index(args.rows)
-    data = pa.table(
-        {
-            "id": pa.array(np.arange(args.rows)),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), args.dim),
-        }
-    )
+    vectors, queries, truth = _data(args)
+    params = {"num_partitions": auto_index(args.rows)[1]["num_partitions"]}  # m and ef_construction swept
     rows: list[tuple[str, ...]] = []
     header = ("rows", "system", "build s", "knob", "recall@10", "p50 ms")
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,14 +156,8 @@ def sweep_builds(args: argparse.Namespace) -> None:
         for pair in args.build.split(","):
             m, construction = (int(x) for x in pair.split(":"))
             name = f"t{args.rows}_{args.dim}_m{m}_efc{construction}"
-            if name in db.list_tables().tables:
-                tbl, build = db.open_table(name), float("nan")
-            else:
-                tbl = db.create_table(name, data)
-                t = time.perf_counter()
-                config = HnswSq(distance_type="cosine", m=m, ef_construction=construction, **params)
-                tbl.create_index("vector", config=config)
-                build = time.perf_counter() - t
+            config = HnswSq(distance_type="cosine", m=m, ef_construction=construction, **params)
+            tbl, build = _built(db, name, vectors, config)
             for ef in (int(x) for x in args.ef.split(",")):
 
                 def search(q: np.ndarray, ef: int = ef, tbl: Any = tbl) -> list[int]:

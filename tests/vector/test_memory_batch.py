@@ -653,13 +653,13 @@ def test_a_failure_coding_a_queue_fails_each_of_its_searches_and_the_next_search
     copy = Int8Copy.of(matrix)
     product = BatchedProduct(matrix, coarse=copy)
     jobs = [_Job(q, lambda dots, spread: dots) for q in rng.normal(size=(3, 16)).astype(np.float32)]
-    for job in jobs:
-        job.future.set_running_or_notify_cancel()
+    product._queue, product._busy = list(jobs), 1  # as `run_async` queues them and takes a place
     with mock.patch.object(Int8Copy, "prepare", side_effect=MemoryError("coding")):  # the fault, injected
-        product._serve(jobs)
+        product._work()
     for job in jobs:
         with pytest.raises(MemoryError, match="coding"):
             job.future.result(0)
+    assert product._busy == 0
     query = rng.normal(size=16).astype(np.float32)
     assert product.run(query, lambda dots, spread: spread) is not None  # served over the copy again
 

@@ -155,6 +155,21 @@ class _Job:
         self.future: Future[Any] = Future()
 
 
+def _answer(job: _Job, dots: npt.NDArray[np.float32], spread: float | None) -> None:
+    """Settle ``job`` with its finish of ``dots``; a failed finish fails only this search."""
+    try:
+        job.future.set_result(job.finish(dots, spread))
+    except BaseException as error:
+        job.future.set_exception(error)
+
+
+def _fail(jobs: list[_Job], error: BaseException) -> None:
+    """Settle each of ``jobs`` not settled yet with ``error``."""
+    for job in jobs:
+        if not job.future.done():
+            job.future.set_exception(error)
+
+
 class BatchedProduct:
     """Searches that need ``matrix @ query``, queued ones served together."""
 
@@ -231,9 +246,7 @@ class BatchedProduct:
                 try:
                     self._serve(batch)
                 except BaseException as error:  # a search never waits for ever, nor the next ones
-                    for job in batch:
-                        if not job.future.done():
-                            job.future.set_exception(error)
+                    _fail(batch, error)
             with self._cond:
                 self._cond.notify_all()
 
@@ -241,34 +254,24 @@ class BatchedProduct:
         coarse = self.coarse
         if coarse is not None and len(batch) > 1:
             # Over the int8 copy: numkong's packed product where it has one, else one pass each
-            # (its lone kernel took as long for 16 queries at once as for 16 one by one).
-            try:
-                prepared = [coarse.prepare(job.query) for job in batch]
-            except BaseException as error:  # every search of the batch sees it, as below
-                for job in batch:
-                    job.future.set_exception(error)
-                return
+            # (its lone kernel took as long for 16 queries at once as for 16 one by one). A failure
+            # coding them fails the batch (`_work`).
+            prepared = [coarse.prepare(job.query) for job in batch]
             coded = [(job, p) for job, p in zip(batch, prepared, strict=True) if p is not None]
-            if coarse.blocks is None or len(coded) < 2:
-                coded = []
-            for start in range(0, len(coded), _CODED_BATCH):
-                self._serve_coded(coded[start : start + _CODED_BATCH])
-            done = {id(job) for job, _ in coded}
+            if coarse.blocks is not None and len(coded) > 1:
+                for start in range(0, len(coded), _CODED_BATCH):
+                    self._serve_coded(coded[start : start + _CODED_BATCH])
+                batch = [job for job, p in zip(batch, prepared, strict=True) if p is None]
             for job in batch:
-                if id(job) not in done:
-                    self._serve([job])
+                self._serve([job])
             return
         try:
             products, spread = self._product([job.query for job in batch])
         except BaseException as error:  # every search of the batch sees it
-            for job in batch:
-                job.future.set_exception(error)
+            _fail(batch, error)
             return
         for job, dots in zip(batch, products, strict=True):
-            try:
-                job.future.set_result(job.finish(dots, spread))
-            except BaseException as error:
-                job.future.set_exception(error)
+            _answer(job, dots, spread)
 
     def _serve_coded(self, chunk: list[tuple[_Job, Prepared]]) -> None:
         coarse = self.coarse
@@ -281,14 +284,10 @@ class BatchedProduct:
                 _split(len(coarse.blocks), BLOCK * self.matrix.shape[1] * len(chunk), self.threads),
             )
         except BaseException as error:  # every search of the chunk sees it
-            for job, _ in chunk:
-                job.future.set_exception(error)
+            _fail([job for job, _ in chunk], error)
             return
         for (job, p), dots in zip(chunk, out, strict=True):
-            try:
-                job.future.set_result(job.finish(dots, p.spread))
-            except BaseException as error:
-                job.future.set_exception(error)
+            _answer(job, dots, p.spread)
 
     def _product(
         self, queries: list[npt.NDArray[np.float32]]
