@@ -184,3 +184,12 @@ def test_the_batched_exact_pass_finds_lancedbs_brute_force_distances(
         # The vectors kept are the ones at those distances.
         again = _distances(metric, q[None].astype(np.float64), near[:want].astype(np.float64))[0]
         np.testing.assert_allclose(again, dists[:want], rtol=1e-9, atol=1e-9)
+
+
+def test_ladder_steps_are_at_most_a_third_apart_and_kept_by_ef_for() -> None:
+    # ef_for rounds up to a multiple of 16: a step that is not one would never be chosen as measured.
+    assert all(ef % 16 == 0 for ef in LADDER)
+    assert all(b / a <= 4 / 3 for a, b in zip(LADDER[1:], LADDER[2:], strict=False))
+    for ef in LADDER:
+        curve = RecallCurve(1_000, ((ef, 0.99),))
+        assert curve.ef_for(0.98, 1_000, 10) == ef

@@ -42,7 +42,10 @@ __all__ = [
 DEFAULT_RECALL_TARGET = 0.98
 """The recall@10 a search aims for when the query sets no ``ef`` of its own."""
 
-LADDER = (32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+# Steps at most 4/3 apart (from 48), multiples of 16 as `ef_for` rounds: the ef chosen costs at
+# most a third more than the target needs.
+LADDER: tuple[int, ...] = (32, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768)
+LADDER += (1024, 1280, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192)
 K = 10
 TIMED = 16  # queries timed one at a time per ef: the median of 16 is steady to a few percent
 SAMPLE = 100  # queries of each kind: the standard error of a recall near 0.98 is about 0.004
