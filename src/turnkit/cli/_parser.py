@@ -65,6 +65,78 @@ def _epilog(*names: str, storage: bool = True) -> str:
 
 _EPILOG = _epilog(*_ENV_HELP)
 
+# Each subcommand's summary (in `turnkit --help`) and description (in its own --help).
+_HELP = {
+    "ingest": (
+        "load files into a collection (only what changed is written)",
+        "Load text, Markdown, HTML and PDF files (folders are walked), cut them into token-sized\n"
+        "chunks and upsert them. Re-running writes only what changed; a killed run is finished by\n"
+        "the next one.",
+    ),
+    "query": (
+        "search a collection by meaning",
+        "Search a collection with a text query, optionally filtered, e.g.\n"
+        '  turnkit query "how do I resume a killed ingest?" --filter \'kind = "markdown"\'\n'
+        "By default it is the retrieval every turnkit surface shares (docs/settings.md): hybrid\n"
+        "search, copies of one text collapsed into one result; each flag changes one setting.",
+    ),
+    "stats": (
+        "collections, rows, dimension, encoder, versions, unindexed rows",
+        "Describe the collections of a database (all of them, or those named with --collection).",
+    ),
+    "optimize": (
+        "compact a collection and build or update its vector index",
+        "Compact small fragments, fold new rows into the indexes, and build a vector index once a\n"
+        "collection is large enough that a flat search gets slow.",
+    ),
+    "serve": (
+        "serve collections to agents over MCP (needs the `mcp` extra)",
+        "Run an MCP server whose tools search (and, with --enable-writes, write) the collections:\n"
+        "the one named with --collection, or every collection of the database.",
+    ),
+    "demo": (
+        "ingest turnkit's own docs and answer questions from them",
+        "Ingest the documentation shipped with turnkit into an embedded LanceDB (WordLlama, offline),\n"
+        "then run questions through a TurnRunner built from create_vector_retrievable_callbacks.\n"
+        "With a model endpoint configured (any OpenAI-compatible /chat/completions API, see the\n"
+        "variables below) it prints the model's answers with their sources; without one, an\n"
+        "extractive answer: the retrieved sentences that best match the question, each with its source.",
+    ),
+    "collections": (
+        "list, locate, inspect or drop collections",
+        "  turnkit collections list         every collection, with its row count\n"
+        "  turnkit collections path NAME    where a collection's data lives\n"
+        "  turnkit collections files NAME   the files ingested into it, with their chunk counts\n"
+        "  turnkit collections drop NAME    delete a collection and all its rows (asks for --yes)",
+    ),
+    "completion": (
+        "print a shell completion script (bash, zsh or tcsh)",
+        "Print a completion script for your shell, e.g.\n"
+        "  turnkit completion bash > ~/.local/share/bash-completion/completions/turnkit\n"
+        "  turnkit completion zsh > ~/.zfunc/_turnkit   # with fpath+=~/.zfunc in ~/.zshrc\n"
+        "Needs the `cli` extra (pip install 'turnkit[cli]').",
+    ),
+    "count": (
+        "count a collection's rows (all, or those --filter matches)",
+        "Print how many rows a collection holds, or how many a filter matches.",
+    ),
+    "delete": (
+        "delete the rows --filter matches (asks first unless --yes)",
+        "Delete a collection's rows that a filter matches (or --all of them). On a terminal it asks\n"
+        "first; elsewhere (scripts, CI) it refuses unless --yes is given.",
+    ),
+    "export": (
+        "write every row as JSON Lines (stdout) or Parquet",
+        "Write every row of a collection (or those a filter matches) in id order: JSON Lines on\n"
+        "stdout by default, one object per row (id, document, metadata, created_at, updated_at,\n"
+        "vector). It reads page by page, so memory stays small whatever the collection's size.",
+    ),
+    "peek": (
+        "show a collection's first few rows",
+        "Show the first rows of a collection (in id order) with their source and an excerpt.",
+    ),
+}
+
 
 class _Parser(argparse.ArgumentParser):
     """An argparse parser whose mistakes become `CliUsageError` (one line, exit status 2)."""
@@ -141,28 +213,62 @@ def add_connection_arguments(group: Any) -> None:
     )
 
 
-def _add(
-    subs: Any,
-    name: str,
-    summary: str,
-    description: str,
-    parents: list[argparse.ArgumentParser],
-    env: tuple[str, ...],
-    *,
-    storage: bool = True,
-) -> Any:
+def _add(subs: Any, name: str, env: tuple[str, ...], *parents: argparse.ArgumentParser) -> Any:
+    """The subcommand ``name``, its help from `_HELP`; object stores are noted where it opens a database."""
+    summary, description = _HELP[name]
     return subs.add_parser(
         name,
         help=summary,
         description=description,
-        parents=parents,
-        epilog=_epilog(*env, "TURNKIT_DEBUG", storage=storage),
+        parents=list(parents),
+        epilog=_epilog(*env, "TURNKIT_DEBUG", storage=ENV_URI in env),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
 
-def add_filter_arguments(p: argparse.ArgumentParser) -> None:
-    """The guard, filter and freshness flags of ``turnkit serve``, shared with ``python -m turnkit.mcp``."""
+def retrieval_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The `RetrievalSettings` fields the retrieval flags of `add_serve_arguments` set (only those given)."""
+    settings: dict[str, Any] = {}
+    if args.hybrid is not None:
+        settings["hybrid"] = True if args.hybrid == AUTO_ALPHA else args.hybrid
+    if args.top_k is not None:
+        settings["top_k"] = args.top_k
+    if args.rerank:
+        settings["rerank"] = True
+    return settings
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags `serve_options` reads: ``turnkit serve`` and ``python -m turnkit.mcp`` share them.
+
+    Each retrieval flag sets one `RetrievalSettings` field (see `retrieval_settings`); a flag
+    not given keeps turnkit's default (hybrid search, duplicate texts collapsed, 5 results).
+    """
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP interface (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument(
+        "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
+    )
+    p.add_argument(
+        "--hybrid",
+        type=alpha,
+        nargs="?",
+        const=AUTO_ALPHA,
+        metavar="ALPHA",
+        help="hybrid search (the default) with this alpha: 0 full-text only, 1 vector only; bare or "
+        "'auto': 0.2 for queries up to 40 words, 0.5 above",
+    )
+    p.add_argument("--no-hybrid", dest="hybrid", action="store_const", const=False, help="vector search only")
+    p.add_argument(
+        "-k", "--top-k", type=positive_int, metavar="N", help="results when a call gives no top_k (default 5)"
+    )
+    p.add_argument(
+        "--rerank",
+        action="store_true",
+        help="over-fetch and rerank with the offline scorer (weights 0.4/0.4/0.2)",
+    )
     p.add_argument(
         "--read-consistency",
         type=read_consistency,
@@ -188,62 +294,6 @@ def add_filter_arguments(p: argparse.ArgumentParser) -> None:
         default=True,
         help="let vector_query take a metadata filter (default on)",
     )
-
-
-def add_retrieval_arguments(p: argparse.ArgumentParser) -> None:
-    """The retrieval flags of ``turnkit serve``, shared with ``python -m turnkit.mcp``.
-
-    Each sets one `RetrievalSettings` field (see `retrieval_settings`); a flag
-    not given keeps turnkit's default (hybrid search, duplicate texts collapsed, 5 results).
-    """
-    p.add_argument(
-        "--hybrid",
-        type=alpha,
-        nargs="?",
-        const=AUTO_ALPHA,
-        metavar="ALPHA",
-        help="hybrid search (the default) with this alpha: 0 full-text only, 1 vector only; bare or "
-        "'auto': 0.2 for queries up to 40 words, 0.5 above",
-    )
-    p.add_argument("--no-hybrid", dest="hybrid", action="store_const", const=False, help="vector search only")
-    p.add_argument(
-        "-k", "--top-k", type=positive_int, metavar="N", help="results when a call gives no top_k (default 5)"
-    )
-    p.add_argument(
-        "--rerank",
-        action="store_true",
-        help="over-fetch and rerank with the offline scorer (weights 0.4/0.4/0.2)",
-    )
-
-
-def retrieval_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The `RetrievalSettings` fields the flags of `add_retrieval_arguments` set (only those given)."""
-    settings: dict[str, Any] = {}
-    if args.hybrid is not None:
-        settings["hybrid"] = True if args.hybrid == AUTO_ALPHA else args.hybrid
-    if args.top_k is not None:
-        settings["top_k"] = args.top_k
-    if args.rerank:
-        settings["rerank"] = True
-    return settings
-
-
-def add_serve_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags `serve_options` reads: ``turnkit serve`` and ``python -m turnkit.mcp`` share them."""
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP interface (default 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
-    p.add_argument(
-        "--enable-writes", action="store_true", help="also expose the destructive store/delete tools"
-    )
-    add_retrieval_arguments(p)
-    add_filter_arguments(p)
-    add_http_arguments(p)
-
-
-def add_http_arguments(p: argparse.ArgumentParser) -> None:
-    """The network flags of ``turnkit serve --transport http``, shared with ``python -m turnkit.mcp``."""
     g = p.add_argument_group("serving over a network (--transport http)")
     g.add_argument(
         "--token",
@@ -267,22 +317,14 @@ def add_http_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve a non-loopback --host without a token (only behind your own authentication)",
     )
-    g.add_argument(
-        "--max-body-size", type=positive_int, metavar="BYTES", help="request body cap (default 4 MiB)"
-    )
-    g.add_argument(
-        "--max-sessions", type=positive_int, metavar="N", help="open sessions in all (default 1000)"
-    )
-    g.add_argument(
-        "--max-sessions-per-client", type=positive_int, metavar="N", help="per token or address (default 32)"
-    )
-    g.add_argument("--session-idle-timeout", type=positive_int, metavar="SECONDS", help="default 1800")
-    g.add_argument(
-        "--max-message-size",
-        type=positive_int,
-        metavar="BYTES",
-        help="stdio: longer messages are dropped (default 4 MiB)",
-    )
+    for flag, metavar, does in (
+        ("--max-body-size", "BYTES", "request body cap (default 4 MiB)"),
+        ("--max-sessions", "N", "open sessions in all (default 1000)"),
+        ("--max-sessions-per-client", "N", "per token or address (default 32)"),
+        ("--session-idle-timeout", "SECONDS", "default 1800"),
+        ("--max-message-size", "BYTES", "stdio: longer messages are dropped (default 4 MiB)"),
+    ):
+        g.add_argument(flag, type=positive_int, metavar=metavar, help=does)
 
 
 def serve_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -302,22 +344,14 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
     limits = {k: v for k, v in given.items() if v is not None}
     if "max_sessions" in limits and "max_sessions_per_client" not in limits:
         limits["max_sessions_per_client"] = min(limits["max_sessions"], HttpLimits().max_sessions_per_client)
+    # Flags whose value is the keyword's as given.
+    same = ("transport", "host", "port", "path", "enable_writes", "guard", "filter_fields", "enable_filter")
     options: dict[str, Any] = {
-        "transport": args.transport,
-        "host": args.host,
-        "port": args.port,
-        "path": args.path,
-        "enable_writes": args.enable_writes,
-        "settings": retrieval_settings(args),
-        "guard": args.guard,
-        "filter_fields": args.filter_fields,
-        "enable_filter": args.enable_filter,
-        "token": args.token,
-        "tokens_file": args.tokens_file,
-        "allow_hosts": args.allow_host,
-        "insecure_no_auth": args.insecure_no_auth,
-        "limits": HttpLimits(**limits),
+        n: getattr(args, n) for n in (*same, "token", "tokens_file", "insecure_no_auth")
     }
+    options.update(
+        settings=retrieval_settings(args), allow_hosts=args.allow_host, limits=HttpLimits(**limits)
+    )
     if args.max_message_size is not None:
         options["max_message_bytes"] = args.max_message_size
     if "read_consistency" in args:
@@ -339,16 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="print tracebacks on errors")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = _add(
-        subs,
-        "ingest",
-        "load files into a collection (only what changed is written)",
-        "Load text, Markdown, HTML and PDF files (folders are walked), cut them into token-sized\n"
-        "chunks and upsert them. Re-running writes only what changed; a killed run is finished by\n"
-        "the next one.",
-        [_common(encoder=True)],
-        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER, "RAY_ADDRESS"),
-    )
+    p = _add(subs, "ingest", (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER, "RAY_ADDRESS"), _common(encoder=True))
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
     p.add_argument(
         "--prune", action="store_true", help="also remove the chunks of files that no longer exist"
@@ -420,42 +445,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose", action="store_true", help="list every skipped file (by default: a count per reason)"
     )
 
-    p = _add(
-        subs,
-        "query",
-        "search a collection by meaning",
-        "Search a collection with a text query, optionally filtered, e.g.\n"
-        '  turnkit query "how do I resume a killed ingest?" --filter \'kind = "markdown"\'\n'
-        "By default it is the retrieval every turnkit surface shares (docs/settings.md): hybrid\n"
-        "search, copies of one text collapsed into one result; each flag changes one setting.",
-        [_common(encoder=True)],
-        (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER),
-    )
+    p = _add(subs, "query", (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER), _common(encoder=True))
     p.add_argument("text", metavar="TEXT", help="what to search for")
     add_query_flags(p)
     p.add_argument("--full", action="store_true", help="print whole documents, not a one-line excerpt")
 
-    p = _add(
-        subs,
-        "stats",
-        "collections, rows, dimension, encoder, versions, unindexed rows",
-        "Describe the collections of a database (all of them, or those named with --collection).",
-        [_common(collection=False)],
-        _STORE_ENV,
-    )
+    p = _add(subs, "stats", _STORE_ENV, _common(collection=False))
     p.add_argument(
         "-c", "--collection", action="append", metavar="NAME", help="only this collection (repeatable)"
     )
 
-    p = _add(
-        subs,
-        "optimize",
-        "compact a collection and build or update its vector index",
-        "Compact small fragments, fold new rows into the indexes, and build a vector index once a\n"
-        "collection is large enough that a flat search gets slow.",
-        [_common()],
-        (*_STORE_ENV, ENV_COLLECTION),
-    )
+    p = _add(subs, "optimize", (*_STORE_ENV, ENV_COLLECTION), _common())
     p.add_argument("--all", action="store_true", help="every collection of the database")
     p.add_argument(
         "--index",
@@ -469,11 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(
         subs,
         "serve",
-        "serve collections to agents over MCP (needs the `mcp` extra)",
-        "Run an MCP server whose tools search (and, with --enable-writes, write) the collections:\n"
-        "the one named with --collection, or every collection of the database.",
-        [_common(collection=False, json=False, encoder=True)],
         (*_STORE_ENV, ENV_COLLECTION, ENV_ENCODER, "TURNKIT_MCP_TOKEN"),
+        _common(collection=False, json=False, encoder=True),
     )
     p.add_argument(
         "-c", "--collection", metavar="NAME", help=f"only this collection [${ENV_COLLECTION}, default: all]"
@@ -483,15 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(
         subs,
         "demo",
-        "ingest turnkit's own docs and answer questions from them",
-        "Ingest the documentation shipped with turnkit into an embedded LanceDB (WordLlama, offline),\n"
-        "then run questions through a TurnRunner built from create_vector_retrievable_callbacks.\n"
-        "With a model endpoint configured (any OpenAI-compatible /chat/completions API, see the\n"
-        "variables below) it prints the model's answers with their sources; without one, an\n"
-        "extractive answer: the retrieved sentences that best match the question, each with its source.",
-        [_common(uri=False, collection=False)],
         ("TURNKIT_OPENAI_MODEL", "TURNKIT_OPENAI_BASE_URL", "TURNKIT_OPENAI_API_KEY"),
-        storage=False,
+        _common(uri=False, collection=False),
     )
     p.add_argument(
         "--uri", default=DEMO_URI, metavar="URI", help=f"the demo's own database (default {DEMO_URI})"
@@ -502,70 +492,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", metavar="URL", help="API root (overrides TURNKIT_OPENAI_BASE_URL)")
     p.add_argument("--show-prompt", action="store_true", help="also print the whole prompt of each turn")
 
-    p = _add(
-        subs,
-        "collections",
-        "list, locate, inspect or drop collections",
-        "  turnkit collections list         every collection, with its row count\n"
-        "  turnkit collections path NAME    where a collection's data lives\n"
-        "  turnkit collections files NAME   the files ingested into it, with their chunk counts\n"
-        "  turnkit collections drop NAME    delete a collection and all its rows (asks for --yes)",
-        [_common(collection=False)],
-        _STORE_ENV,
-    )
+    p = _add(subs, "collections", _STORE_ENV, _common(collection=False))
     p.add_argument("action", choices=["list", "path", "files", "drop"], help="what to do")
     p.add_argument("name", nargs="?", metavar="NAME", help="the collection (for path, files and drop)")
     p.add_argument("--yes", action="store_true", help="drop without asking (required when not on a terminal)")
 
     _add_row_commands(subs)
 
-    p = _add(
-        subs,
-        "completion",
-        "print a shell completion script (bash, zsh or tcsh)",
-        "Print a completion script for your shell, e.g.\n"
-        "  turnkit completion bash > ~/.local/share/bash-completion/completions/turnkit\n"
-        "  turnkit completion zsh > ~/.zfunc/_turnkit   # with fpath+=~/.zfunc in ~/.zshrc\n"
-        "Needs the `cli` extra (pip install 'turnkit[cli]').",
-        [],
-        (),
-        storage=False,
-    )
+    p = _add(subs, "completion", ())
     p.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell")
     return parser
 
 
 def _add_row_commands(subs: Any) -> None:
     """``count``, ``delete``, ``export`` and ``peek``: a collection's rows, all or those a filter matches."""
-    commands = {
-        "count": (
-            "count a collection's rows (all, or those --filter matches)",
-            "Print how many rows a collection holds, or how many a filter matches.",
-            _common(),
-        ),
-        "delete": (
-            "delete the rows --filter matches (asks first unless --yes)",
-            "Delete a collection's rows that a filter matches (or --all of them). On a terminal it asks\n"
-            "first; elsewhere (scripts, CI) it refuses unless --yes is given.",
-            _common(),
-        ),
-        "export": (
-            "write every row as JSON Lines (stdout) or Parquet",
-            "Write every row of a collection (or those a filter matches) in id order: JSON Lines on\n"
-            "stdout by default, one object per row (id, document, metadata, created_at, updated_at,\n"
-            "vector). It reads page by page, so memory stays small whatever the collection's size.",
-            _common(json=False),
-        ),
-        "peek": (
-            "show a collection's first few rows",
-            "Show the first rows of a collection (in id order) with their source and an excerpt.",
-            _common(),
-        ),
-    }
     env = (*_STORE_ENV, ENV_COLLECTION)
     p = {
-        name: _add(subs, name, summary, text, [parent], env)
-        for name, (summary, text, parent) in commands.items()
+        name: _add(subs, name, env, _common(json=name != "export"))
+        for name in ("count", "delete", "export", "peek")
     }
     for parser in p.values():
         parser.add_argument(
