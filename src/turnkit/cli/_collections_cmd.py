@@ -21,13 +21,6 @@ def collection_path(conn: Connection, name: str) -> str | None:
     return f"{store_uri(conn.uri).rstrip('/')}/{name}.lance"
 
 
-def _confirm(name: str, rows: int) -> bool:
-    if not sys.stdin.isatty():
-        return False
-    answer = input(f"Drop collection {name!r} and its {rows} rows? Type the name to confirm: ")
-    return answer.strip() == name
-
-
 def run_collections(args: argparse.Namespace) -> int:
     """List the collections, print where one lives or the files ingested into it, or drop one."""
     conn = connection_of(args)
@@ -53,10 +46,10 @@ def run_collections(args: argparse.Namespace) -> int:
     name = args.name
     if name not in names:
         raise collection_not_found(conn, name, None if local_missing else names)
+    assert store is not None  # `name in names` needs a database
     if args.action == "files":
         from ._rows_cmd import print_files
 
-        assert store is not None  # `name in names` needs a database
         return print_files(args, conn, store, name)
     if args.action == "path":
         path = collection_path(conn, name)
@@ -65,9 +58,9 @@ def run_collections(args: argparse.Namespace) -> int:
         else:
             print(path if path is not None else f"{conn.uri} (collection {name!r}, managed by LanceDB Cloud)")
         return EXIT_OK
-    assert store is not None  # `name in names` needs a database
     count = store.collection_info_sync(name).rows
-    if not args.yes and not _confirm(name, count):
+    asked = f"Drop collection {name!r} and its {count} rows? Type the name to confirm: "
+    if not args.yes and not (sys.stdin.isatty() and input(asked).strip() == name):
         raise CliUsageError(
             f"Not dropping {name!r} ({count} rows) without confirmation.",
             hint=f"Add --yes to drop it: turnkit collections drop {name} --yes",

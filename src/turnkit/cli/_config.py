@@ -28,6 +28,7 @@ __all__ = [
     "ENV_URI",
     "encoder_for",
     "env_flag",
+    "flag_or_env",
     "open_store",
     "recorded_encoder",
     "resolve",
@@ -68,6 +69,11 @@ def resolve(flag: str | None, env: str, default: str) -> str:
     return os.environ.get(env) or default
 
 
+def flag_or_env(flag: str | None, *names: str) -> str | None:
+    """``flag`` if given and not empty, else the first of the environment variables ``names`` that is set."""
+    return flag or next((value for name in names if (value := os.environ.get(name))), None)
+
+
 def env_flag(name: str) -> bool:
     """Whether a boolean environment variable is on (``1``, ``true``, ``yes``, ``on``)."""
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
@@ -79,10 +85,7 @@ def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
     Raises:
         CliUsageError: ``E_CLI_UNKNOWN_ENCODER``: the registry knows no such encoder.
     """
-    from ..batteries.vector import (
-        VectorStoreUsageError,
-        encoder_from_spec,
-    )
+    from ..batteries.vector import VectorStoreUsageError, encoder_from_spec
     from ..batteries.vector.encoders._registry import ENCODER_SPECS
 
     try:
@@ -114,50 +117,39 @@ def open_store(
     fallback: str | None,
     source: str | None = None,
 ) -> VectorStore:
-    """A store whose encoder matches ``collection``.
+    """A store over ``connection`` whose encoder matches ``collection``.
 
-    The encoder is the one named by ``encoder`` (flag or environment), else the
-    one the collection recorded when it was created, else ``fallback``.
-
-    Args:
-        connection: The database.
-        collection: The collection the store is for.
-        encoder: The encoder's name from ``--encoder`` or ``TURNKIT_ENCODER``.
-        fallback: The encoder of a collection that does not exist yet.
-        source: Where ``encoder`` came from (``"--encoder"`` or the variable), named by a mismatch.
+    The encoder is the one named by ``encoder`` (``--encoder`` or ``TURNKIT_ENCODER``; ``source``
+    says which, for a mismatch's message), else the one the collection recorded when it was
+    created, else ``fallback`` (for a collection that does not exist yet).
 
     Raises:
         CliUsageError: ``E_CLI_UNKNOWN_ENCODER``: no encoder could be chosen, or a name is unknown.
         VectorStoreUsageError: ``E_VECTOR_STORE_ENCODER_MISMATCH``: ``encoder`` is not the one the
             collection was built with.
     """
-    spec = encoder
     recorded = recorded_encoder(connection, collection)
-    if spec is None:
-        if recorded is not None:
-            from ..batteries.vector import (
-                VectorStoreUsageError,
-                build_recorded_encoder,
-            )
+    if encoder is None and recorded is not None:
+        from ..batteries.vector import VectorStoreUsageError, build_recorded_encoder
 
-            name, dimension = recorded
-            try:
-                # The registry's one rule, as a store opened without an encoder uses; the command
-                # line may also build the remote families (an OpenAI endpoint, a hub model).
-                built = build_recorded_encoder(name, dimension, remote=True)
-            except VectorStoreUsageError as exc:
-                if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
-                    raise
-                raise _unknown_encoder(exc.message, hint=exc.hint, encoder=name) from None
-            if built is None:
-                raise _unknown_encoder(
-                    f"Collection {collection!r} was built with encoder {name!r}, "
-                    "which the command line cannot load.",
-                    hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
-                    encoder=name,
-                )
-            return connection.store(encoder=built, maintenance=True)
-        spec = fallback
+        name, dimension = recorded
+        try:
+            # The registry's one rule, as a store opened without an encoder uses; the command
+            # line may also build the remote families (an OpenAI endpoint, a hub model).
+            built = build_recorded_encoder(name, dimension, remote=True)
+        except VectorStoreUsageError as exc:
+            if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
+                raise
+            raise _unknown_encoder(exc.message, hint=exc.hint, encoder=name) from None
+        if built is None:
+            raise _unknown_encoder(
+                f"Collection {collection!r} was built with encoder {name!r}, "
+                "which the command line cannot load.",
+                hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
+                encoder=name,
+            )
+        return connection.store(encoder=built, maintenance=True)
+    spec = encoder if encoder is not None else fallback
     if spec is None:
         raise _unknown_encoder(
             f"No encoder for collection {collection!r}.",

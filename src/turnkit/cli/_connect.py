@@ -1,25 +1,24 @@
 """How the command line reaches a database: the URI plus object-store options and LanceDB Cloud keys.
 
-Every command opens its store through `connect`, so ``--storage-option`` and
-``--api-key`` mean the same thing everywhere (``ingest``, ``query``,
-``stats``, ``optimize``, ``collections``, ``serve``).
+Every command reaches its database through `connection_of`, so ``--storage-option`` and
+``--api-key`` mean the same thing everywhere (``ingest``, ``query``, ``stats``, ``optimize``,
+``collections``, ``serve``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._config import DEFAULT_URI, ENV_URI, resolve, store_uri
+from ._config import DEFAULT_COLLECTION, DEFAULT_URI, ENV_COLLECTION, ENV_URI, flag_or_env, resolve, store_uri
 from ._errors import CliUsageError
 
 if TYPE_CHECKING:
     from ..batteries.vector import Encoder, VectorStore
 
-__all__ = ["ENV_API_KEY", "ENV_REGION", "Connection", "connection_of", "parse_storage_options"]
+__all__ = ["ENV_API_KEY", "ENV_REGION", "Connection", "connection_of", "location_of", "parse_storage_options"]
 
 ENV_API_KEY = "LANCEDB_API_KEY"
 """LanceDB Cloud's key, read for ``db://`` URIs when ``--api-key`` is not given."""
@@ -74,10 +73,8 @@ class Connection:
         if self.storage_options:
             options["storage_options"] = dict(self.storage_options)
         if self.is_cloud:
-            if self.api_key:
-                options["api_key"] = self.api_key
-            if self.region:
-                options["region"] = self.region
+            cloud = {"api_key": self.api_key, "region": self.region}
+            options.update({key: value for key, value in cloud.items() if value})
         return options
 
     def check(self) -> None:
@@ -110,6 +107,11 @@ def connection_of(args: argparse.Namespace) -> Connection:
     return Connection(
         uri=uri,
         storage_options=parse_storage_options(getattr(args, "storage_option", None)),
-        api_key=getattr(args, "api_key", None) or os.environ.get(ENV_API_KEY) or None,
-        region=getattr(args, "region", None) or os.environ.get(ENV_REGION) or None,
+        api_key=flag_or_env(getattr(args, "api_key", None), ENV_API_KEY),
+        region=flag_or_env(getattr(args, "region", None), ENV_REGION),
     )
+
+
+def location_of(args: argparse.Namespace) -> tuple[Connection, str]:
+    """The connection and the collection (``--collection``, else the environment, else the default)."""
+    return connection_of(args), resolve(getattr(args, "collection", None), ENV_COLLECTION, DEFAULT_COLLECTION)

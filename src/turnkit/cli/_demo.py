@@ -1,22 +1,17 @@
 """``turnkit demo``: turnkit's own docs, ingested and asked about through a real `TurnRunner`.
 
-The whole path on the embedded default: ``ingest`` into a local LanceDB with
-the offline WordLlama encoder, then ``create_vector_retrievable_callbacks``
-wired into ``TurnRunnerConfig``, one turn per question. A model endpoint is
-optional; without one the demo answers extractively, quoting the retrieved
-sentences closest to each question with their sources.
+One turn per question; without a model endpoint the answer is extractive (see `_extractive`).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._config import store_uri
+from ._config import flag_or_env, store_uri
 from ._errors import EXIT_OK, CliUsageError
 from ._extractive import Quote, extract_answer
 from ._output import emit_json
@@ -44,18 +39,15 @@ _ENV_BASE_URL = ("TURNKIT_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 _ENV_API_KEY = ("TURNKIT_OPENAI_API_KEY", "OPENAI_API_KEY")
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RULE = "─" * 72
-
-
-def _first_env(names: Sequence[str]) -> str | None:
-    return next((value for name in names if (value := os.environ.get(name))), None)
+_REPORTED = ("files_seen", "files_written", "files_unchanged", "chunks_written", "elapsed_s")  # --json
 
 
 def _model(args: argparse.Namespace) -> ChatModel | None:
     """The configured OpenAI-compatible model, or None when no model name is set."""
     from .. import OpenAIChatModel
 
-    name = args.model or _first_env(_ENV_MODEL)
-    explicit_url = args.base_url or os.environ.get(_ENV_BASE_URL[0])
+    name = flag_or_env(args.model, *_ENV_MODEL)
+    explicit_url = flag_or_env(args.base_url, _ENV_BASE_URL[0])
     if not name:
         if explicit_url:
             raise CliUsageError(
@@ -64,8 +56,8 @@ def _model(args: argparse.Namespace) -> ChatModel | None:
                 field="model",
             )
         return None
-    base_url = args.base_url or _first_env(_ENV_BASE_URL) or _DEFAULT_BASE_URL
-    return OpenAIChatModel(name, base_url=base_url, api_key=_first_env(_ENV_API_KEY))
+    base_url = flag_or_env(args.base_url, *_ENV_BASE_URL) or _DEFAULT_BASE_URL
+    return OpenAIChatModel(name, base_url=base_url, api_key=flag_or_env(None, *_ENV_API_KEY))
 
 
 class _PromptOnly:
@@ -80,15 +72,13 @@ def _wrap(text: str, indent: str) -> str:
 
 
 def _print_turn(
-    index: int,
-    total: int,
-    question: str,
+    heading: str,
     result: TurnResult,
     args: argparse.Namespace,
     model: ChatModel | None,
     quotes: Sequence[Quote],
 ) -> None:
-    print(f"\n{_RULE}\nQuestion {index}/{total}: {question}\n{_RULE}")
+    print(f"\n{_RULE}\n{heading}\n{_RULE}")
     if model is not None:
         print(f"Answer ({model!r}):")
         print("\n".join(_wrap(line, "  ") for line in (result.reply or "").splitlines() if line.strip()))
@@ -202,7 +192,7 @@ def run_demo(args: argparse.Namespace) -> int:
         if args.json:
             turns.append(_turn_json(question, result, model, quotes))
         else:
-            _print_turn(i, len(questions), question, result, args, model, quotes)
+            _print_turn(f"Question {i}/{len(questions)}: {question}", result, args, model, quotes)
         sys.stdout.flush()
     if args.json:
         emit_json(
@@ -210,13 +200,7 @@ def run_demo(args: argparse.Namespace) -> int:
                 "uri": args.uri,
                 "collection": DEMO_COLLECTION,
                 "docs": str(docs),
-                "ingest": {
-                    "files_seen": report.files_seen,
-                    "files_written": report.files_written,
-                    "files_unchanged": report.files_unchanged,
-                    "chunks_written": report.chunks_written,
-                    "elapsed_s": report.elapsed_s,
-                },
+                "ingest": {name: getattr(report, name) for name in _REPORTED},
                 "model": None if model is None else repr(model),
                 "turns": turns,
             }

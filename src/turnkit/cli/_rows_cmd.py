@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ._config import DEFAULT_COLLECTION, ENV_COLLECTION, resolve
-from ._connect import Connection, connection_of
+from ._connect import Connection, location_of
 from ._errors import EXIT_OK, CliUsageError
 from ._lookup import open_collection
 from ._output import emit_json, one_line, source_label
@@ -28,18 +27,23 @@ __all__ = ["print_files", "run_count", "run_delete", "run_export", "run_peek"]
 
 _PAGE = 1_000  # rows per page read by export and files
 _EXCERPT = 120
+_FIELDS = ("id", "document", "metadata", "created_at", "updated_at")  # an exported row, then its vector
 
 
 def _open(args: argparse.Namespace) -> tuple[Connection, str, QueryBuilder]:
     """The connection, the collection's name and a builder narrowed by ``--filter`` (parsed first)."""
     from ..batteries.vector import parse_filter_expression
 
-    conn = connection_of(args)
-    name = resolve(getattr(args, "collection", None), ENV_COLLECTION, DEFAULT_COLLECTION)
+    conn, name = location_of(args)
     # A bad filter is reported before any database is opened.
     node = parse_filter_expression(args.filter) if getattr(args, "filter", None) else None
     query = open_collection(conn, name)(name)
     return conn, name, query if node is None else query.where(node)
+
+
+def _head(conn: Connection, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """What every JSON answer here starts with: the database, the collection, the filter."""
+    return {"uri": conn.uri, "collection": name, "filter": args.filter}
 
 
 def run_count(args: argparse.Namespace) -> int:
@@ -47,7 +51,7 @@ def run_count(args: argparse.Namespace) -> int:
     conn, name, query = _open(args)
     rows = query.count_sync()
     if args.json:
-        emit_json({"uri": conn.uri, "collection": name, "filter": args.filter, "count": rows})
+        emit_json(_head(conn, name, args) | {"count": rows})
     else:
         print(rows)
     return EXIT_OK
@@ -55,11 +59,6 @@ def run_count(args: argparse.Namespace) -> int:
 
 def _rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
-
-
-def _confirm(question: str) -> bool:
-    answer = input(f"{question} [y/N] ")
-    return answer.strip().lower() in {"y", "yes"}
 
 
 def run_delete(args: argparse.Namespace) -> int:
@@ -79,12 +78,12 @@ def run_delete(args: argparse.Namespace) -> int:
                 hint="Add --yes to delete without asking (scripts, CI).",
                 collection=name,
             )
-        if not _confirm(f"Delete {what} from {conn.uri}?"):
+        if input(f"Delete {what} from {conn.uri}? [y/N] ").strip().lower() not in {"y", "yes"}:
             print("Nothing deleted.", file=sys.stderr)
             return EXIT_OK
     deleted = query.delete_sync(all=bool(args.all)) if rows else 0
     if args.json:
-        emit_json({"uri": conn.uri, "collection": name, "filter": args.filter, "deleted": deleted})
+        emit_json(_head(conn, name, args) | {"deleted": deleted})
     else:
         print(f"Deleted {_rows(deleted)} from {name!r}.")
     return EXIT_OK
@@ -93,13 +92,7 @@ def run_delete(args: argparse.Namespace) -> int:
 def _record(match: VectorMatch, vectors: bool) -> dict[str, Any]:
     import numpy as np
 
-    record: dict[str, Any] = {
-        "id": match.id,
-        "document": match.document,
-        "metadata": match.metadata,
-        "created_at": match.created_at,
-        "updated_at": match.updated_at,
-    }
+    record: dict[str, Any] = {name: getattr(match, name) for name in _FIELDS}
     if vectors:
         # float32 as stored: orjson prints each value's shortest float32 form, which reads back exactly.
         record["vector"] = None if match.vector is None else np.asarray(match.vector, dtype=np.float32)
@@ -162,7 +155,7 @@ def run_export(args: argparse.Namespace) -> int:
         )
     conn, name, query = _open(args)
     vectors = not args.no_vectors
-    fields = ("*",) if vectors else ("id", "document", "metadata", "created_at", "updated_at")
+    fields = ("*",) if vectors else _FIELDS
     pages = _pages(query.select(*fields))
     if args.output in (None, "-"):
         rows = _jsonl(pages, sys.stdout.buffer, vectors)
@@ -182,16 +175,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         partial.unlink(missing_ok=True)
     if args.json:
-        emit_json(
-            {
-                "uri": conn.uri,
-                "collection": name,
-                "filter": args.filter,
-                "rows": rows,
-                "format": args.format,
-                "output": str(target),
-            }
-        )
+        emit_json(_head(conn, name, args) | {"rows": rows, "format": args.format, "output": str(target)})
     else:
         print(f"Exported {_rows(rows)} of {name!r} to {target} ({args.format}).")
     return EXIT_OK
@@ -203,15 +187,8 @@ def run_peek(args: argparse.Namespace) -> int:
     rows = list(itertools.islice(query.iter_rows_sync(page_size=min(args.rows, _PAGE)), args.rows))
     total = query.count_sync()
     if args.json:
-        emit_json(
-            {
-                "uri": conn.uri,
-                "collection": name,
-                "filter": args.filter,
-                "total": total,
-                "rows": [{"id": m.id, "document": m.document, "metadata": m.metadata} for m in rows],
-            }
-        )
+        listed = [{"id": m.id, "document": m.document, "metadata": m.metadata} for m in rows]
+        emit_json(_head(conn, name, args) | {"total": total, "rows": listed})
         return EXIT_OK
     if not rows:
         print(f"No rows in {name!r}" + (" for this filter." if args.filter else "."))

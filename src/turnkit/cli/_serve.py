@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from .._errors import TurnkitError
-from ._config import ENV_COLLECTION, ENV_ENCODER, store_uri
+from ._config import ENV_COLLECTION, ENV_ENCODER, flag_or_env, store_uri
 from ._connect import connection_of
-from ._errors import (
-    EXIT_OK,
-    CliUsageError,
-)
+from ._errors import EXIT_OK, CliUsageError
 
 __all__ = ["run_serve"]
 
@@ -24,8 +20,6 @@ def run_serve(args: argparse.Namespace) -> int:
     """
     conn = connection_of(args)
     conn.check()
-    collection = args.collection or os.environ.get(ENV_COLLECTION) or None
-    encoder = args.encoder or os.environ.get(ENV_ENCODER) or None
     try:
         # Imported here: the MCP SDK is an optional extra and slow to import.
         from ..mcp import serve
@@ -45,8 +39,8 @@ def run_serve(args: argparse.Namespace) -> int:
     serve(
         uri=store_uri(conn.uri),
         connect=conn.connect_options(),
-        collection=collection,
-        encoder=encoder,
+        collection=flag_or_env(args.collection, ENV_COLLECTION),
+        encoder=flag_or_env(args.encoder, ENV_ENCODER),
         **serve_options(args),
     )
     return EXIT_OK

@@ -10,15 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._config import (
-    DEFAULT_COLLECTION,
-    DEFAULT_ENCODER,
-    ENV_COLLECTION,
-    ENV_ENCODER,
-    open_store,
-    resolve,
-)
-from ._connect import Connection, connection_of
+from ._config import DEFAULT_ENCODER, ENV_ENCODER, flag_or_env, open_store
+from ._connect import Connection, connection_of, location_of
 from ._errors import (
     DEPENDENCY_SUFFIXES,
     EXIT_DEPENDENCY,
@@ -32,7 +25,7 @@ from ._output import emit_json, one_line, source_label
 from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
 if TYPE_CHECKING:
-    from ..batteries.vector import CollectionInfo, VectorMatch
+    from ..batteries.vector import CollectionInfo, VectorMatch, VectorStore
     from ..ingest import IngestProgress, IngestReport
 
 __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
@@ -41,20 +34,12 @@ _EXCERPT = 200
 _OWN_FIELDS = ("section", "page_span")  # metadata a JSON result also gives as a field of its own
 
 
-def _location(args: argparse.Namespace) -> tuple[Connection, str]:
-    collection = resolve(getattr(args, "collection", None), ENV_COLLECTION, DEFAULT_COLLECTION)
-    return connection_of(args), collection
+def _store(args: argparse.Namespace, conn: Connection, collection: str, fallback: str | None) -> VectorStore:
+    """`open_store` with the encoder ``--encoder`` or the environment names, and where it came from."""
+    encoder = flag_or_env(args.encoder, ENV_ENCODER)
+    source = "--encoder" if args.encoder else ENV_ENCODER
+    return open_store(conn, collection, encoder=encoder, fallback=fallback, source=source)
 
-
-def _encoder_flag(args: argparse.Namespace) -> str | None:
-    return args.encoder or os.environ.get(ENV_ENCODER) or None
-
-
-def _encoder_source(args: argparse.Namespace) -> str:
-    return "--encoder" if args.encoder else ENV_ENCODER
-
-
-# -- ingest ----------------------------------------------------------------------------------------
 
 _KINDS = ("text", "markdown", "html", "pdf")
 
@@ -93,17 +78,14 @@ def _printer(progress: bool) -> Callable[[str], None]:
 
 def _interrupted(collection: str, last: IngestProgress | None) -> int:
     if last is None or not (last.files_written or last.chunks_written or last.chunks_deleted):
-        print(
-            "turnkit: interrupted before anything was written. Run the same command again to ingest.",
-            file=sys.stderr,
-        )
+        said = "interrupted before anything was written. Run the same command again to ingest."
     else:
-        print(
-            f"turnkit: interrupted. Written to {collection!r} so far: {last.files_written:,} file(s), "
+        said = (
+            f"interrupted. Written to {collection!r} so far: {last.files_written:,} file(s), "
             f"{last.chunks_written:,} chunk(s) ({last.files_done:,} of {last.files_total:,} files read). "
-            "Run the same command again to finish: what was written is found unchanged, the rest is written.",
-            file=sys.stderr,
+            "Run the same command again to finish: what was written is found unchanged, the rest is written."
         )
+    print(f"turnkit: {said}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -120,8 +102,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     """Load files into a collection and print what was written."""
     from ..ingest import ingest_sync
 
-    conn, collection = _location(args)
-    uri = conn.uri
+    conn, collection = location_of(args)
     if not args.prune:
         # With --prune a missing path is how a deleted file's chunks are removed.
         missing = [p for p in args.paths if not os.path.lexists(os.path.expanduser(p))]
@@ -132,32 +113,25 @@ def run_ingest(args: argparse.Namespace) -> int:
                 path=missing[0],
             )
     extensions = _extensions(args.extension)
-    store = open_store(
-        conn, collection, encoder=_encoder_flag(args), fallback=DEFAULT_ENCODER, source=_encoder_source(args)
-    )
+    store = _store(args, conn, collection, DEFAULT_ENCODER)
     if args.ray_address and args.engine != "ray":
         raise CliUsageError("--ray-address needs --engine ray.", hint="Add --engine ray.")
     progress = not (args.no_progress or args.json)
     progress_shown = progress and sys.stderr.isatty()
     latest: dict[str, IngestProgress] = {}
+    same = ("chunk_size", "chunk_overlap", "batch_size", "prune", "max_file_size", "include", "exclude")
     options: dict[str, Any] = {
-        "store": store,
-        "collection": collection,
-        "chunk_size": args.chunk_size,
-        "chunk_overlap": args.chunk_overlap,
-        "batch_size": args.batch_size,
-        "prune": args.prune,
-        "progress": progress,
-        "max_file_size": args.max_file_size,
-        "follow_external_symlinks": args.follow_external_symlinks,
-        "include": args.include,
-        "exclude": args.exclude,
-        "gitignore": not args.no_gitignore,
-        "fallback_encodings": args.fallback_encoding,
-        "html_extractor": args.html_extractor,
-        "extensions": extensions or None,
-        "on_progress": lambda now: latest.__setitem__("now", now),
+        n: getattr(args, n) for n in (*same, "follow_external_symlinks", "html_extractor")
     }
+    options.update(
+        store=store,
+        collection=collection,
+        progress=progress,
+        gitignore=not args.no_gitignore,
+        fallback_encodings=args.fallback_encoding,
+        extensions=extensions or None,
+        on_progress=lambda now: latest.__setitem__("now", now),
+    )
     if args.verbose and not args.json:
         write = _printer(progress)
         options["on_skip"] = lambda issue: write(f"  skipped: {issue}")
@@ -176,7 +150,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     encoder = store.encoder.name if store.encoder is not None else None
     if args.json:
         data = dataclasses.asdict(report)
-        data.update(ok=report.ok, chunks_per_second=report.chunks_per_second, uri=uri, encoder=encoder)
+        data.update(ok=report.ok, chunks_per_second=report.chunks_per_second, uri=conn.uri, encoder=encoder)
         emit_json(data)
     else:
         # ingest prints the same report under the progress bar, which it shows only on a terminal.
@@ -184,25 +158,19 @@ def run_ingest(args: argparse.Namespace) -> int:
             print(report)
         for tip in _tips(report, args.verbose):
             print(tip)
-        print(f"Database: {uri} (collection {collection!r}, encoder {encoder})")
+        print(f"Database: {conn.uri} (collection {collection!r}, encoder {encoder})")
     needs_extra = sum(issue.code.endswith(DEPENDENCY_SUFFIXES) for issue in report.errors)
     if needs_extra:
-        print(
-            f"turnkit: {needs_extra} file(s) need an optional extra (the hint above names it); "
-            "the others were ingested.",
-            file=sys.stderr,
+        failed, status = (
+            f"{needs_extra} file(s) need an optional extra (the hint above names it)",
+            EXIT_DEPENDENCY,
         )
-        return EXIT_DEPENDENCY
-    if report.errors:
-        print(
-            f"turnkit: {len(report.errors)} file(s) could not be read; the others were ingested.",
-            file=sys.stderr,
-        )
-        return EXIT_PARTIAL
-    return EXIT_OK
-
-
-# -- query -----------------------------------------------------------------------------------------
+    elif report.errors:
+        failed, status = f"{len(report.errors)} file(s) could not be read", EXIT_PARTIAL
+    else:
+        return EXIT_OK
+    print(f"turnkit: {failed}; the others were ingested.", file=sys.stderr)
+    return status
 
 
 def _match_json(match: VectorMatch) -> dict[str, Any]:
@@ -228,21 +196,18 @@ def run_query(args: argparse.Namespace) -> int:
     """Search a collection and print the matches."""
     from ..batteries.vector import retrieve_sync
 
-    conn, collection = _location(args)
-    uri = conn.uri
+    conn, collection = location_of(args)
     if not args.text.strip():
         raise CliUsageError("The query text is empty.", hint='Pass what to search for: turnkit query "…".')
     # Before any model or database is opened: a bad filter or flag is reported first.
     settings = query_settings(args)
     open_collection(conn, collection)  # the not-found error, before anything is created
-    store = open_store(
-        conn, collection, encoder=_encoder_flag(args), fallback=None, source=_encoder_source(args)
-    )
+    store = _store(args, conn, collection, None)
     matches = retrieve_sync(store(collection).near_text(args.text), settings).matches
     if args.json:
         emit_json(
             {
-                "uri": uri,
+                "uri": conn.uri,
                 "collection": collection,
                 "query": args.text,
                 # The flags as given (null: not given), then the settings the search ran with.
@@ -269,9 +234,6 @@ def run_query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# -- stats -----------------------------------------------------------------------------------------
-
-
 def _info_json(info: CollectionInfo) -> dict[str, Any]:
     return dataclasses.asdict(info) | {"indexes": list(info.indexes)}
 
@@ -279,7 +241,6 @@ def _info_json(info: CollectionInfo) -> dict[str, Any]:
 def run_stats(args: argparse.Namespace) -> int:
     """Describe the collections of a database."""
     conn = connection_of(args)
-    uri = conn.uri
     infos: list[CollectionInfo] = []
     missing = database_missing(conn)
     if missing and args.collection:
@@ -292,44 +253,22 @@ def run_stats(args: argparse.Namespace) -> int:
                 raise collection_not_found(conn, wanted, names)
         infos = [store.collection_info_sync(n) for n in (args.collection or names)]
     if args.json:
-        emit_json({"uri": uri, "collections": [_info_json(i) for i in infos]})
+        emit_json({"uri": conn.uri, "collections": [_info_json(i) for i in infos]})
         return EXIT_OK
     if not infos:
         print(no_collections_line(conn, missing))
         return EXIT_OK
-    print(f"Database: {uri}")
-    header = (
-        "collection",
-        "rows",
-        "dim",
-        "metric",
-        "encoder",
-        "version",
-        "fragments",
-        "unindexed",
-        "indexes",
-    )
+    print(f"Database: {conn.uri}")
+    header = tuple("collection rows dim metric encoder version fragments unindexed indexes".split())
     rows = [
-        (
-            i.name,
-            str(i.rows),
-            str(i.dimension),
-            i.metric,
-            i.encoder or "-",
-            str(i.version),
-            str(i.fragments),
-            str(i.unindexed_rows),
-            ", ".join(i.indexes) or "none",
-        )
+        [str(v) for v in (i.name, i.rows, i.dimension, i.metric, i.encoder or "-", i.version, i.fragments)]
+        + [str(i.unindexed_rows), ", ".join(i.indexes) or "none"]
         for i in infos
     ]
     widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return EXIT_OK
-
-
-# -- optimize --------------------------------------------------------------------------------------
 
 
 def _has_vector_index(info: CollectionInfo) -> bool:
@@ -339,8 +278,7 @@ def _has_vector_index(info: CollectionInfo) -> bool:
 
 def run_optimize(args: argparse.Namespace) -> int:
     """Compact collections and build or update their vector index."""
-    conn, collection = _location(args)
-    uri = conn.uri
+    conn, collection = location_of(args)
     store = open_collection(conn, None if args.all else collection)
     names = store.list_collections_sync() if args.all else [collection]
     results: list[dict[str, Any]] = []
@@ -354,14 +292,8 @@ def run_optimize(args: argparse.Namespace) -> int:
         elif args.index == "auto" and not _has_vector_index(before) and before.rows >= args.index_min_rows:
             built = q.create_index_sync("auto")
         after = q.info_sync()
-        results.append(
-            {
-                "collection": name,
-                "index_built": built,
-                "before": _info_json(before),
-                "after": _info_json(after),
-            }
-        )
+        states = {"before": _info_json(before), "after": _info_json(after)}
+        results.append({"collection": name, "index_built": built, **states})
         if not args.json:
             line = (
                 f"{name}: {after.rows} rows, fragments {before.fragments} → {after.fragments}, "
@@ -373,5 +305,5 @@ def run_optimize(args: argparse.Namespace) -> int:
                 line += f"; no vector index (flat search is exact and fast below {args.index_min_rows} rows)"
             print(line)
     if args.json:
-        emit_json({"uri": uri, "results": results})
+        emit_json({"uri": conn.uri, "results": results})
     return EXIT_OK
