@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ._config import AUTO_ALPHA
 
@@ -18,14 +19,24 @@ __all__ = [
     "unit_float",
 ]
 
+_N = TypeVar("_N", int, float)
+
+
+def _checked(text: str, convert: Callable[[str], _N], ok: Callable[[_N], bool], expected: str) -> _N:
+    """``convert(text)`` if it converts and passes ``ok``; otherwise the error that says what was expected."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
 
 def alpha(text: str) -> float | str:
     if text == AUTO_ALPHA:
         return AUTO_ALPHA
-    try:
-        float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number from 0 to 1, got {text!r}") from None
+    _checked(text, float, lambda _: True, "'auto' or a number from 0 to 1")
     return unit_float(text)
 
 
@@ -51,36 +62,18 @@ def file_size(text: str) -> int | None:
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return _checked(text, int, lambda value: value >= 1, "a positive integer")
 
 
 def unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
-    return value
+    return _checked(text, float, lambda value: 0.0 <= value <= 1.0, "a number from 0 to 1")
 
 
 def read_consistency(text: str) -> float | None:
     """Seconds (``0`` or more) or ``off`` (``None``: never look for other processes' writes)."""
     if text.strip().lower() == "off":
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds (0 or more) or off, got {text!r}") from None
-    if not 0.0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds (0 or more) or off, got {text!r}")
-    return value
+    return _checked(text, float, lambda value: 0.0 <= value < math.inf, "seconds (0 or more) or off")
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")

@@ -45,9 +45,7 @@ class CliRuntimeError(RuntimeFailure):
     """A command failed while running in a way no other layer reports (shipped docs missing)."""
 
     hints = {
-        "E_CLI_DOCS_NOT_FOUND": (
-            "Reinstall turnkit; in a checkout, `src/turnkit/_docs` must link to `docs/`."
-        )
+        "E_CLI_DOCS_NOT_FOUND": "Reinstall turnkit; in a checkout, `src/turnkit/_docs` must link to `docs/`."
     }
 
 
@@ -69,6 +67,4 @@ def exit_status(exc: BaseException) -> int:
         return EXIT_INTERRUPTED
     if missing_extra(exc) is not None:
         return EXIT_DEPENDENCY
-    if isinstance(exc, TurnkitError):
-        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
-    return EXIT_FAILURE
+    return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE

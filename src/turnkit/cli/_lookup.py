@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,38 +36,31 @@ def no_collections_line(conn: Connection, missing: bool) -> str:
 def collection_not_found(conn: Connection, name: str | None, names: list[str] | None) -> Exception:
     """The not-found error for ``name``: ``names`` are the database's collections, None if it does not exist.
 
-    It says which collection comes closest ("did you mean") and lists the
-    collections there are; a database that does not exist is named with its
-    absolute path.
+    It names the closest collection ("did you mean") and those there are, or the missing database's path.
     """
     from ..batteries.vector import CollectionNotFoundError
 
+    error = partial(CollectionNotFoundError, collection=name, uri=conn.uri)
     create = f"turnkit ingest PATH --uri {conn.uri}" + ("" if name is None else f" --collection {name}")
     if names is None or name is None:
         what = "" if name is None else f", so no collection {name!r}"
-        return CollectionNotFoundError(
+        return error(
             f"There is no database at {store_uri(conn.uri)!r} (the folder does not exist){what}.",
             hint=f"Check --uri (or TURNKIT_URI); to create it, ingest into it: {create}",
-            collection=name,
-            uri=conn.uri,
         )
     if not names:
-        return CollectionNotFoundError(
+        return error(
             f"No collection {name!r}: the database at {conn.uri!r} has no collections yet.",
             hint=f"Ingest into it first: {create}",
-            collection=name,
-            uri=conn.uri,
         )
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     guess = f" Did you mean {close[0]!r}?" if close else ""
     listed = ", ".join(names[:_LISTED])
     if len(names) > _LISTED:
         listed += f", … ({len(names) - _LISTED} more: turnkit collections list)"
-    return CollectionNotFoundError(
+    return error(
         f"No collection {name!r} in the database at {conn.uri!r}.{guess} Collections: {listed}.",
         hint=f"Pass one of them with --collection NAME, or create {name!r}: {create}",
-        collection=name,
-        uri=conn.uri,
         did_you_mean=close[0] if close else None,
     )
 
@@ -74,8 +68,7 @@ def collection_not_found(conn: Connection, name: str | None, names: list[str] | 
 def open_collection(conn: Connection, name: str | None) -> VectorStore:
     """A store (no encoder) over a database that holds ``name`` (None: that exists at all).
 
-    Raises the not-found error otherwise. Looking creates nothing: a local
-    database that does not exist is reported, not made.
+    Raises the not-found error otherwise; a missing local database is reported, not created.
     """
     if database_missing(conn):
         raise collection_not_found(conn, name, None)

@@ -16,27 +16,22 @@ from ._parser import build_parser
 
 __all__ = ["main"]
 
-# Each command's module is imported when it runs, so `turnkit --help` loads none of them.
-_HANDLERS = {
-    "ingest": "_store_cmds:run_ingest",
-    "query": "_store_cmds:run_query",
-    "stats": "_store_cmds:run_stats",
-    "optimize": "_store_cmds:run_optimize",
-    "collections": "_collections_cmd:run_collections",
-    "count": "_rows_cmd:run_count",
-    "delete": "_rows_cmd:run_delete",
-    "export": "_rows_cmd:run_export",
-    "peek": "_rows_cmd:run_peek",
-    "serve": "_serve:run_serve",
-    "demo": "_demo:run_demo",
-    "completion": "_completion:run_completion",
+# Each command's module, imported when it runs, so `turnkit --help` loads none of them.
+_MODULES = {
+    "_store_cmds": ("ingest", "query", "stats", "optimize"),
+    "_rows_cmd": ("count", "delete", "export", "peek"),
+    "_collections_cmd": ("collections",),
+    "_serve": ("serve",),
+    "_demo": ("demo",),
+    "_parser": ("completion",),
 }
 
 
 def _handler(command: str) -> Callable[[argparse.Namespace], int]:
-    module, _, name = _HANDLERS[command].partition(":")
+    """The command's ``run_COMMAND`` function."""
+    module = next(m for m, commands in _MODULES.items() if command in commands)
     handler: Callable[[argparse.Namespace], int] = getattr(
-        importlib.import_module(f".{module}", __package__), name
+        importlib.import_module(f".{module}", __package__), f"run_{command}"
     )
     return handler
 

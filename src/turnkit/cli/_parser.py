@@ -1,4 +1,7 @@
-"""The argument parser: every subcommand, its flags, and the help text that documents them."""
+"""The argument parser: every subcommand, its flags, and the help text that documents them.
+
+``turnkit completion`` runs here too: its script is generated from the parser itself (shtab).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +9,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ._arg_types import (
-    alpha,
-    file_size,
-    positive_int,
-    read_consistency,
-    text_out_of_optional_values,
-)
+from ._arg_types import alpha, file_size, positive_int, read_consistency, text_out_of_optional_values
 from ._config import (
     AUTO_ALPHA,
     DEFAULT_COLLECTION,
@@ -23,10 +20,10 @@ from ._config import (
     ENV_URI,
 )
 from ._connect import ENV_API_KEY, ENV_REGION
-from ._errors import CliUsageError
+from ._errors import EXIT_OK, CliUsageError
 from ._query_flags import add_query_flags
 
-__all__ = ["add_serve_arguments", "build_parser", "retrieval_settings", "serve_options"]
+__all__ = ["add_serve_arguments", "build_parser", "retrieval_settings", "run_completion", "serve_options"]
 
 # Every environment variable the command line reads; each subcommand's help lists only its own.
 _ENV_HELP = {
@@ -527,3 +524,22 @@ def _add_row_commands(subs: Any) -> None:
     p["export"].add_argument("--no-vectors", action="store_true", help="leave the vectors out")
     p["export"].add_argument("--json", action="store_true", help="with -o: print a JSON summary on stdout")
     p["peek"].add_argument("-n", "--rows", type=positive_int, default=5, metavar="N", help="default 5")
+
+
+def run_completion(args: argparse.Namespace) -> int:
+    """Print the completion script for ``args.shell``.
+
+    Raises:
+        CliUsageError: ``E_CLI_DEPENDENCY_MISSING``: the ``cli`` extra (shtab) is not installed.
+    """
+    try:
+        import shtab
+    except ImportError as exc:
+        raise CliUsageError(
+            "`turnkit completion` needs shtab, which is not installed.",
+            code="E_CLI_DEPENDENCY_MISSING",
+            hint="pip install 'turnkit[cli]'",
+            package="shtab",
+        ) from exc
+    print(shtab.complete(build_parser(), shell=args.shell), end="")
+    return EXIT_OK

@@ -3,10 +3,8 @@
 The parser makes the flags from this table and `query_settings` reads them
 back through it, so a flag, its help and its field are written once. A flag
 not given leaves its field at the default of `RetrievalSettings`, the
-measured-best retrieval every surface shares (docs/settings.md).
-
-The vector battery is imported inside the functions, so ``turnkit --help``
-stays fast and never loads LanceDB.
+measured-best retrieval every surface shares (docs/settings.md). The vector battery is
+imported inside the functions, so ``turnkit --help`` never loads LanceDB.
 """
 
 from __future__ import annotations
@@ -62,104 +60,92 @@ class SettingsFlag:
         return self.dest or self.flags[-1].lstrip("-").replace("-", "_")
 
 
+def _flag(flags: str | tuple[str, ...], field: str, **options: Any) -> SettingsFlag:
+    """A `SettingsFlag` written as ``add_argument`` takes it; ``dest``, ``key`` and ``value`` are its own."""
+    own = {name: options.pop(name) for name in ("dest", "key", "value") if name in options}
+    return SettingsFlag(flags if isinstance(flags, tuple) else (flags,), field, options, **own)
+
+
 QUERY_FLAGS: tuple[SettingsFlag, ...] = (
-    SettingsFlag(
+    _flag(
         ("-f", "--filter"),
         "filter",
-        {
-            "metavar": "EXPR",
-            "help": "metadata filter, e.g. 'kind = \"faq\" AND year >= 2020' (fields are metadata keys)",
-        },
+        metavar="EXPR",
+        help="metadata filter, e.g. 'kind = \"faq\" AND year >= 2020' (fields are metadata keys)",
         value=_filter_value,
     ),
-    SettingsFlag(
-        ("-k", "--top-k"), "top_k", {"type": positive_int, "metavar": "N", "help": "results (default 5)"}
-    ),
-    SettingsFlag(
-        ("--hybrid",),
+    _flag(("-k", "--top-k"), "top_k", type=positive_int, metavar="N", help="results (default 5)"),
+    _flag(
+        "--hybrid",
         "hybrid",
-        {
-            "type": alpha,
-            "nargs": "?",
-            "const": AUTO_ALPHA,
-            "metavar": "ALPHA",
-            "help": "hybrid search, BM25 beside the vectors (on by default): 0 full-text only, 1 vector "
-            "only; bare or 'auto': 0.2 for queries up to 40 words, 0.5 above",
-        },
+        type=alpha,
+        nargs="?",
+        const=AUTO_ALPHA,
+        metavar="ALPHA",
+        help="hybrid search, BM25 beside the vectors (on by default): 0 full-text only, 1 vector "
+        "only; bare or 'auto': 0.2 for queries up to 40 words, 0.5 above",
         key="alpha",
         value=_alpha_value,
     ),
-    SettingsFlag(
-        ("--no-hybrid",),
+    _flag(
+        "--no-hybrid",
         "hybrid",
-        {"action": "store_const", "const": False, "help": "vector search only (no full-text leg)"},
+        action="store_const",
+        const=False,
+        help="vector search only (no full-text leg)",
         dest="hybrid",
     ),
-    SettingsFlag(
-        ("--fusion",),
+    _flag(
+        "--fusion",
         "hybrid",
-        {
-            "choices": ["zscore", "linear", "rrf"],
-            "help": "how hybrid search fuses its two legs (default zscore: exact-term hits stay first)",
-        },
+        choices=["zscore", "linear", "rrf"],
+        help="how hybrid search fuses its two legs (default zscore: exact-term hits stay first)",
         key="fusion",
     ),
-    SettingsFlag(
-        ("--no-collapse",),
+    _flag(
+        "--no-collapse",
         "collapse_duplicates",
-        {
-            "action": "store_const",
-            "const": False,
-            "help": "keep every copy of a text (by default an .md page and its .html rendering are one "
-            "result, the other copy listed under it)",
-        },
+        action="store_const",
+        const=False,
+        help="keep every copy of a text (by default an .md page and its .html rendering are one "
+        "result, the other copy listed under it)",
         dest="collapse",
     ),
-    SettingsFlag(
-        ("--diversify",),
+    _flag(
+        "--diversify",
         "diversify",
-        {
-            "type": unit_float,
-            "nargs": "?",
-            "const": 0.5,
-            "metavar": "LAMBDA",
-            "help": "re-pick results by MMR for less repetition: 1 keeps the order, lower is more diverse "
-            "(default 0.5 when given bare)",
-        },
+        type=unit_float,
+        nargs="?",
+        const=0.5,
+        metavar="LAMBDA",
+        help="re-pick results by MMR for less repetition: 1 keeps the order, lower is more diverse "
+        "(default 0.5 when given bare)",
     ),
-    SettingsFlag(
-        ("--min-score",),
+    _flag(
+        "--min-score",
         "min_score",
-        {
-            "type": unit_float,
-            "metavar": "S",
-            "help": "drop results whose vector similarity is below S (0-1; under hybrid search too, the "
-            "dense similarity)",
-        },
+        type=unit_float,
+        metavar="S",
+        help="drop results whose vector similarity is below S (0-1; under hybrid search too, the "
+        "dense similarity)",
     ),
-    SettingsFlag(
-        ("--rerank",),
+    _flag(
+        "--rerank",
         "rerank",
-        {
-            "action": "store_const",
-            "const": True,
-            "help": "over-fetch and rerank with the offline scorer (MiniLM if installed, else the "
-            "collection's encoder; weights 0.4/0.4/0.2)",
-        },
+        action="store_const",
+        const=True,
+        help="over-fetch and rerank with the offline scorer (MiniLM if installed, else the "
+        "collection's encoder; weights 0.4/0.4/0.2)",
     ),
-    SettingsFlag(
-        ("--nprobes",),
-        "nprobes",
-        {"type": positive_int, "metavar": "N", "help": "IVF index: partitions to probe"},
-    ),
-    SettingsFlag(
-        ("--refine-factor",),
+    _flag("--nprobes", "nprobes", type=positive_int, metavar="N", help="IVF index: partitions to probe"),
+    _flag(
+        "--refine-factor",
         "refine_factor",
-        {"type": positive_int, "metavar": "N", "help": "IVF_PQ index: re-rank N x top_k candidates exactly"},
+        type=positive_int,
+        metavar="N",
+        help="IVF_PQ index: re-rank N x top_k candidates exactly",
     ),
-    SettingsFlag(
-        ("--ef",), "ef", {"type": positive_int, "metavar": "N", "help": "HNSW index: candidate list size"}
-    ),
+    _flag("--ef", "ef", type=positive_int, metavar="N", help="HNSW index: candidate list size"),
 )
 
 
