@@ -10,17 +10,15 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from ._errors import MCPUsageError
+from ._errors import MCPUsageError, config_error
 
 __all__ = ["Principal", "TokenVerifier", "is_loopback", "load_principals"]
 
-_config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")
 
 MIN_TOKEN_CHARS = 16
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -49,7 +47,7 @@ def is_loopback(host: str) -> bool:
 
 def _digest(token: str, where: str) -> bytes:
     if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or token != token.strip():
-        raise _config_error(
+        raise config_error(
             f"{where}: a token must be a string of at least {MIN_TOKEN_CHARS} characters without "
             "surrounding spaces.",
             option="token",
@@ -78,7 +76,7 @@ def load_principals(
         out += _read_file(Path(tokens_file))
     digests = [p.digest for p in out]
     if len(set(digests)) != len(digests):
-        raise _config_error(
+        raise config_error(
             "Two principals share a token.", option="tokens_file", hint="Give every principal its own token."
         )
     return out
@@ -86,7 +84,7 @@ def load_principals(
 
 def _read_file(path: Path) -> list[Principal]:
     def bad(message: str) -> MCPUsageError:
-        return _config_error(
+        return config_error(
             f"Tokens file {str(path)!r}: {message}",
             option="tokens_file",
             hint='Expected {"principals": {"NAME": {"token_sha256": "<64 hex digits>", "guard": {...}}}} '

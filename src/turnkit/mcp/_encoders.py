@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import TypeVar
 
 from ..batteries.vector import (
@@ -13,13 +12,11 @@ from ..batteries.vector import (
     build_recorded_encoder,
     encoder_from_spec,
 )
-from ._errors import MCPUsageError
+from ._errors import config_error
 
 __all__ = ["recorded_encoder", "spec_encoder"]
 
 T = TypeVar("T")
-
-_config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")
 
 
 def _as_option(build: Callable[[], T]) -> T:
@@ -29,7 +26,7 @@ def _as_option(build: Callable[[], T]) -> T:
     except VectorStoreUsageError as exc:
         if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
             raise
-        raise _config_error(exc.message, option="encoder", hint=exc.hint) from None
+        raise config_error(exc.message, option="encoder", hint=exc.hint) from None
 
 
 def spec_encoder(spec: str) -> Encoder:
@@ -53,7 +50,7 @@ async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> En
     if not names:
         return None
     if len(names) > 1:
-        raise _config_error(
+        raise config_error(
             f"The collections were built with different encoders: {sorted(names)}.",
             option="encoder",
             hint="Serve the collections of one encoder at a time (collections=[...]).",
@@ -61,7 +58,7 @@ async def recorded_encoder(store: VectorStore, collections: Sequence[str]) -> En
     (recorded,) = names
     encoder = _as_option(lambda: build_recorded_encoder(recorded, dimension, remote=True))
     if encoder is None:
-        raise _config_error(
+        raise config_error(
             f"The collections were built with encoder {recorded!r}, which turnkit cannot build by name.",
             option="encoder",
             hint="Pass the store itself: create_mcp_server(store=create_vector_store(..., encoder=...)).",

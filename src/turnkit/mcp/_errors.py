@@ -11,9 +11,11 @@ TurnkitError
 
 from __future__ import annotations
 
+from functools import partial
+
 from .._errors import RuntimeFailure, UsageError
 
-__all__ = ["MCPUnavailableError", "MCPUsageError"]
+__all__ = ["MCPUnavailableError", "MCPUsageError", "config_error"]
 
 
 class MCPUsageError(UsageError):
@@ -36,3 +38,6 @@ class MCPUnavailableError(RuntimeFailure, ImportError):
     """
 
     hints = {"E_MCP_UNAVAILABLE": "pip install 'turnkit[mcp]'"}
+
+
+config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")

@@ -14,7 +14,6 @@ import socket
 import time
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -27,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from turnkit._checks import is_int, is_number
 
 from ._auth import TokenVerifier, is_loopback
-from ._errors import MCPUsageError
+from ._errors import MCPUsageError, config_error
 
 __all__ = [
     "HttpLimits",
@@ -41,7 +40,6 @@ __all__ = [
 
 log = logging.getLogger("turnkit.mcp")
 
-_config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")
 
 _SESSION_HEADER = b"mcp-session-id"
 
@@ -69,13 +67,13 @@ class HttpLimits:
         for name in ("max_body_bytes", "max_sessions", "max_sessions_per_client"):
             value = getattr(self, name)
             if not is_int(value, 1):
-                raise _config_error(f"{name} must be a positive integer, got {value!r}.", option=name)
+                raise config_error(f"{name} must be a positive integer, got {value!r}.", option=name)
         for name in ("idle_timeout", "uninitialized_timeout"):
             value = getattr(self, name)
             if not (is_number(value) and value > 0):
-                raise _config_error(f"{name} must be a positive number of seconds.", option=name)
+                raise config_error(f"{name} must be a positive number of seconds.", option=name)
         if self.max_sessions_per_client > self.max_sessions:
-            raise _config_error(
+            raise config_error(
                 "max_sessions_per_client cannot exceed max_sessions.", option="max_sessions_per_client"
             )
 
@@ -97,7 +95,7 @@ def allowed_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> Transpo
     for raw in [*names, *extra]:
         entry = raw.strip()
         if not entry or "/" in entry or "*" in entry or any(c.isspace() for c in entry):
-            raise _config_error(
+            raise config_error(
                 f"--allow-host {raw!r} is not a host name.",
                 option="allow_hosts",
                 hint="Give a name or address as clients write it, e.g. kb.example.com or 10.0.0.5:8765.",
@@ -138,7 +136,7 @@ def listen(host: str, port: int) -> socket.socket:
         sock.listen(2048)  # uvicorn's backlog; a client that connects as soon as the address is printed waits
     except OSError as exc:
         sock.close()
-        raise _config_error(
+        raise config_error(
             f"Cannot listen on {bracket(bare)}:{port}: {exc.strerror or exc}.",
             option="port",
             hint="Pick another --port (--port 0 picks a free one), or stop the program using it; "

@@ -6,7 +6,6 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +16,7 @@ from turnkit._checks import is_int
 from .._errors import TurnkitError
 from ..batteries.vector import Encoder, FilterNode, SettingsInput, parse_filter_expression
 from ._auth import Principal, TokenVerifier, is_loopback, load_principals
-from ._errors import MCPUsageError
+from ._errors import config_error
 from ._http import HttpLimits, allowed_hosts, bracket, build_http_app, check_bind, describe_hosts, listen
 from ._server import DEFAULT_READ_CONSISTENCY_INTERVAL, create_mcp_server
 from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
@@ -25,7 +24,6 @@ from ._stdio import DEFAULT_MAX_MESSAGE_BYTES, run_stdio
 __all__ = ["ENV_TOKEN", "parse_filter_fields", "parse_guard", "serve"]
 
 ENV_TOKEN = "TURNKIT_MCP_TOKEN"
-_config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")
 """The environment variable `serve` reads a bearer token from when none is given."""
 
 Transport = Literal["stdio", "http"]
@@ -40,7 +38,7 @@ def parse_guard(value: str | Mapping[str, Any] | FilterNode | None) -> Mapping[s
     if not isinstance(value, str):
         return value
     if not value.strip():
-        raise _config_error(
+        raise config_error(
             "--guard is empty; it would allow every record.",
             option="guard",
             hint='Give a condition such as tenant = "acme", or leave --guard out.',
@@ -48,7 +46,7 @@ def parse_guard(value: str | Mapping[str, Any] | FilterNode | None) -> Mapping[s
     try:
         return parse_filter_expression(value, field_prefix="metadata.")
     except TurnkitError as exc:
-        raise _config_error(f"--guard does not parse: {exc.message}", option="guard", hint=exc.hint) from None
+        raise config_error(f"--guard does not parse: {exc.message}", option="guard", hint=exc.hint) from None
 
 
 def parse_filter_fields(value: str | Sequence[str] | Mapping[str, str] | None) -> Any:
@@ -57,7 +55,7 @@ def parse_filter_fields(value: str | Sequence[str] | Mapping[str, str] | None) -
         return value
     keys = [k.strip() for k in value.split(",") if k.strip()]
     if not keys:
-        raise _config_error(
+        raise config_error(
             "--filter-fields names no keys.",
             option="filter_fields",
             hint="Use auto, any, or keys such as kind,year.",
@@ -124,15 +122,15 @@ def serve(
             ``insecure_no_auth``.
     """
     if collection is not None and collections is not None:
-        raise _config_error("Pass collection= or collections=, not both.", option="collections")
+        raise config_error("Pass collection= or collections=, not both.", option="collections")
     if transport not in ("stdio", "http"):
-        raise _config_error(f"transport must be 'stdio' or 'http', got {transport!r}.", option="transport")
+        raise config_error(f"transport must be 'stdio' or 'http', got {transport!r}.", option="transport")
     if not is_int(port, 0, 65535):
-        raise _config_error(f"port must be in [0, 65535], got {port!r}.", option="port")
+        raise config_error(f"port must be in [0, 65535], got {port!r}.", option="port")
     if not isinstance(path, str) or not path.startswith("/"):
-        raise _config_error(f"path must start with '/', got {path!r}.", option="path")
+        raise config_error(f"path must start with '/', got {path!r}.", option="path")
     if not is_int(max_message_bytes, 1):
-        raise _config_error("max_message_bytes must be a positive integer.", option="max_message_bytes")
+        raise config_error("max_message_bytes must be a positive integer.", option="max_message_bytes")
     token_source = "--token"
     if token is None:
         token, token_source = os.environ.get(ENV_TOKEN) or None, ENV_TOKEN

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +27,7 @@ from ..tools._filters import compile_guard
 from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
 from ..tools.vector_query._input import filter_description
 from ._encoders import recorded_encoder, spec_encoder
-from ._errors import MCPUsageError
+from ._errors import config_error
 from ._tools import (
     DELETE_SCHEMA,
     READ_ONLY_ANNOTATIONS,
@@ -50,7 +49,6 @@ __all__ = [
 ]
 
 DEFAULT_READ_CONSISTENCY_INTERVAL = timedelta(seconds=1)
-_config_error = partial(MCPUsageError, code="E_INVALID_MCP_SERVER_CONFIG")
 """How stale a server opened with ``uri=`` may be with respect to other processes' writes, by default.
 
 Looking once a second left the median search as fast as never looking (docs/performance.md).
@@ -67,7 +65,7 @@ def read_consistency(value: timedelta | float | None) -> timedelta | None:
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if not is_number(seconds, 0):
-        raise _config_error(
+        raise config_error(
             f"read_consistency_interval must be seconds >= 0, a timedelta, or None; got {value!r}.",
             option="read_consistency_interval",
             hint="0 looks for other processes' writes before every read; None never looks.",
@@ -101,24 +99,24 @@ def _open_store(
 ) -> tuple[VectorStore, bool]:
     """The store to serve, and whether its encoder must still be read from the collections."""
     if (store is None) == (uri is None):
-        raise _config_error("Pass exactly one of store= and uri=.", option="store")
+        raise config_error("Pass exactly one of store= and uri=.", option="store")
     if store is not None:
         if not isinstance(store, VectorStore):
-            raise _config_error("store must be a VectorStore.", option="store")
+            raise config_error("store must be a VectorStore.", option="store")
         if encoder is not None:
-            raise _config_error("encoder= is for uri=; a store brings its own encoder.", option="encoder")
+            raise config_error("encoder= is for uri=; a store brings its own encoder.", option="encoder")
         if consistency is not DEFAULT_READ_CONSISTENCY_INTERVAL:
-            raise _config_error(
+            raise config_error(
                 "read_consistency_interval= is for uri=; a store brings its own.",
                 option="read_consistency_interval",
                 hint="Pass it to create_vector_store(read_consistency_interval=...).",
             )
         return store, False
     if not isinstance(uri, str) or not uri:
-        raise _config_error("uri must be a non-empty string.", option="uri")
+        raise config_error("uri must be a non-empty string.", option="uri")
     if "://" not in uri and not Path(uri).expanduser().is_dir():
         # Connecting would create an empty database directory; serving one is always a mistake.
-        raise _config_error(
+        raise config_error(
             f"No database at {uri!r}.",
             option="uri",
             hint="Check the path, or ingest documents first (turnkit ingest PATH --uri ...).",
@@ -183,7 +181,7 @@ def create_mcp_server(
     if collections is None:
         names = served.list_collections_sync()
         if not names:
-            raise _config_error(
+            raise config_error(
                 f"The store at {served.uri!r} has no collections.",
                 option="collections",
                 hint="Ingest documents first, or name the collection(s) to serve.",
@@ -191,13 +189,13 @@ def create_mcp_server(
     else:
         names = [collections] if isinstance(collections, str) else list(collections)
         if not names or not all(isinstance(n, str) for n in names):
-            raise _config_error("collections must name at least one collection.", option="collections")
+            raise config_error("collections must name at least one collection.", option="collections")
         for n in names:
             served(n)  # validates the name
         missing = [n for n in names if not served.has_collection_sync(n)]
         if missing:
             existing = served.list_collections_sync()
-            raise _config_error(
+            raise config_error(
                 f"No collection {missing[0]!r} in the store at {served.uri!r}.",
                 option="collections",
                 hint=f"Collections there: {', '.join(existing) or '(none)'}. Ingest into it first, "
@@ -207,7 +205,7 @@ def create_mcp_server(
     if read_encoder:  # every name is a collection by now
         served.encoder = run_sync(recorded_encoder(served, names))
     if not isinstance(enable_writes, bool):
-        raise _config_error("enable_writes must be true or false.", option="enable_writes")
+        raise config_error("enable_writes must be true or false.", option="enable_writes")
     guard = compile_guard(guard, option="guard")
     per_principal = _principal_guards(principal_guards)
     values, bounds = tool_settings(settings), ToolLimits.of(limits)
@@ -314,7 +312,7 @@ def _principal_guards(value: Mapping[str, Any] | None) -> dict[str, FilterNode |
     if value is None:
         return None
     if not isinstance(value, Mapping) or not value or not all(isinstance(k, str) and k for k in value):
-        raise _config_error(
+        raise config_error(
             "principal_guards must map principal names to guards (None for no guard of its own).",
             option="principal_guards",
         )

@@ -31,7 +31,7 @@ from ..tools import (
     retrieve_contexts,
 )
 from ..tools._config import ModelResolver
-from ..tools._filters import _fields as guard_fields
+from ..tools._filters import guard_keys
 from ..tools.vector_query._input import filter_description
 from ._errors import MCPUsageError
 
@@ -332,7 +332,7 @@ class Tools:
 
 def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
     """Drop the metadata keys the guard names from each source: a guard value never reaches the model."""
-    paths = [f.removeprefix("metadata.").split(".") for f in guard_fields(guard) if f.startswith("metadata.")]
+    paths = [key.split(".") for key in guard_keys(guard)]
     for source in payload.get("sources") or []:
         for path in paths:
             node = source.get("metadata")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from pydantic import ConfigDict, Field, ValidationError
@@ -20,7 +19,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from .._errors import TurnkitError
 from .._validation import CheckedModel
 from ..batteries.vector import InvalidRankingConfigError, RetrievalSettings, SettingsInput
-from ._errors import ToolUsageError
+from ._errors import ToolUsageError, config_error
 from ._filters import FIELDS_SAMPLE
 
 if TYPE_CHECKING:
@@ -39,8 +38,6 @@ __all__ = [
     "tool_settings",
 ]
 
-_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
-
 
 @contextmanager
 def tool_config_errors(option: str) -> Iterator[None]:
@@ -53,7 +50,7 @@ def tool_config_errors(option: str) -> Iterator[None]:
     except InvalidRankingConfigError as exc:
         field = exc.context.get("field")
         name = f"{option}.{field}" if field and field != "settings" else option
-        raise _config_error(exc.message, hint=exc.hint, option=name) from None
+        raise config_error(exc.message, hint=exc.hint, option=name) from None
 
 
 def tool_settings(value: SettingsInput, option: str = "settings") -> RetrievalSettings:
@@ -93,7 +90,7 @@ class ToolLimits(CheckedModel):
 
     @classmethod
     def invalid(cls, message: str, field: str, exc: ValidationError | None = None) -> TurnkitError:
-        return _config_error(message, option=field if exc is None else f"limits.{field}")
+        return config_error(message, option=field if exc is None else f"limits.{field}")
 
 
 ModelResolver: TypeAlias = "Mapping[str, ChatModel] | Callable[[str], ChatModel | None]"
@@ -123,7 +120,7 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
             option=option,
         )
     if not callable(getattr(found, "complete", None)):
-        raise _config_error(
+        raise config_error(
             f"The model resolved for {name!r} is a {type(found).__name__}, not a ChatModel.",
             option=option,
         )
@@ -133,7 +130,7 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
 def check_models(models: Any, option: str = "models") -> Any:
     """Validate a `ModelResolver` argument (``None`` allowed)."""
     if models is not None and not isinstance(models, Mapping) and not callable(models):
-        raise _config_error(
+        raise config_error(
             f"{option} must be a mapping of names to ChatModel objects or a function, "
             f"got {type(models).__name__}.",
             option=option,
@@ -162,7 +159,7 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
     if value is True:
         return {"rerank": True, **off}, None
     if not isinstance(value, Mapping):
-        raise _config_error(
+        raise config_error(
             f"reranker must be true, false or a dict, got {type(value).__name__}.",
             option="reranker",
         )
@@ -174,7 +171,7 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
         data["top_k"] = data.pop("topK")
     unknown = sorted(map(str, set(data) - set(_RERANKER_KEYS)))
     if unknown:
-        raise _config_error(
+        raise config_error(
             f"reranker: unknown keys {unknown}; use {', '.join(_RERANKER_KEYS)}.",
             option="reranker",
         )
@@ -191,7 +188,7 @@ def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
 def _database_config(value: Any) -> dict[str, Any]:
     """Mastra's ``database_config`` (also under a ``"lancedb"`` key) as overrides of the index knobs."""
     if not isinstance(value, Mapping):
-        raise _config_error(
+        raise config_error(
             f"database_config must be a dict, got {type(value).__name__}.",
             option="database_config",
         )
@@ -200,7 +197,7 @@ def _database_config(value: Any) -> dict[str, Any]:
         data = dict(data["lancedb"])
     unknown = sorted(map(str, set(data) - set(_DATABASE_KEYS)))
     if unknown:
-        raise _config_error(
+        raise config_error(
             f"database_config: unknown keys {unknown}.",
             hint="LanceDB takes nprobes, refine_factor, ef, min_score and prefilter.",
             option="database_config",
@@ -223,7 +220,7 @@ def request_overrides(context: Mapping[str, Any], models: Any) -> tuple[dict[str
     elif isinstance(given, Mapping):
         overrides.update(given)
     elif given is not None:
-        raise _config_error(
+        raise config_error(
             f"request_context.settings must be RetrievalSettings or a dict, got {type(given).__name__}.",
             option="request_context.settings",
         )

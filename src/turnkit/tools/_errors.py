@@ -16,14 +16,11 @@ raises: every error becomes a `ToolErrorInfo` in the result, with the same
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
 
 from .._errors import RuntimeFailure, UsageError
 
-if TYPE_CHECKING:
-    from ._results import ToolErrorInfo
-
-__all__ = ["ToolCallFailure", "ToolRuntimeError", "ToolUsageError"]
+__all__ = ["ToolRuntimeError", "ToolUsageError", "config_error", "input_error"]
 
 _CHANGE_THE_CALL = "Change the call; the message says what was wrong."
 
@@ -53,9 +50,5 @@ class ToolRuntimeError(RuntimeFailure):
     }
 
 
-class ToolCallFailure(Exception):
-    """Carries a structured error out of a tool call (private to the tools)."""
-
-    def __init__(self, info: ToolErrorInfo) -> None:
-        super().__init__(info.message)
-        self.info = info
+config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
+input_error = partial(ToolUsageError, code="E_TOOL_INVALID_INPUT")

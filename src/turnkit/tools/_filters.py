@@ -10,7 +10,6 @@ select a row the guard excludes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from functools import partial
 from typing import Any, Final
 
 from ..batteries.vector import (
@@ -29,7 +28,7 @@ from ..batteries.vector import (
     required_keys,
     validate_field,
 )
-from ._errors import ToolUsageError
+from ._errors import config_error, input_error
 
 __all__ = [
     "FIELDS_SAMPLE",
@@ -38,10 +37,10 @@ __all__ = [
     "compile_guard",
     "compile_model_filter",
     "describe_metadata_fields",
+    "guard_keys",
     "normalize_filter_fields",
 ]
 
-_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
 
 _PREFIX: Final = "metadata."
 
@@ -56,9 +55,17 @@ def _fields(node: FilterNode) -> Iterator[str]:
         yield from _fields(node.child)
 
 
-def _allowed(key: str, allowed: Mapping[str, str]) -> bool:
-    # Declaring "page_span" also allows "page_span.first_page".
-    return any(key == name or key.startswith(name + ".") for name in allowed)
+def guard_keys(guard: FilterNode) -> list[str]:
+    """The metadata keys ``guard`` names (without the ``metadata.`` prefix)."""
+    return [f.removeprefix(_PREFIX) for f in _fields(guard) if f.startswith(_PREFIX)]
+
+
+def _within(key: str, path: str) -> bool:
+    return key == path or key.startswith(path + ".")
+
+
+def _related(key: str, path: str) -> bool:
+    return _within(key, path) or _within(path, key)
 
 
 def compile_model_filter(
@@ -79,16 +86,14 @@ def compile_model_filter(
     if value is None:
         return None
     if isinstance(value, str):
-        raise ToolUsageError(
+        raise input_error(
             "`filter` must be a JSON object, not a string.",
-            code="E_TOOL_INVALID_INPUT",
             hint='Send the object itself, e.g. "filter": {"year": {"$gte": 2020}}, not a quoted string.',
             field="filter",
         )
     if not isinstance(value, Mapping):
-        raise ToolUsageError(
+        raise input_error(
             f"`filter` must be a JSON object, not {type(value).__name__}.",
-            code="E_TOOL_INVALID_INPUT",
             hint='Example: {"kind": "faq", "year": {"$gte": 2020}}.',
             field="filter",
         )
@@ -108,7 +113,8 @@ def check_filter_fields(node: FilterNode, allowed_fields: Mapping[str, str]) -> 
     """
     for name in _fields(node):
         key = name[len(_PREFIX) :]
-        if not _allowed(key, allowed_fields):
+        # Declaring "page_span" also allows "page_span.first_page".
+        if not any(_within(key, allowed) for allowed in allowed_fields):
             close = close_keys(key, allowed_fields)
             guess = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
             raise UnknownFieldError(
@@ -117,10 +123,6 @@ def check_filter_fields(node: FilterNode, allowed_fields: Mapping[str, str]) -> 
                 field=key,
                 suggestions=close,
             )
-
-
-def _related(key: str, path: str) -> bool:
-    return key == path or key.startswith(path + ".") or path.startswith(key + ".")
 
 
 def check_keys_held(node: FilterNode, held: Mapping[str, str], guard: FilterNode) -> None:
@@ -135,9 +137,8 @@ def check_keys_held(node: FilterNode, held: Mapping[str, str], guard: FilterNode
     Raises:
         FilterKeyNotFoundError: The first key ``node`` needs that no record inside the guard holds.
     """
-    hidden = [f[len(_PREFIX) :] for f in _fields(guard) if f.startswith(_PREFIX)]
     for key in sorted(required_keys(node)):
-        if any(_related(key, path) for path in [*held, *hidden]):
+        if any(_related(key, path) for path in [*held, *guard_keys(guard)]):
             continue
         close = close_keys(key, held)
         listed = ", ".join(sorted(held)[:12]) + (", …" if len(held) > 12 else "")
@@ -168,7 +169,7 @@ def compile_guard(value: Any, *, option: str) -> FilterNode | None:
     if isinstance(value, Condition | And | Or | Not | Raw):
         node: FilterNode = value
     elif not isinstance(value, Mapping):
-        raise _config_error(
+        raise config_error(
             f"{option} must be a dict or a filter node, not {type(value).__name__}.",
             option=option,
         )
@@ -178,12 +179,12 @@ def compile_guard(value: Any, *, option: str) -> FilterNode | None:
         except (InvalidFilterError, UnknownFieldError) as exc:
             # An unknown operator's own message does not list the known ones; its hint does.
             detail = str(exc) if exc.code == "E_VECTOR_STORE_UNSUPPORTED_FILTER_OPERATOR" else exc.message
-            raise _config_error(f"{option} is invalid: {detail}", option=option) from exc
+            raise config_error(f"{option} is invalid: {detail}", option=option) from exc
         except Exception as exc:  # anything else the parser raises
-            raise _config_error(f"{option} is invalid: {exc}", option=option) from exc
+            raise config_error(f"{option} is invalid: {exc}", option=option) from exc
     # An empty guard (dict or node) would silently allow everything: almost always a host bug.
     if _is_empty(node):
-        raise _config_error(
+        raise config_error(
             f"{option} is empty; it would allow every record.",
             hint="Leave the guard out for no guard, or pass a condition such as {'tenant': 'acme'}.",
             option=option,
@@ -196,27 +197,22 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
     if value is None:
         return None
     if isinstance(value, str):
-        raise _config_error(
+        raise config_error(
             "filter_fields must be a list of keys or a dict of key -> description, not a string.",
             option="filter_fields",
         )
     items: dict[str, str] = {}
-    if isinstance(value, Mapping):
-        pairs = list(value.items())
-    else:
-        pairs = [(key, "") for key in value]
-    for key, description in pairs:
+    for key, description in value.items() if isinstance(value, Mapping) else ((k, "") for k in value):
         if not isinstance(key, str) or not isinstance(description, str):
-            raise _config_error(
+            raise config_error(
                 "filter_fields keys and descriptions must be strings.",
                 option="filter_fields",
             )
-        if key.startswith(_PREFIX):
-            key = key[len(_PREFIX) :]
+        key = key.removeprefix(_PREFIX)
         try:
             validate_field(_PREFIX + key)
         except UnknownFieldError as exc:
-            raise _config_error(
+            raise config_error(
                 f"filter_fields: {exc.message}",
                 option="filter_fields",
                 hint=exc.hint,
@@ -225,18 +221,14 @@ def normalize_filter_fields(value: Sequence[str] | Mapping[str, str] | None) -> 
     return items
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+# bool before int: a bool is an int too.
+_KINDS: Final = (
+    (bool, "boolean"),
+    (int | float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
 
 
 _DECLARED_KINDS: Final = {
@@ -285,7 +277,7 @@ async def describe_metadata_fields(
         matches = await query.search()
     except FilterKeyNotFoundError:
         matches = []  # no record holds a key the guard needs: nothing inside it to describe
-    hidden = {f[len(_PREFIX) :] for f in _fields(guard) if f.startswith(_PREFIX)} if guard else set()
+    hidden = guard_keys(guard) if guard else []
     kinds: dict[str, set[str]] = {}
     values: dict[str, set[str]] = {}
 
@@ -295,7 +287,7 @@ async def describe_metadata_fields(
             if isinstance(value, dict) and value and depth < 3:
                 walk(value, path + ".", depth + 1)
                 continue
-            kinds.setdefault(path, set()).add(_kind(value))
+            kinds.setdefault(path, set()).add(next((k for t, k in _KINDS if isinstance(value, t)), "null"))
             if isinstance(value, str) and len(value) <= 60:
                 values.setdefault(path, set()).add(value)
 
@@ -306,7 +298,7 @@ async def describe_metadata_fields(
         kinds.setdefault(key, {_DECLARED_KINDS.get(kind, "null")})
     out: dict[str, str] = {}
     for path in sorted(kinds):
-        if any(path == h or path.startswith(h + ".") or h.startswith(path + ".") for h in hidden):
+        if any(_related(path, h) for h in hidden):
             continue
         try:
             validate_field(_PREFIX + path)

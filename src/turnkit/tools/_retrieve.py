@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
@@ -28,7 +27,7 @@ from ..batteries.vector import (
     retrieve,
 )
 from ._config import ModelResolver, ToolLimits, check_models, resolve_model, tool_config_errors, tool_settings
-from ._errors import ToolUsageError
+from ._errors import ToolUsageError, config_error, input_error
 from ._filters import check_keys_held, compile_guard, describe_metadata_fields
 from ._results import Citation, CollapsedCopy
 from ._vertex_models import (
@@ -48,8 +47,6 @@ __all__ = [
     "retrieve_contexts_sync",
 ]
 
-_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
-_input_error = partial(ToolUsageError, code="E_TOOL_INVALID_INPUT")
 
 log = logging.getLogger("turnkit.tools")
 
@@ -69,7 +66,7 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
     if isinstance(request, RetrieveContextsRequest):
         return request
     if not isinstance(request, Mapping):
-        raise _input_error(
+        raise input_error(
             f"The request must be an object, not {type(request).__name__}.",
             hint='Send {"query": {"text": "..."}}.',
         )
@@ -77,7 +74,7 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
         return RetrieveContextsRequest.model_validate(dict(request))
     except ValidationError as exc:
         message, field = describe_validation(exc, "retrieve_contexts request")
-        raise _input_error(
+        raise input_error(
             message,
             field=field,
             hint='Minimal request: {"query": {"text": "...", "rag_retrieval_config": {"top_k": 5}}}.',
@@ -94,7 +91,7 @@ def _ranker(
     if ranking.llm_ranker is not None:
         name = ranking.llm_ranker.model_name
         if not name:
-            raise _input_error(
+            raise input_error(
                 "ranking.llm_ranker needs a model_name.",
                 hint="Name one of the host's models.",
             )
@@ -114,7 +111,7 @@ def _ranker(
         try:
             return None, local_scorer(store.encoder)
         except InvalidRankingConfigError as exc:
-            raise _config_error(exc.message, hint=exc.hint, option="scorers") from None
+            raise config_error(exc.message, hint=exc.hint, option="scorers") from None
     return None, None
 
 
@@ -124,7 +121,7 @@ def _check_scorers(scorers: Any) -> Mapping[str, RelevanceScorer] | None:
     if not isinstance(scorers, Mapping) or not all(
         isinstance(k, str) and callable(getattr(v, "score", None)) for k, v in scorers.items()
     ):
-        raise _config_error(
+        raise config_error(
             "scorers must map rank_service model names to RelevanceScorer objects.",
             option="scorers",
         )
@@ -203,13 +200,13 @@ async def retrieve_contexts(
     base = tool_settings(settings)
     bounds = ToolLimits.of(limits)
     if score not in ("distance", "similarity"):
-        raise _config_error(
+        raise config_error(
             f"score must be 'distance' or 'similarity', got {score!r}.",
             option="score",
         )
     req = parse_request(request)
     if len(req.query.text) > bounds.max_query_chars:
-        raise _input_error(
+        raise input_error(
             f"query.text has {len(req.query.text)} characters; "
             f"at most {bounds.max_query_chars} are accepted.",
             hint="Send a shorter query: a question or a few keywords.",
@@ -300,7 +297,7 @@ def _request_settings(
     legacy = rag_store.vector_distance_threshold if rag_store is not None else None
     if legacy is not None:
         if distance_max is not None or (flt is not None and flt.vector_similarity_threshold is not None):
-            raise _input_error(
+            raise input_error(
                 "Set one vector threshold: vertex_rag_store.vector_distance_threshold is deprecated.",
                 hint="Use query.rag_retrieval_config.filter.vector_distance_threshold only.",
             )

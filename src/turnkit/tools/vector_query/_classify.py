@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from ..._errors import RuntimeFailure, TurnkitError
-from .._errors import ToolCallFailure, ToolRuntimeError
+from ..._errors import TurnkitError
+from .._errors import ToolRuntimeError
 from .._results import ErrorKind, ToolErrorInfo
 
-__all__ = ["ToolCallFailure", "classify"]
+__all__ = ["classify"]
 
 log = logging.getLogger("turnkit.tools")
 
@@ -33,18 +33,15 @@ _TABLE: Final[dict[str, tuple[ErrorKind, bool]]] = {
 }
 
 
-def classify(exc: TurnkitError, tool_id: str) -> ToolCallFailure:
+def classify(exc: TurnkitError, tool_id: str) -> ToolErrorInfo:
     """The structured error the model gets for ``exc`` (see the table above)."""
-    if exc.code in _TABLE:
-        kind, shown = _TABLE[exc.code]
-        return ToolCallFailure(ToolErrorInfo.from_error(exc, kind)) if shown else hidden(exc, tool_id, kind)
-    return hidden(exc, tool_id, "failed" if isinstance(exc, RuntimeFailure) else "configuration")
-
-
-def hidden(exc: TurnkitError, tool_id: str, kind: ErrorKind) -> ToolCallFailure:
-    """Keep the stable code, log the details."""
+    kind, shown = _TABLE.get(exc.code, (None, False))  # None: by the error's class
+    info = ToolErrorInfo.from_error(exc, kind)
+    if shown:
+        return info
+    # Keep the stable code, log the details.
     log.warning("vector query tool %r: %s: %s", tool_id, exc.code, exc.message, exc_info=exc)
-    if kind == "failed":
+    if info.kind == "failed":
         message = "The knowledge-base search failed; the details are in the host's log."
         hint = ToolRuntimeError.hints["E_TOOL_FAILED"]
     else:
@@ -53,4 +50,4 @@ def hidden(exc: TurnkitError, tool_id: str, kind: ErrorKind) -> ToolCallFailure:
             "the details are in the host's log."
         )
         hint = "Answer without the knowledge base; the host must fix the tool's configuration."
-    return ToolCallFailure(ToolErrorInfo(code=exc.code, message=message, hint=hint, kind=kind))
+    return info.model_copy(update={"message": message, "hint": hint})

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any, Literal, cast
 
 from ...batteries.vector import Encoder, FilterNode, SettingsInput, VectorStore
 from .._config import ModelResolver, StoreResolver, ToolLimits, check_models, tool_settings
-from .._errors import ToolUsageError
+from .._errors import config_error
 from .._filters import compile_guard, normalize_filter_fields
 from ._options import VectorQueryOptions, check_collection, check_provider_options
 from ._tool import DEFAULT_DESCRIPTION, FilterFields, VectorQueryTool
 
 __all__ = ["create_vector_query_tool"]
-
-_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
 
 
 def create_vector_query_tool(
@@ -79,7 +76,7 @@ def create_vector_query_tool(
         ToolUsageError: ``E_INVALID_TOOL_CONFIG``: An option is invalid.
     """
     if not isinstance(store, VectorStore) and not callable(store):
-        raise _config_error(
+        raise config_error(
             "store must be a VectorStore or a resolver function of the request context.",
             option="store",
         )
@@ -90,19 +87,19 @@ def create_vector_query_tool(
         and isinstance(getattr(encoder, "dimension", None), int)
         and callable(getattr(encoder, "encode", None))
     ):
-        raise _config_error(f"encoder {encoder!r} is not an Encoder.", option="encoder")
+        raise config_error(f"encoder {encoder!r} is not an Encoder.", option="encoder")
     for option, value in (("id", id), ("description", description)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise _config_error(f"{option} must be a non-empty string.", option=option)
+            raise config_error(f"{option} must be a non-empty string.", option=option)
     if not isinstance(enable_filter, bool):
-        raise _config_error(
+        raise config_error(
             f"enable_filter must be true or false, got {enable_filter!r}.",
             option="enable_filter",
         )
     checked = ToolLimits.of(limits)
     values = tool_settings(settings)
     if values.top_k > checked.max_top_k:
-        raise _config_error(
+        raise config_error(
             f"settings.top_k ({values.top_k}) is above limits.max_top_k ({checked.max_top_k}).",
             option="settings.top_k",
         )

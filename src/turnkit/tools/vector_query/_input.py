@@ -7,7 +7,6 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from functools import partial
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -22,11 +21,10 @@ from pydantic import (
 )
 
 from ...batteries.vector import MONGO_OPERATORS
-from .._errors import ToolUsageError
+from .._errors import input_error
 
 __all__ = ["VectorQueryInput", "filter_description", "input_schema", "parse_input"]
 
-_input_error = partial(ToolUsageError, code="E_TOOL_INVALID_INPUT")
 
 _VALUES_SEEN: Final = "; values seen:"
 _QUERY_TEXT = "What to search for: the user's question or topic in plain words, not wrapped in quotes."
@@ -88,12 +86,12 @@ def parse_input(
         try:
             raw = json.loads(raw or "{}")
         except (ValueError, RecursionError):
-            raise _input_error(
+            raise input_error(
                 "The tool arguments are not valid JSON.",
                 hint='Send a JSON object such as {"query_text": "refund policy", "top_k": 5}.',
             ) from None
     if not isinstance(raw, Mapping):
-        raise _input_error(
+        raise input_error(
             f"The tool arguments must be a JSON object, not {type(raw).__name__}.",
             hint='Send {"query_text": "..."}.',
         )
@@ -104,7 +102,7 @@ def parse_input(
     allowed = "query_text, top_k" + (", filter" if filtering else "")
     unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"])
     if unknown:
-        raise _input_error(f"Unknown arguments {unknown}.", hint=f"The arguments are {allowed}.")
+        raise input_error(f"Unknown arguments {unknown}.", hint=f"The arguments are {allowed}.")
     field = str(errors[0]["loc"][0]) if errors[0]["loc"] else "query_text"
     message, hint = _PROBLEMS.get(
         field, ("The arguments do not fit the tool", f"The arguments are {allowed}.")
@@ -112,7 +110,7 @@ def parse_input(
     limits = {"max_query_chars": max_query_chars, "max_top_k": max_top_k}
     got = errors[0].get("input")
     shown = repr(got) if not isinstance(got, str) or len(got) <= 40 else f"{len(got)} characters"
-    raise _input_error(
+    raise input_error(
         f"{message.format(**limits)}; got {shown}.",
         hint=hint.format(**limits),
         field=field,

@@ -6,25 +6,23 @@ import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any, Literal
 
 from ..._checks import expect_text
 from ...batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
 from .._config import request_overrides, tool_config_errors
-from .._errors import ToolUsageError
+from .._errors import ToolUsageError, config_error
 from .._filters import compile_guard
 
 __all__ = ["OptionsEncoder", "VectorQueryOptions", "check_collection", "check_provider_options"]
 
-_config_error = partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG")
 
 log = logging.getLogger("turnkit.tools")
 
 
 def check_collection(value: Any) -> str:
     """A collection name option: a non-empty string."""
-    return expect_text(value, "collection", _config_error, option="collection")
+    return expect_text(value, "collection", config_error, option="collection")
 
 
 def accepts_provider_options(encoder: Encoder) -> bool:
@@ -43,12 +41,12 @@ def check_provider_options(value: Any, encoder: Encoder | None = None) -> dict[s
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, Mapping) for k, v in value.items()
     ):
-        raise _config_error(
+        raise config_error(
             "provider_options must map a provider name to a dict of options.",
             option="provider_options",
         )
     if value and encoder is not None and not accepts_provider_options(encoder):
-        raise _config_error(
+        raise config_error(
             f"provider_options were given but the encoder {encoder.name!r} cannot take them.",
             hint="Use an encoder whose encode(texts, *, kind, provider_options) accepts options "
             "(the store's own, or encoder=...), or configure the options on the encoder itself.",
@@ -75,7 +73,7 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
     """A request context's guard: never ``None`` (which would mean "no guard"), never shown back."""
     option = "request_context.filter"
     if value is None:
-        raise _config_error(
+        raise config_error(
             f"{option} is None; a guard must be a filter.",
             hint="Pass the guard (e.g. {'tenant': 'acme'}), or leave the key out for no guard.",
             option=option,
@@ -87,7 +85,7 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
             raise
         # The message can quote the guard's values (a tenant id): log it, do not show it.
         log.warning("vector query tool %r: %s", tool_id, exc.message)
-        raise _config_error(
+        raise config_error(
             f"{option} (the host's guard) is invalid; the details are in the host's log.",
             option=option,
         ) from None

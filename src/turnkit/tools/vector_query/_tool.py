@@ -27,10 +27,7 @@ from ...batteries.vector import (
     retrieve,
 )
 from .._config import ModelResolver, StoreResolver, ToolLimits
-from .._errors import (
-    ToolRuntimeError,
-    ToolUsageError,
-)
+from .._errors import ToolRuntimeError, config_error, input_error
 from .._filters import (
     check_filter_fields,
     check_keys_held,
@@ -38,7 +35,7 @@ from .._filters import (
     describe_metadata_fields,
 )
 from .._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
-from ._classify import ToolCallFailure, classify
+from ._classify import classify
 from ._input import FieldsCache, input_schema, parse_input, without_values
 from ._options import (
     OptionsEncoder,
@@ -234,16 +231,10 @@ class VectorQueryTool:
         context = request_context if request_context is not None else {}
         try:
             if not isinstance(context, Mapping):
-                raise ToolUsageError(
-                    "request_context must be a mapping.",
-                    code="E_INVALID_TOOL_CONFIG",
-                    option="request_context",
-                )
+                raise config_error("request_context must be a mapping.", option="request_context")
             return await self._execute(input, context)
-        except ToolCallFailure as failure:
-            return VectorQueryResult(status="error", error=failure.info)
         except TurnkitError as exc:
-            return VectorQueryResult(status="error", error=classify(exc, self.id).info)
+            return VectorQueryResult(status="error", error=classify(exc, self.id))
         except Exception:
             # Details may hold SQL with the guard's values: log them, do not show them.
             log.exception("vector query tool %r failed unexpectedly", self.id)
@@ -264,9 +255,8 @@ class VectorQueryTool:
             raw, filtering=filtering, max_query_chars=limits.max_query_chars, max_top_k=limits.max_top_k
         )
         if request.filter is not None and not filtering:
-            raise ToolUsageError(
+            raise input_error(
                 "This tool does not take a filter.",
-                code="E_TOOL_INVALID_INPUT",
                 hint="Call it again with query_text (and top_k) only.",
                 field="filter",
             )
@@ -350,9 +340,7 @@ class VectorQueryTool:
         try:
             resolved = local_scorer(self._encoder or store.encoder, cast("Any", scorer or "auto"))
         except InvalidRankingConfigError as exc:
-            raise ToolUsageError(
-                exc.message, code="E_INVALID_TOOL_CONFIG", hint=exc.hint, option="reranker.scorer"
-            ) from None
+            raise config_error(exc.message, hint=exc.hint, option="reranker.scorer") from None
         return settings.merge(rerank_scorer=resolved)
 
     async def _resolve_store(self, context: Mapping[str, Any]) -> VectorStore:
