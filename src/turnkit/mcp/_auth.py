@@ -19,7 +19,6 @@ from ._errors import MCPUsageError, config_error
 
 __all__ = ["Principal", "TokenVerifier", "is_loopback", "load_principals"]
 
-
 MIN_TOKEN_CHARS = 16
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")

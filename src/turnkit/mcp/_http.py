@@ -311,16 +311,6 @@ async def _refuse(status: int, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class _HttpOnly:
-    """Runs ``guarded`` for HTTP requests and ``app`` for everything else (the lifespan)."""
-
-    def __init__(self, guarded: ASGIApp, app: ASGIApp) -> None:
-        self.guarded, self.app = guarded, app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await (self.guarded if scope["type"] == "http" else self.app)(scope, receive, send)
-
-
 def build_http_app(
     server: MCPServer[Any],
     *,
@@ -344,7 +334,12 @@ def build_http_app(
     sessions = SessionLimits(inner, lim)
     if verifier is None:
         return sessions
-    required = _HttpOnly(RequireAuthMiddleware(AuthContextMiddleware(sessions), []), sessions)
+    guarded = RequireAuthMiddleware(AuthContextMiddleware(sessions), [])
+
+    async def required(scope: Scope, receive: Receive, send: Send) -> None:
+        # HTTP requests need a token; the lifespan does not.
+        await (guarded if scope["type"] == "http" else sessions)(scope, receive, send)
+
     return AuthenticationMiddleware(required, backend=BearerAuthBackend(verifier))
 
 

@@ -26,6 +26,7 @@ from ..tools._config import ModelResolver, tool_settings
 from ..tools._filters import compile_guard
 from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
 from ..tools.vector_query._input import filter_description
+from ..tools.vector_query._tool import DEFAULT_DESCRIPTION, VectorQueryTool
 from ._encoders import recorded_encoder, spec_encoder
 from ._errors import config_error
 from ._tools import (
@@ -212,24 +213,21 @@ def create_mcp_server(
 
     auto = filter_fields is None or filter_fields == "auto"
 
-    def make_scope(scope_guard: FilterNode | None) -> Scope:
-        return Scope(
+    def query_tool(n: str, scope_guard: FilterNode | None, fields: Any = filter_fields) -> VectorQueryTool:
+        return create_vector_query_tool(
+            store=served,
+            collection=n,
+            id="vector_query",
+            enable_filter=enable_filter,
+            filter_fields=fields,
             guard=scope_guard,
-            query_tools={
-                n: create_vector_query_tool(
-                    store=served,
-                    collection=n,
-                    id="vector_query",
-                    enable_filter=enable_filter,
-                    filter_fields="auto" if auto else filter_fields,
-                    guard=scope_guard,
-                    settings=values,
-                    models=models,
-                    limits=bounds,
-                )
-                for n in names
-            },
+            settings=values,
+            models=models,
+            limits=bounds,
         )
+
+    def make_scope(scope_guard: FilterNode | None) -> Scope:
+        return Scope(guard=scope_guard, query_tools={n: query_tool(n, scope_guard) for n in names})
 
     handlers = Tools(
         store=served,
@@ -246,21 +244,20 @@ def create_mcp_server(
     )
     # With one server-wide guard it is the whole boundary: the listing may show the keys and values
     # seen inside it. Per principal, the static listing shows no values (see _PerPrincipalServer).
-    first = make_scope(guard).query_tools[names[0]]
     if per_principal is None:
         schema = run_sync(handlers.vector_query_schema())
         assert schema is not None
     else:
         # Before a principal is known, list no keys or values read from anyone's rows.
-        schema = (
-            first.input_schema if not auto else _blind_schema(served, names[0], enable_filter, values, bounds)
-        )
+        schema = query_tool(names[0], guard, "any" if auto else filter_fields).input_schema
+        if auto and "filter" in schema["properties"]:
+            schema["properties"]["filter"]["description"] = filter_description(None)
         schema = with_collection(schema, names)
     tools = [
         make_tool(
             "vector_query",
             title="Search the knowledge base",
-            description=f"{first.description}. Returns the matching chunks' text in relevant_context and "
+            description=f"{DEFAULT_DESCRIPTION}. Returns the matching chunks' text in relevant_context and "
             "their citations in sources.",
             schema=schema,
             annotations=READ_ONLY_ANNOTATIONS,
@@ -316,25 +313,4 @@ def _principal_guards(value: Mapping[str, Any] | None) -> dict[str, FilterNode |
             "principal_guards must map principal names to guards (None for no guard of its own).",
             option="principal_guards",
         )
-    return {
-        name: compile_guard(g, option=f"principal_guards[{name!r}]") if g is not None else None
-        for name, g in value.items()
-    }
-
-
-def _blind_schema(
-    store: VectorStore, collection: str, enable_filter: bool, settings: SettingsInput, limits: ToolLimits
-) -> dict[str, Any]:
-    tool = create_vector_query_tool(
-        store=store,
-        collection=collection,
-        id="vector_query",
-        enable_filter=enable_filter,
-        filter_fields="any",
-        settings=settings,
-        limits=limits,
-    )
-    schema = tool.input_schema
-    if "filter" in schema["properties"]:
-        schema["properties"]["filter"]["description"] = filter_description(None)
-    return schema
+    return {name: compile_guard(g, option=f"principal_guards[{name!r}]") for name, g in value.items()}

@@ -61,9 +61,8 @@ async def bounded_lines(source: BinaryIO, max_bytes: int) -> AsyncIterator[str]:
 
 async def run_stdio(server: MCPServer[Any], max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
     """``server.run_stdio_async()`` with stdin read through `bounded_lines`."""
-    stdin: Any = bounded_lines(
-        sys.stdin.buffer, max_message_bytes
-    )  # `async for line in stdin` is all it needs
+    # The SDK needs no more of stdin than `async for line in stdin`.
+    stdin: Any = bounded_lines(sys.stdin.buffer, max_message_bytes)
     async with stdio_server(stdin=stdin) as (read_stream, write_stream):
         # MCPServer.run_stdio_async takes no stdin; this is what it runs, with our reader.
         lowlevel = server._lowlevel_server

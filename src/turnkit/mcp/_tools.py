@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -26,11 +26,11 @@ from ..tools import (
     ToolErrorInfo,
     ToolLimits,
     ToolRuntimeError,
-    ToolUsageError,
     VectorQueryTool,
     retrieve_contexts,
 )
 from ..tools._config import ModelResolver
+from ..tools._errors import input_error
 from ..tools._filters import guard_keys
 from ..tools.vector_query._input import filter_description
 from ._errors import MCPUsageError
@@ -108,27 +108,20 @@ def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResul
 
 
 def _error(exc: BaseException) -> CallToolResult:
-    if isinstance(exc, TurnkitError):
-        kind: Literal["invalid_input", "failed"] = (
-            "failed" if isinstance(exc, RuntimeFailure) else "invalid_input"
-        )
-        if kind == "failed":
+    if isinstance(exc, TurnkitError) and not isinstance(exc, RuntimeFailure):
+        info = ToolErrorInfo.from_error(exc, "invalid_input")
+    else:
+        code = exc.code if isinstance(exc, TurnkitError) else "E_TOOL_FAILED"
+        if isinstance(exc, TurnkitError):
             # Backend, encoder and judge messages can quote SQL (guard values included), keys or
             # endpoints: log them, keep only the stable code.
             log.warning("MCP tool failed: %s", exc, exc_info=exc)
-            info = ToolErrorInfo(
-                code=exc.code,
-                message="The knowledge-base operation failed; the details are in the server's log.",
-                hint=ToolRuntimeError.hints["E_TOOL_FAILED"],
-                kind="failed",
-            )
+            message = "The knowledge-base operation failed; the details are in the server's log."
         else:
-            info = ToolErrorInfo.from_error(exc, kind)
-    else:
-        log.exception("MCP tool raised unexpectedly", exc_info=exc)
-        info = ToolErrorInfo.from_error(
-            ToolRuntimeError("The tool failed unexpectedly.", code="E_TOOL_FAILED"), "failed"
-        )
+            log.exception("MCP tool raised unexpectedly", exc_info=exc)
+            message = "The tool failed unexpectedly."
+        hint = ToolRuntimeError.hints["E_TOOL_FAILED"]
+        info = ToolErrorInfo(code=code, message=message, hint=hint, kind="failed")
     return _result({"error": info.model_dump()}, is_error=True)
 
 
@@ -161,19 +154,16 @@ def with_collection(schema: dict[str, Any], collections: Sequence[str]) -> dict[
 def _pick_collection(arguments: dict[str, Any], collections: Sequence[str]) -> str:
     if len(collections) == 1:
         if "collection" in arguments and arguments.pop("collection") != collections[0]:
-            raise ToolUsageError(
+            raise input_error(
                 "Unknown collection.",
-                code="E_TOOL_INVALID_INPUT",
                 hint=f"This server serves {collections[0]!r} only.",
                 field="collection",
             )
         return collections[0]
     name = arguments.pop("collection", None)
     if name not in collections:
-        raise ToolUsageError(
-            f"`collection` must be one of {list(collections)}, got {name!r}.",
-            code="E_TOOL_INVALID_INPUT",
-            field="collection",
+        raise input_error(
+            f"`collection` must be one of {list(collections)}, got {name!r}.", field="collection"
         )
     return str(name)
 
@@ -184,10 +174,7 @@ class Scope:
 
     guard: FilterNode | None
     query_tools: dict[str, VectorQueryTool]
-    listed: dict[str, str] | None = field(default=None)
-
-
-ScopeFactory = Callable[[FilterNode | None], Scope]
+    listed: dict[str, str] | None = None
 
 
 @dataclass(eq=False, kw_only=True)
@@ -202,7 +189,7 @@ class Tools:
 
     store: VectorStore
     collections: list[str]
-    make_scope: ScopeFactory
+    make_scope: Callable[[FilterNode | None], Scope]
     guard: FilterNode | None
     principal_guards: Mapping[str, FilterNode | None] | None
     auto_listing: bool
@@ -305,7 +292,11 @@ class Tools:
         try:
             guard = self.scope().guard
             collection = _pick_collection(arguments, self.collections)
-            records = _write_records(arguments)
+            _check_arguments(arguments, STORE_SCHEMA)
+            records = [
+                {"id": r["id"], "document": r["text"], "metadata": dict(r.get("metadata") or {})}
+                for r in arguments["records"]
+            ]
             if guard is not None:
                 _check_guard(guard, records)
             # Behind a guard only rows it matches are updated, in the same commit; an id held
@@ -342,14 +333,6 @@ def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
                 node.pop(path[-1], None)
 
 
-def _write_records(arguments: dict[str, Any]) -> list[dict[str, Any]]:
-    _check_arguments(arguments, STORE_SCHEMA)
-    return [
-        {"id": r["id"], "document": r["text"], "metadata": dict(r.get("metadata") or {})}
-        for r in arguments["records"]
-    ]
-
-
 def _check_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
     """Refuse arguments outside the schema the tool publishes (a model may send anything)."""
     from jsonschema import Draft202012Validator  # only the write tools need it: not at import
@@ -358,9 +341,7 @@ def _check_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
     error = best_match(Draft202012Validator(schema).iter_errors(arguments))
     if error is not None:
         where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise ToolUsageError(
-            f"arguments{where}: {error.message}", code="E_TOOL_INVALID_INPUT", field=where.lstrip(".") or None
-        )
+        raise input_error(f"arguments{where}: {error.message}", field=where.lstrip(".") or None)
 
 
 STORE_SCHEMA: Final[dict[str, Any]] = {
@@ -405,9 +386,8 @@ DELETE_SCHEMA: Final[dict[str, Any]] = {
 def _check_guard(guard: FilterNode, records: list[dict[str, Any]]) -> None:
     for record in records:
         if not evaluate(guard, record):
-            raise ToolUsageError(
+            raise input_error(
                 f"Record {record['id']!r} is outside what this server may write.",
-                code="E_TOOL_INVALID_INPUT",
                 hint="Give it the metadata this server requires.",
                 record_id=record["id"],
             )

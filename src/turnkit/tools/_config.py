@@ -1,11 +1,7 @@
 """The tools' options: one `RetrievalSettings` for retrieval, `ToolLimits` for what a model may ask.
 
-Every retrieval knob (top_k, hybrid, rerank, thresholds, index knobs,
-include_vectors/sources) is a field of the battery's `RetrievalSettings`,
-defined, defaulted and validated there. The tools add only what is theirs:
-the limits on a model's request, host models by name, and the translation of
-the seeds' per-request keys (Mastra's ``reranker`` and ``database_config``)
-into settings overrides, which `RetrievalSettings.merge` then validates.
+Every retrieval knob is defined, defaulted and validated by `RetrievalSettings`; the tools add the
+limits on a model's request, host models by name, and the seeds' per-request keys as overrides.
 """
 
 from __future__ import annotations
@@ -100,11 +96,7 @@ a mapping, or a function returning ``None`` for an unknown name."""
 
 def resolve_model(models: Any, name: str, option: str) -> ChatModel:
     """The `ChatModel` called ``name``, or `ToolUsageError` (``E_TOOL_UNKNOWN_MODEL``)."""
-    found: Any = None
-    if isinstance(models, Mapping):
-        found = models.get(name)
-    elif callable(models):
-        found = models(name)
+    found = models.get(name) if isinstance(models, Mapping) else models(name) if callable(models) else None
     if found is None:
         known = sorted(models) if isinstance(models, Mapping) else []
         hint = (
@@ -138,21 +130,13 @@ def check_models(models: Any, option: str = "models") -> Any:
     return models
 
 
-# -- the seeds' per-request keys, as settings overrides -----------------------------------------
-
 _RERANKER_KEYS = ("model", "scorer", "weights", "top_k", "pool_factor", "max_pool", "on_error")
 _DATABASE_KEYS = ("nprobes", "refine_factor", "ef", "min_score", "prefilter")
 _PLAIN_KEYS = ("top_k", "hybrid", "include_vectors", "include_sources")
 
 
 def _reranker(value: Any, models: Any) -> tuple[dict[str, Any], int | None]:
-    """Mastra's ``reranker`` as overrides, and the result count its ``top_k`` caps (``None``: no cap).
-
-    ``True`` is the defaults, ``False``/``None`` turns reranking off; a dict
-    holds ``model`` (a `ChatModel` or one of ``models`` by name), ``scorer``,
-    ``weights``, ``top_k``, ``pool_factor``, ``max_pool``, ``on_error``, or
-    Mastra's shape ``{"model", "options": {"weights", "topK"}}``.
-    """
+    """Mastra's ``reranker`` (see `VectorQueryRequestContext`) as overrides, and its ``top_k`` cap."""
     off = {"rerank_model": None, "rerank_scorer": None}
     if value is None or value is False:
         return {"rerank": None, **off}, None
@@ -206,13 +190,7 @@ def _database_config(value: Any) -> dict[str, Any]:
 
 
 def request_overrides(context: Mapping[str, Any], models: Any) -> tuple[dict[str, Any], int | None]:
-    """The settings a request context overrides, and a Mastra reranker's result cap.
-
-    Keys: ``settings`` (a dict of `RetrievalSettings` fields or a value),
-    ``top_k``, ``hybrid``, ``include_vectors``, ``include_sources``,
-    ``database_config`` and ``reranker``. Only the keys present override;
-    `RetrievalSettings.merge` validates the values.
-    """
+    """The settings a request context overrides (only the keys present), and a Mastra reranker's cap."""
     overrides: dict[str, Any] = {}
     given = context.get("settings")
     if isinstance(given, RetrievalSettings):

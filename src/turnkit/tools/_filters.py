@@ -41,7 +41,6 @@ __all__ = [
     "normalize_filter_fields",
 ]
 
-
 _PREFIX: Final = "metadata."
 
 

@@ -71,13 +71,10 @@ class CollapsedCopy(BaseModel):
     @classmethod
     def list_of(cls, match: VectorMatch) -> list[CollapsedCopy] | None:
         """The copies collapsed into ``match`` (``None`` when there are none)."""
-        copies = []
-        for copy in match.duplicates:
-            cited = Citation.of(copy)
-            copies.append(
-                cls(id=copy.id, source_uri=cited.source_uri, source_display_name=cited.source_display_name)
-            )
-        return copies or None
+        return [
+            cls(id=copy.id, source_uri=cited.source_uri, source_display_name=cited.source_display_name)
+            for copy, cited in ((c, Citation.of(c)) for c in match.duplicates)
+        ] or None
 
 
 class ToolErrorInfo(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any, Final, Literal
@@ -47,13 +46,9 @@ __all__ = [
     "retrieve_contexts_sync",
 ]
 
-
-log = logging.getLogger("turnkit.tools")
-
 RETRIEVE_CONTEXTS_DESCRIPTION: Final = (
     "Retrieves relevant contexts from the specified corpus via similarity search for the given query."
 )
-ScoreKind = Literal["distance", "similarity"]
 
 
 def _corpus_name(value: str) -> str:
@@ -81,20 +76,14 @@ def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> Retri
         ) from None
 
 
-Ranker = tuple["ChatModel | None", "RelevanceScorer | None"]
-
-
 def _ranker(
     ranking: Ranking, store: VectorStore, models: Any, scorers: Mapping[str, RelevanceScorer] | None
-) -> Ranker:
+) -> tuple[ChatModel | None, RelevanceScorer | None]:
     """The ``(model, scorer)`` a request's ranking asks for; unknown names are errors."""
     if ranking.llm_ranker is not None:
         name = ranking.llm_ranker.model_name
         if not name:
-            raise input_error(
-                "ranking.llm_ranker needs a model_name.",
-                hint="Name one of the host's models.",
-            )
+            raise input_error("ranking.llm_ranker needs a model_name.", hint="Name one of the host's models.")
         return resolve_model(models, name, "ranking.llm_ranker.model_name"), None
     if ranking.rank_service is not None:
         name = ranking.rank_service.model_name
@@ -136,19 +125,15 @@ async def retrieve_contexts(
     allowed_collections: Collection[str] | None = None,
     guard: Mapping[str, Any] | FilterNode | None = None,
     settings: SettingsInput = None,
-    score: ScoreKind = "distance",
+    score: Literal["distance", "similarity"] = "distance",
     models: ModelResolver | None = None,
     scorers: Mapping[str, RelevanceScorer] | None = None,
     limits: ToolLimits | Mapping[str, Any] | None = None,
 ) -> RetrieveContextsResponse:
     """Retrieve contexts for a Vertex-shaped request.
 
-    ``vertex_rag_store.rag_resources[0].rag_corpus`` names the collection (a
-    bare name or a ``…/ragCorpora/{name}`` resource name); without it,
-    ``collection`` is searched. ``rag_file_ids`` keeps chunks whose
-    ``metadata.source_uri`` or ``metadata.source_display_name`` is listed.
-    ``metadata_filter`` is parsed by turnkit's filter grammar over metadata
-    keys.
+    ``vertex_rag_store.rag_resources[0].rag_corpus`` names the collection; without it,
+    ``collection`` is searched (the request models' docstrings say what each field does).
 
     The request's own options override ``settings`` exactly: ``top_k``, the
     thresholds (strict, as in Vertex), ``hybrid_search.alpha`` and
@@ -164,23 +149,18 @@ async def retrieve_contexts(
         store: The store to search.
         collection: The default collection.
         allowed_collections: When set, the only collections a request may name.
-        guard: A host filter ANDed with every query (Mongo dict over
-            metadata keys, or a filter node).
-        settings: `RetrievalSettings` (or a dict of its fields): the defaults
-            a request's options override; ``top_k`` is the contexts returned
-            when the request gives none, ``rerank`` the weights and pool of a
-            request's ``ranking``. ``None``: turnkit's defaults.
+        guard: A host filter ANDed with every query (Mongo dict over metadata keys, or a filter node).
+        settings: `RetrievalSettings` (or a dict of its fields): the defaults a request's options
+            override; ``rerank`` gives the weights and pool of a request's ``ranking``.
         score: ``"distance"`` (Vertex's default for COSINE_DISTANCE: the raw
             metric value, lower is closer; cosine in [0, 2]) or
             ``"similarity"`` (turnkit's score in [0, 1], higher is closer; the
             fused score under hybrid search, the blended score after ranking).
             The similarity threshold always reads the dense similarity.
-        models: Chat models by name for ``llm_ranker`` (a mapping or a
-            function returning ``None`` for an unknown name).
+        models: Chat models by name for ``llm_ranker`` (see `ModelResolver`).
         scorers: Relevance scorers by name for ``rank_service``.
-        limits: `ToolLimits` (or a dict); ``max_top_k`` clamps ``top_k``, and
-            a ``query.text`` longer than ``max_query_chars`` is an
-            `ToolUsageError` (``E_TOOL_INVALID_INPUT``) (it would be encoded, and paid for, whole).
+        limits: `ToolLimits` (or a dict); ``max_top_k`` clamps ``top_k``, and a longer ``query.text``
+            than ``max_query_chars`` is refused (it would be encoded, and paid for, whole).
 
     Returns:
         The contexts, best first; an empty list when nothing matched.
@@ -266,19 +246,17 @@ async def retrieve_contexts(
         # whether a key is held by no record or by records outside the guard.
         check_keys_held(asked, await describe_metadata_fields(store, name, guard=guard), guard)
 
-    contexts: list[RagContext] = []
-    for match in matches:
-        cited = Citation.of(match)
-        contexts.append(
-            RagContext(
-                source_uri=cited.source_uri,
-                source_display_name=cited.source_display_name,
-                text=cited.text,
-                score=match.distance if score == "distance" else match.score,
-                chunk=RagChunk(text=cited.text, page_span=cited.page_span),
-                duplicates=CollapsedCopy.list_of(match),
-            )
+    contexts = [
+        RagContext(
+            source_uri=cited.source_uri,
+            source_display_name=cited.source_display_name,
+            text=cited.text,
+            score=match.distance if score == "distance" else match.score,
+            chunk=RagChunk(text=cited.text, page_span=cited.page_span),
+            duplicates=CollapsedCopy.list_of(match),
         )
+        for match, cited in ((m, Citation.of(m)) for m in matches)
+    ]
     return RetrieveContextsResponse(contexts=RagContexts(contexts=contexts))
 
 

@@ -26,12 +26,6 @@ class _Request(BaseModel):
     )
 
 
-def _finite(value: float | None, name: str) -> float | None:
-    if value is not None and not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number")
-    return value
-
-
 class RankService(_Request):
     """Rank Service ranking: reranks with a local relevance scorer.
 
@@ -80,7 +74,8 @@ class RagFilter(_Request):
 
     @model_validator(mode="after")
     def _one_threshold(self) -> RagFilter:
-        _finite(self.vector_distance_threshold, "vector_distance_threshold")
+        if self.vector_distance_threshold is not None and not math.isfinite(self.vector_distance_threshold):
+            raise ValueError("vector_distance_threshold must be a finite number")
         # `is not None`, not truthiness: a threshold of 0.0 is a value (the Vertex SDK drops it).
         if self.vector_distance_threshold is not None and self.vector_similarity_threshold is not None:
             raise ValueError(

@@ -44,11 +44,8 @@ def create_vector_query_tool(
         id: Tool id; default ``"VectorQuery lancedb {collection} Tool"``.
         description: What the model is told; default `DEFAULT_DESCRIPTION`.
         encoder: Encodes the query instead of the store's encoder (creation only).
-        settings: `RetrievalSettings` (or a dict of its fields): ``top_k`` (the
-            results when the model gives none), ``hybrid``, ``rerank`` with
-            ``rerank_model`` / ``rerank_scorer``, ``min_score``,
-            ``collapse_duplicates``, ``include_vectors``, ``include_sources``,
-            the index knobs. ``None``: turnkit's defaults.
+        settings: `RetrievalSettings` (or a dict of its fields); its ``top_k`` is the results when
+            the model gives none. ``None``: turnkit's defaults.
         enable_filter: Let the model send a metadata ``filter``. A request
             context with a guard (a non-``None`` ``filter``) turns filtering on
             for that call; ``{"filter": None}`` is refused, never read as "no guard".
@@ -65,12 +62,7 @@ def create_vector_query_tool(
         provider_options: Options forwarded to ``encode(...,
             provider_options=...)`` of ``encoder``, or of the store's encoder
             when ``encoder`` is not given; that encoder must accept them.
-        limits: `ToolLimits` (or a dict): ``max_top_k``, ``max_filter_depth``,
-            ``max_filter_conditions``, ``max_query_chars``, and the automatic
-            filter keys' ``fields_sample`` and ``fields_ttl``.
-
-    Returns:
-        A `VectorQueryTool`.
+        limits: `ToolLimits` (or a dict of its fields).
 
     Raises:
         ToolUsageError: ``E_INVALID_TOOL_CONFIG``: An option is invalid.
@@ -105,12 +97,8 @@ def create_vector_query_tool(
         )
     guard = compile_guard(guard, option="guard")
     check_models(models)
-    fields: FilterFields
-    if filter_fields is None or filter_fields == "auto":
-        fields = "auto"
-    elif filter_fields == "any":
-        fields = "any"
-    else:
+    fields = cast("FilterFields", "auto" if filter_fields is None else filter_fields)
+    if fields not in ("auto", "any"):
         fields = cast("dict[str, str]", normalize_filter_fields(filter_fields))
     # The store's own encoder takes the provider options when no encoder= is given.
     takes_options = encoder or (store.encoder if isinstance(store, VectorStore) else None)

@@ -25,7 +25,6 @@ from .._errors import input_error
 
 __all__ = ["VectorQueryInput", "filter_description", "input_schema", "parse_input"]
 
-
 _VALUES_SEEN: Final = "; values seen:"
 _QUERY_TEXT = "What to search for: the user's question or topic in plain words, not wrapped in quotes."
 

@@ -6,7 +6,7 @@ import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..._checks import expect_text
 from ...batteries.vector import Encoder, FilterNode, RetrievalSettings, and_
@@ -15,7 +15,6 @@ from .._errors import ToolUsageError, config_error
 from .._filters import compile_guard
 
 __all__ = ["OptionsEncoder", "VectorQueryOptions", "check_collection", "check_provider_options"]
-
 
 log = logging.getLogger("turnkit.tools")
 
@@ -79,7 +78,7 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
             option=option,
         )
     try:
-        guard = compile_guard(value, option=option)
+        return cast("FilterNode", compile_guard(value, option=option))  # not None: value is not None
     except ToolUsageError as exc:
         if exc.code != "E_INVALID_TOOL_CONFIG":
             raise
@@ -89,8 +88,6 @@ def request_guard(value: Any, tool_id: str) -> FilterNode:
             f"{option} (the host's guard) is invalid; the details are in the host's log.",
             option=option,
         ) from None
-    assert guard is not None
-    return guard
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

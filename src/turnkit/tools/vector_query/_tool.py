@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
@@ -120,11 +121,9 @@ class VectorQueryTool:
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments a model sends (``filter`` only when filtering is on).
 
-        It is `VectorQueryInput`'s schema with this tool's limits. For a request
-        whose context is not known, with ``filter_fields="auto"`` it lists the
-        keys read inside the creation-time guard; the values seen are listed
-        only when there is such a guard, because a request-context guard could
-        narrow it further. Use `input_schema_for` to describe one request exactly.
+        With ``filter_fields="auto"`` it lists the keys read inside the creation-time guard, and the
+        values seen only when there is one (a request-context guard could narrow it further). Use
+        `input_schema_for` to describe one request exactly.
         """
         fields: Mapping[str, str] | Literal["any"] | None = None
         spec, guard, collection = self._filter_fields, self.options.guard, self.options.collection
@@ -161,11 +160,8 @@ class VectorQueryTool:
     ) -> Mapping[str, str] | Literal["any"]:
         """The metadata keys a model may filter on in one request, with what is known of their values.
 
-        With ``filter_fields="auto"`` they are the collection's declared fields
-        plus the keys of the records sampled inside the request's guard (one
-        function, `describe_metadata_fields`, lists keys for every surface:
-        this tool, MCP and the framework adapters), cached like the keys a
-        filter is checked against.
+        With ``filter_fields="auto"``: `describe_metadata_fields` inside the request's guard, cached
+        like the keys a filter is checked against.
 
         Raises:
             TurnkitError: The request context is invalid, or the store or collection cannot be read.
@@ -275,7 +271,9 @@ class VectorQueryTool:
             settings.merge(top_k=limit) if limit != settings.top_k else settings, store
         )
         if model_filter is not None and self._filter_fields == "auto":
-            await self._check_auto_fields(model_filter, store, collection, options.guard)
+            await self._check_keys(
+                partial(check_filter_fields, model_filter), store, collection, options.guard
+            )
         query = store(collection)
         encoder = self._query_encoder(store, options)
         if encoder is not None:
@@ -297,7 +295,8 @@ class VectorQueryTool:
         if options.guard is not None and model_filter is not None and (found is None or not found.matches):
             # Inside a guard an empty answer is explained by the guard's records only, the same way
             # whether a key is held by no record or by records outside the guard.
-            await self._check_held(model_filter, store, collection, options.guard)
+            held = partial(check_keys_held, model_filter, guard=options.guard)
+            await self._check_keys(held, store, collection, options.guard)
         if found is None:
             return self._result([], top_k, notes, settings)
         if found.reranked and settings.rerank is not None:
@@ -393,26 +392,19 @@ class VectorQueryTool:
         vectors = await encode_texts(encoder, [text], "query")
         return np.asarray(vectors[0])
 
-    async def _check_auto_fields(
-        self, node: FilterNode, store: VectorStore, collection: str, guard: FilterNode | None
+    async def _check_keys(
+        self,
+        check: Callable[[dict[str, str]], None],
+        store: VectorStore,
+        collection: str,
+        guard: FilterNode | None,
     ) -> None:
-        """Refuse keys the collection does not have inside ``guard``; re-read once before refusing."""
+        """``check`` the keys read inside ``guard``; when it refuses, re-read them once and check again."""
         try:
-            check_filter_fields(node, await self._auto_fields(store, collection, guard))
-        except UnknownFieldError:
+            check(await self._auto_fields(store, collection, guard))
+        except (UnknownFieldError, FilterKeyNotFoundError):
             # Maybe written since the keys were read: look again (at most every few seconds).
-            fresh = await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS)
-            check_filter_fields(node, fresh)
-
-    async def _check_held(
-        self, node: FilterNode, store: VectorStore, collection: str, guard: FilterNode
-    ) -> None:
-        """After an empty answer inside ``guard``: refuse a key no record inside it holds (re-read once)."""
-        try:
-            check_keys_held(node, await self._auto_fields(store, collection, guard), guard)
-        except FilterKeyNotFoundError:  # maybe written since the keys were read: look again
-            fresh = await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS)
-            check_keys_held(node, fresh, guard)
+            check(await self._auto_fields(store, collection, guard, max_age=_MISS_REFRESH_SECONDS))
 
     def _result(
         self, matches: list[VectorMatch], top_k: int, notes: list[str], settings: RetrievalSettings
