@@ -44,7 +44,7 @@ __all__ = [
     "batches",
     "expect_store",
     "error_text",
-    "guard_keys",
+    "metadata_keys",
     "raise_error",
     "render_sources",
     "source_metadata",
@@ -63,7 +63,7 @@ TierRule: TypeAlias = "TrustTier | Callable[[VectorQuerySource], TrustTier]"
 _PREFIX = "metadata."
 
 
-def guard_keys(guard: GuardFilter | None) -> frozenset[str]:
+def metadata_keys(guard: GuardFilter | None) -> frozenset[str]:
     """The top-level metadata keys a guard names (what must never be shown back to the model).
 
     A ``Raw`` SQL guard names no keys this function can see: pass the keys as
@@ -258,7 +258,7 @@ class ToolBridge(Generic[DepsT]):
         context = dict(self._context(deps)) if self._context is not None else {}
         hidden = set(self._hidden)
         if "filter" in context:
-            hidden |= guard_keys(context["filter"])
+            hidden |= metadata_keys(context["filter"])
         if self._guard is not None:
             guard = self._guard(deps)
             if guard is not None:
@@ -269,7 +269,7 @@ class ToolBridge(Generic[DepsT]):
                         option="guard",
                     )
                 context["filter"] = guard
-                hidden |= guard_keys(guard)
+                hidden |= metadata_keys(guard)
         return context, frozenset(hidden)
 
     async def schema(self, deps: DepsT) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from ..tools import (
 )
 from ..tools._config import ModelResolver
 from ..tools._errors import input_error
-from ..tools._filters import guard_keys
+from ..tools._filters import metadata_keys
 from ..tools.vector_query._input import filter_description
 from ._errors import MCPUsageError
 
@@ -323,7 +323,7 @@ class Tools:
 
 def _hide_guard_keys(payload: dict[str, Any], guard: FilterNode) -> None:
     """Drop the metadata keys the guard names from each source: a guard value never reaches the model."""
-    paths = [key.split(".") for key in guard_keys(guard)]
+    paths = [key.split(".") for key in metadata_keys(guard)]
     for source in payload.get("sources") or []:
         for path in paths:
             node = source.get("metadata")

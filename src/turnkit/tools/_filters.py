@@ -37,7 +37,7 @@ __all__ = [
     "compile_guard",
     "compile_model_filter",
     "describe_metadata_fields",
-    "guard_keys",
+    "metadata_keys",
     "normalize_filter_fields",
 ]
 
@@ -54,9 +54,9 @@ def _fields(node: FilterNode) -> Iterator[str]:
         yield from _fields(node.child)
 
 
-def guard_keys(guard: FilterNode) -> list[str]:
-    """The metadata keys ``guard`` names (without the ``metadata.`` prefix)."""
-    return [f.removeprefix(_PREFIX) for f in _fields(guard) if f.startswith(_PREFIX)]
+def metadata_keys(node: FilterNode) -> list[str]:
+    """The metadata keys ``node`` names (without the ``metadata.`` prefix)."""
+    return [f.removeprefix(_PREFIX) for f in _fields(node) if f.startswith(_PREFIX)]
 
 
 def _within(key: str, path: str) -> bool:
@@ -110,8 +110,7 @@ def check_filter_fields(node: FilterNode, allowed_fields: Mapping[str, str]) -> 
     Raises:
         UnknownFieldError: The first such key; the hint lists the allowed keys.
     """
-    for name in _fields(node):
-        key = name[len(_PREFIX) :]
+    for key in metadata_keys(node):  # a model's filter names metadata keys only
         # Declaring "page_span" also allows "page_span.first_page".
         if not any(_within(key, allowed) for allowed in allowed_fields):
             close = close_keys(key, allowed_fields)
@@ -137,7 +136,7 @@ def check_keys_held(node: FilterNode, held: Mapping[str, str], guard: FilterNode
         FilterKeyNotFoundError: The first key ``node`` needs that no record inside the guard holds.
     """
     for key in sorted(required_keys(node)):
-        if any(_related(key, path) for path in [*held, *guard_keys(guard)]):
+        if any(_related(key, path) for path in [*held, *metadata_keys(guard)]):
             continue
         close = close_keys(key, held)
         listed = ", ".join(sorted(held)[:12]) + (", …" if len(held) > 12 else "")
@@ -276,7 +275,7 @@ async def describe_metadata_fields(
         matches = await query.search()
     except FilterKeyNotFoundError:
         matches = []  # no record holds a key the guard needs: nothing inside it to describe
-    hidden = guard_keys(guard) if guard else []
+    hidden = metadata_keys(guard) if guard else []
     kinds: dict[str, set[str]] = {}
     values: dict[str, set[str]] = {}
 

@@ -40,7 +40,7 @@ from ...batteries.vector import (
     retrieve,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, batches, guard_keys, visible_metadata
+from .._common import GuardFilter, batches, metadata_keys, visible_metadata
 from ._filters import to_filter_node
 
 __all__ = ["TurnkitVectorStore"]
@@ -103,7 +103,7 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         self._store = store
         self._guard = parse_mongo(guard, field_prefix="metadata.") if isinstance(guard, Mapping) else guard
         self._stamp = _equalities(self._guard)
-        self._hidden = guard_keys(guard)
+        self._hidden = metadata_keys(guard)
         self._settings = RetrievalSettings.of(settings)
 
     @classmethod
