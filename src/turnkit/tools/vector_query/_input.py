@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from ...batteries.vector import MONGO_OPERATORS
+from .._config import ToolLimits
 from .._errors import input_error
 
 __all__ = ["VectorQueryInput", "filter_description", "input_schema", "parse_input"]
@@ -74,7 +75,7 @@ _PROBLEMS: Final[dict[str, tuple[str, str]]] = {
 
 
 def parse_input(
-    raw: Mapping[str, Any] | str | bytes, *, filtering: bool, max_query_chars: int, max_top_k: int
+    raw: Mapping[str, Any] | str | bytes, *, filtering: bool, limits: ToolLimits
 ) -> VectorQueryInput:
     """Validate a model's arguments (a dict, or the JSON text of one) into a `VectorQueryInput`.
 
@@ -95,7 +96,7 @@ def parse_input(
             hint='Send {"query_text": "..."}.',
         )
     try:
-        return VectorQueryInput.model_validate(dict(raw), context={"max_query_chars": max_query_chars})
+        return VectorQueryInput.model_validate(dict(raw), context={"max_query_chars": limits.max_query_chars})
     except ValidationError as exc:
         errors = exc.errors()
     allowed = "query_text, top_k" + (", filter" if filtering else "")
@@ -106,12 +107,11 @@ def parse_input(
     message, hint = _PROBLEMS.get(
         field, ("The arguments do not fit the tool", f"The arguments are {allowed}.")
     )
-    limits = {"max_query_chars": max_query_chars, "max_top_k": max_top_k}
     got = errors[0].get("input")
     shown = repr(got) if not isinstance(got, str) or len(got) <= 40 else f"{len(got)} characters"
     raise input_error(
-        f"{message.format(**limits)}; got {shown}.",
-        hint=hint.format(**limits),
+        f"{message.format_map(limits.model_dump())}; got {shown}.",
+        hint=hint.format_map(limits.model_dump()),
         field=field,
     )
 
@@ -139,17 +139,17 @@ def filter_description(fields: Mapping[str, str] | Literal["any"] | None) -> str
 
 
 def input_schema(
+    fields: Mapping[str, str] | Literal["any"] | None,
     *,
     filtering: bool,
-    fields: Mapping[str, str] | Literal["any"] | None,
-    max_query_chars: int,
+    limits: ToolLimits,
     default_top_k: int,
-    max_top_k: int,
 ) -> dict[str, Any]:
     """`VectorQueryInput`'s JSON Schema with this tool's limits (``filter`` only when filtering is on)."""
+    max_top_k = limits.max_top_k
     schema = VectorQueryInput.model_json_schema()
     props = schema["properties"]
-    props["query_text"] = {"type": "string", "minLength": 1, "maxLength": max_query_chars} | {
+    props["query_text"] = {"type": "string", "minLength": 1, "maxLength": limits.max_query_chars} | {
         "description": props["query_text"]["description"]
     }
     # top_k is clamped rather than refused, so the schema shows the range the tool will use.

@@ -110,11 +110,7 @@ class VectorQueryTool:
 
     def _schema(self, filtering: bool, fields: Mapping[str, str] | Literal["any"] | None) -> dict[str, Any]:
         return input_schema(
-            filtering=filtering,
-            fields=fields,
-            max_query_chars=self.limits.max_query_chars,
-            default_top_k=self.options.settings.top_k,
-            max_top_k=self.limits.max_top_k,
+            fields, filtering=filtering, limits=self.limits, default_top_k=self.options.settings.top_k
         )
 
     @property
@@ -247,9 +243,7 @@ class VectorQueryTool:
         # Only a real guard from the host turns filtering on; {"filter": None} is refused.
         filtering = self._enable_filter or options.request_guard is not None
         limits = self.limits
-        request = parse_input(
-            raw, filtering=filtering, max_query_chars=limits.max_query_chars, max_top_k=limits.max_top_k
-        )
+        request = parse_input(raw, filtering=filtering, limits=limits)
         if request.filter is not None and not filtering:
             raise input_error(
                 "This tool does not take a filter.",
