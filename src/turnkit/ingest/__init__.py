@@ -20,11 +20,7 @@ chunk carries, and the idempotency and crash-safety guarantees.
 """
 
 from ._chunking import Chunk, chunk_document, split_text
-from ._errors import (
-    DocumentLoadError,
-    FileSkippedError,
-    IngestUsageError,
-)
+from ._errors import DocumentLoadError, FileSkippedError, IngestUsageError
 from ._loaders import load_document, source_uri_for
 from ._model import LoadedDocument, Section
 from ._pipeline import ingest, ingest_sync

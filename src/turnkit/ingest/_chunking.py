@@ -162,12 +162,11 @@ def validate_chunking(chunk_size: int, chunk_overlap: int, encoding: str) -> tik
         raise _chunking_error(f"chunk_overlap must be an int >= 0; got {chunk_overlap!r}.")
     if chunk_overlap >= chunk_size:
         raise _chunking_error(
-            f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size}).",
+            f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})."
         )
     if encoding not in ("cl100k_base", "o200k_base"):
         raise _chunking_error(
-            f"Unknown encoding {encoding!r}.",
-            hint="Use 'cl100k_base' (the default) or 'o200k_base'.",
+            f"Unknown encoding {encoding!r}.", hint="Use 'cl100k_base' (the default) or 'o200k_base'."
         )
     return get_encoding(encoding)
 

@@ -13,10 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ._errors import (
-    DocumentLoadError,
-    IngestUsageError,
-)
+from ._errors import DocumentLoadError, IngestUsageError
 
 if TYPE_CHECKING:
     from charset_normalizer import CharsetMatch
@@ -29,18 +26,8 @@ AUTO_ENCODING = "auto"
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 # The most used legacy encodings, by the share of web pages in each; ties go to the earliest.
-_COMMON = (
-    "cp1252",
-    "latin_1",
-    "cp1251",
-    "shift_jis",
-    "gb18030",
-    "gb2312",
-    "big5",
-    "euc_kr",
-    "euc_jp",
-    "cp1250",
-)
+_COMMON = tuple("cp1252 latin_1 cp1251 shift_jis gb18030 gb2312 big5 euc_kr euc_jp cp1250".split())
+_option_error = functools.partial(IngestUsageError, code="E_INGEST_INVALID_OPTION")
 _REFUSED_HINT = (
     "Nothing was stored: a codec that does not fit would store mojibake. Name the file's real encoding "
     "(--fallback-encoding big5, fallback_encodings=['big5']), let the detector choose "
@@ -87,16 +74,14 @@ def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ..
         except LookupError:
             codec = None
         if codec is None or not _detector_knows(codec):
-            raise IngestUsageError(
+            raise _option_error(
                 f"Unknown text encoding {name!r}.",
-                code="E_INGEST_INVALID_OPTION",
                 hint="Use 'auto' (detect it) or a codec name such as cp1252, latin-1, shift_jis or big5.",
             )
         if codec.startswith(("utf-16", "utf-32")):
             # They decode almost any even-length bytes into nonsense; a BOM already selects them.
-            raise IngestUsageError(
+            raise _option_error(
                 f"{name!r} cannot be a fallback encoding.",
-                code="E_INGEST_INVALID_OPTION",
                 hint="UTF-16 and UTF-32 files are read when they start with a byte-order mark.",
             )
         checked.append(codec)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import math
+import re
 from datetime import date, datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ MAX_FRONT_MATTER_CHARS = 64 * 1024
 _MAX_NODES = 10_000
 _MAX_DEPTH = 16
 _INT64 = 2**63
+_CLOSE = re.compile(r"^(?:---|\.\.\.)\r*$", re.MULTILINE)  # the line that ends the block
 
 
 def _json_value(value: Any, budget: list[int], depth: int) -> Any:
@@ -52,41 +54,22 @@ def split_front_matter(text: str, *, path: str = "<text>") -> tuple[dict[str, An
     thematic break, malformed YAML, a list), is returned whole with ``{}``:
     it stays text, as a Markdown renderer would show it.
     """
-    if not text.startswith("---"):
-        return {}, text
     first_end = text.find("\n")
     if first_end == -1 or text[:first_end].rstrip("\r") != "---":
         return {}, text
-    end = -1
-    pos = first_end + 1
-    while pos < len(text) and pos <= MAX_FRONT_MATTER_CHARS:
-        line_end = text.find("\n", pos)
-        line = text[pos : line_end if line_end != -1 else len(text)].rstrip("\r")
-        if line in ("---", "..."):
-            end = pos
-            break
-        if line_end == -1:
-            break
-        pos = line_end + 1
-    if end == -1:
+    close = _CLOSE.search(text, first_end + 1)
+    if close is None or close.start() > MAX_FRONT_MATTER_CHARS:
         return {}, text
     # Imported here (most files have no front matter); PyYAML ships no type information.
     yaml: Any = importlib.import_module("yaml")
-
-    block = text[first_end + 1 : end]
-    after = text.find("\n", end)
-    body = "" if after == -1 else text[after + 1 :]
     try:
-        data = yaml.safe_load(block)
-        if not isinstance(data, dict):
-            return {}, text
-        return _json_value(data, [_MAX_NODES], 0), body
+        data = yaml.safe_load(text[first_end + 1 : close.start()])
+        if isinstance(data, dict):
+            return _json_value(data, [_MAX_NODES], 0), text[close.end() + 1 :]
     except yaml.YAMLError as exc:
         log.warning("%s: front matter is not valid YAML, kept as text: %s", path, exc)
-        return {}, text
     except TooBig:
         log.warning("%s: front matter is larger than %d values, kept as text", path, _MAX_NODES)
-        return {}, text
     except RecursionError:
         log.warning("%s: front matter nests too deeply, kept as text", path)
-        return {}, text
+    return {}, text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pathspec
@@ -19,6 +20,11 @@ from ._errors import IngestUsageError
 __all__ = ["FileFilter", "check_patterns"]
 
 _MAX_GITIGNORE_BYTES = 1 << 20  # a bigger .gitignore is not a real one: read the first MiB
+_pattern_error = partial(
+    IngestUsageError,
+    code="E_INGEST_INVALID_OPTION",
+    hint="Use git's syntax, e.g. '*.md', 'docs/**' or 'build/'.",
+)
 
 
 def check_patterns(patterns: Sequence[str] | str | None, option: str) -> tuple[str, ...]:
@@ -35,19 +41,11 @@ def check_patterns(patterns: Sequence[str] | str | None, option: str) -> tuple[s
     checked = tuple(patterns)
     for pattern in checked:
         if not isinstance(pattern, str) or not pattern.strip():
-            raise IngestUsageError(
-                f"{option} patterns must be non-empty strings; got {pattern!r}.",
-                code="E_INGEST_INVALID_OPTION",
-                hint="Use git's syntax, e.g. '*.md', 'docs/**' or 'build/'.",
-            )
+            raise _pattern_error(f"{option} patterns must be non-empty strings; got {pattern!r}.")
     try:
         pathspec.GitIgnoreSpec.from_lines(checked)
     except (ValueError, TypeError) as exc:
-        raise IngestUsageError(
-            f"Invalid {option} pattern: {exc}.",
-            code="E_INGEST_INVALID_OPTION",
-            hint="Use git's syntax, e.g. '*.md', 'docs/**' or 'build/'.",
-        ) from None
+        raise _pattern_error(f"Invalid {option} pattern: {exc}.") from None
     return checked
 
 

@@ -26,11 +26,7 @@ from types import MappingProxyType
 from typing import Any, get_args
 
 from ._decode import check_fallback_encodings, decode_text
-from ._errors import (
-    DocumentLoadError,
-    FileSkippedError,
-    IngestUsageError,
-)
+from ._errors import DocumentLoadError, FileSkippedError, IngestUsageError
 from ._front_matter import split_front_matter
 from ._html import HtmlExtractor, check_html_extractor, split_html, split_html_main
 from ._markdown import split_markdown
@@ -93,15 +89,13 @@ def resolve_extensions(extensions: ExtensionMap | None) -> dict[str, DocumentKin
     for ext, kind in (extensions or {}).items():
         if not isinstance(ext, str) or not ext.startswith(".") or len(ext) < 2:
             raise _option_error(
-                f"Extension keys look like '.md'; got {ext!r}.",
-                hint="Start each key with a dot.",
+                f"Extension keys look like '.md'; got {ext!r}.", hint="Start each key with a dot."
             )
         if kind is None:
             merged.pop(ext.lower(), None)
         elif kind not in _KINDS:
             raise _option_error(
-                f"Unknown document kind {kind!r} for {ext!r}.",
-                hint=f"Use one of {sorted(_KINDS)}.",
+                f"Unknown document kind {kind!r} for {ext!r}.", hint=f"Use one of {sorted(_KINDS)}."
             )
         else:
             merged[ext.lower()] = kind
@@ -288,17 +282,14 @@ def read_file(path: str | os.PathLike[str], *, max_size: int | None = DEFAULT_MA
     )
 
 
-def _newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def _clean(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD.
+    """``text`` with every newline as LF, and lone surrogates replaced by U+FFFD.
 
     pypdf (from a broken ToUnicode map) and a few codecs (UTF-7, a declared
-    charset) can yield them; they cannot be encoded as UTF-8, so the chunker
-    and the store would reject the whole document.
+    charset) can yield surrogates; they cannot be encoded as UTF-8, so the
+    chunker and the store would reject the whole document.
     """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
@@ -366,11 +357,9 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
             reader = pypdf.PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
                 raise _parse_error(
-                    f"{path!r} is encrypted with a password.",
-                    path=path,
-                    reason="encrypted with a password",
+                    f"{path!r} is encrypted with a password.", path=path, reason="encrypted with a password"
                 )
-            pages = [_clean(_newlines(page.extract_text() or "")).rstrip() for page in reader.pages]
+            pages = [_clean(page.extract_text() or "").rstrip() for page in reader.pages]
         except DocumentLoadError:
             raise
         except Exception as exc:  # pypdf raises many types on damaged input; all mean "unreadable PDF"
@@ -385,31 +374,13 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
     )
 
 
-def parse_with_front_matter(
-    data: bytes,
-    kind: DocumentKind,
-    *,
-    path: str = "<bytes>",
-    fallback_encodings: Sequence[str] = (),
-    html_extractor: HtmlExtractor = "turnkit",
+def _parse(
+    data: bytes, kind: DocumentKind, path: str, encodings: Sequence[str], html_extractor: HtmlExtractor
 ) -> tuple[tuple[Section, ...], dict[str, Any]]:
-    """Turn a file's bytes into sections with the loader for ``kind``.
-
-    Text is read as UTF-8 (or UTF-16/32 with a byte-order mark, or an HTML
-    page's declared charset), then with each of ``fallback_encodings`` in order.
-    A Markdown file's YAML front matter is returned as metadata, not as text.
-    ``html_extractor="trafilatura"`` reads only an HTML page's main content.
-
-    Raises:
-        DocumentLoadError: ``E_INGEST_DECODE_FAILED``: text that is not UTF-8/UTF-16 (or a declared HTML
-            charset).
-        DocumentLoadError: ``E_INGEST_PARSE_FAILED``: a damaged or password-protected PDF.
-        IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: a PDF without `pypdf` installed.
-    """
     if kind == "pdf":
         return _pdf_pages(data, path=path), {}
-    fallbacks = check_fallback_encodings(fallback_encodings)
-    text = _clean(_newlines(decode_text(data, path=path, html=kind == "html", fallbacks=fallbacks)))
+    fallbacks = check_fallback_encodings(encodings)
+    text = _clean(decode_text(data, path=path, html=kind == "html", fallbacks=fallbacks))
     if kind == "markdown":
         front_matter, body = split_front_matter(text, path=path)
         return split_markdown(body), front_matter
@@ -418,9 +389,7 @@ def parse_with_front_matter(
             return (split_html_main(text) if html_extractor == "trafilatura" else split_html(text)), {}
         except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
             raise _parse_error(
-                f"Cannot parse {path!r} as HTML: {exc}.",
-                path=path,
-                reason=f"unparsable HTML ({exc})",
+                f"Cannot parse {path!r} as HTML: {exc}.", path=path, reason=f"unparsable HTML ({exc})"
             ) from exc
     return ((Section(text=text),) if text else ()), {}
 
@@ -435,10 +404,20 @@ def parse_file(
     fallback_encodings: Sequence[str],
     html_extractor: HtmlExtractor,
 ) -> LoadedDocument:
-    """The document a file read by `read_file` holds (see `parse_with_front_matter`)."""
-    sections, front_matter = parse_with_front_matter(
-        raw.data, kind, path=path, fallback_encodings=fallback_encodings, html_extractor=html_extractor
-    )
+    """The document a file read by `read_file` holds: its bytes cut into sections by the loader for ``kind``.
+
+    Text is read as UTF-8 (or UTF-16/32 with a byte-order mark, or an HTML
+    page's declared charset), then with each of ``fallback_encodings`` in order.
+    A Markdown file's YAML front matter is kept as metadata, not as text.
+    ``html_extractor="trafilatura"`` reads only an HTML page's main content.
+
+    Raises:
+        DocumentLoadError: ``E_INGEST_DECODE_FAILED``: text that is not UTF-8/UTF-16 (or a declared HTML
+            charset).
+        DocumentLoadError: ``E_INGEST_PARSE_FAILED``: a damaged or password-protected PDF.
+        IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: a PDF without `pypdf` installed.
+    """
+    sections, front_matter = _parse(raw.data, kind, path, fallback_encodings, html_extractor)
     return LoadedDocument(
         source_uri=source_uri,
         display_name=display_name,

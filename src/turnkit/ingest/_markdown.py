@@ -73,13 +73,9 @@ def _scan(text: str, *, skip_plain: bool) -> tuple[Section, ...]:
         line = line.rstrip("\n")
         fence_match = _FENCE.match(line)
         if fence is not None:
-            if (
-                fence_match
-                and fence_match.group(1)[0] == fence[0]
-                and len(fence_match.group(1)) >= len(fence)
-            ):
-                if not line.strip().lstrip(fence[0]):  # a closing fence carries no info string
-                    fence = None
+            # A closing fence: the opening's mark, at least as long, and no info string.
+            if fence_match and fence_match.group(1).startswith(fence) and not line.strip().lstrip(fence[0]):
+                fence = None
             continue
         if fence_match:
             fence = fence_match.group(1)

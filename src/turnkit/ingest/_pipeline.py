@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from turnkit._checks import is_int
@@ -187,13 +188,11 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
         )
         chunks = chunks_of(doc, settings.chunk_size, settings.chunk_overlap, settings.encoding, fingerprint)
     except Exception as exc:  # one file's surprise (a loader or chunker bug) must not end the run
-        if isinstance(exc, DocumentLoadError) or (
-            isinstance(exc, IngestUsageError) and exc.code == "E_INGEST_DEPENDENCY_MISSING"
-        ):
-            return Outcome(candidate, "error", issue=issue_of(candidate.path, exc))
-        issue = FileIssue(
-            path=candidate.path, reason=f"cannot be indexed ({type(exc).__name__}: {exc})", code=_LOAD_FAILED
-        )
+        if isinstance(exc, DocumentLoadError) or getattr(exc, "code", None) == "E_INGEST_DEPENDENCY_MISSING":
+            issue = issue_of(candidate.path, exc)
+        else:
+            reason = f"cannot be indexed ({type(exc).__name__}: {exc})"
+            issue = FileIssue(path=candidate.path, reason=reason, code=_LOAD_FAILED)
         return Outcome(candidate, "error", issue=issue)
     new_ids = {c.id for c in chunks}
     stale = [r.id for r in stored if r.id not in new_ids]
@@ -211,15 +210,9 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
 def _slices(items: list[T], parts: int) -> list[list[T]]:
     """``items`` in order, cut into ``min(parts, len(items))`` runs whose lengths differ by at most one."""
     count = min(parts, len(items))
-    if count == 0:
-        return []
-    size, extra = divmod(len(items), count)
-    out, at = [], 0
-    for part in range(count):
-        end = at + size + (part < extra)
-        out.append(items[at:end])
-        at = end
-    return out
+    size, extra = divmod(len(items), count or 1)
+    bounds = [part * size + min(part, extra) for part in range(count + 1)]
+    return [items[a:b] for a, b in pairwise(bounds)]
 
 
 def _process_group(

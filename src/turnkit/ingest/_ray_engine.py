@@ -1,13 +1,9 @@
 """Distributed ingest on Ray: workers load, chunk, encode and write Lance fragments; the driver commits once.
 
-The driver walks the paths, reads which chunks the collection already holds,
-and hands files to a pool of Ray actors. Each actor opens the store itself,
-skips files whose stored chunks are current (the same fingerprints as the
-single-process ingest), and writes the chunks of the others as uncommitted
-Lance fragments. The driver then adds every fragment in one commit and
-removes the rows the new ones replace. Chunk ids are deterministic, so a rerun
-writes nothing, and a run killed before its commit leaves the collection as
-it was.
+Each Ray actor opens the store itself and skips files whose stored chunks are
+current (the same fingerprints as the single-process ingest). Chunk ids are
+deterministic, so a rerun writes nothing, and a run killed before the driver's
+commit leaves the collection as it was.
 """
 
 from __future__ import annotations
@@ -181,9 +177,7 @@ class RayEngine:
                     ray, store, collection, found, stored, settings, factory, self
                 )
         except BaseException:
-            if (
-                not existed and store(collection).count_sync() == 0
-            ):  # a failed first run leaves nothing behind
+            if not existed and store(collection).count_sync() == 0:  # a failed first run leaves nothing
                 store.drop_collection_sync(collection, missing_ok=True)
             raise
         return _finish(store, collection, found, results, fragments, prune, started, settings, files)

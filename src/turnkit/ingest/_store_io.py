@@ -164,10 +164,7 @@ class Writer:
     def __init__(
         self, q: QueryBuilder, batch_size: int, bar: Any, progress: Callable[[], None] | None = None
     ) -> None:
-        self.q = q
-        self.progress = progress
-        self.batch_size = batch_size
-        self.bar = bar
+        self.q, self.batch_size, self.bar, self.progress = q, batch_size, bar, progress
         self.buffer: list[dict[str, Any]] = []
         self.files: deque[_Pending] = deque()
         self.stale: list[str] = []
@@ -189,21 +186,17 @@ class Writer:
         """Queue a file's chunks (or its stale rows) and write every full batch."""
         count = len(outcome.chunks)
         if not count:
-            if outcome.keep_fingerprint is not None:
-                if outcome.stale_ids:
-                    self.stale_files.append((outcome.candidate.uri, outcome.keep_fingerprint))
-                return
-            self.stale.extend(outcome.stale_ids)  # nothing to write first: they go with the next delete
+            if outcome.keep_fingerprint is None:
+                self.stale.extend(outcome.stale_ids)  # nothing to write first: they go with the next delete
+            elif outcome.stale_ids:
+                self.stale_files.append((outcome.candidate.uri, outcome.keep_fingerprint))
             return
         whole = count <= self.batch_size
         if whole and len(self.buffer) + count > self.batch_size:
             await self._commit()  # keep the file in one commit, even if this batch is short
         self.buffer.extend(chunk.to_record() for chunk in outcome.chunks)
-        if whole:
-            replace_uri = outcome.candidate.uri if outcome.stale_ids else None
-            self.files.append(_Pending(count, [], replace_uri))
-        else:
-            self.files.append(_Pending(count, outcome.stale_ids, None))
+        replace_uri = outcome.candidate.uri if whole and outcome.stale_ids else None
+        self.files.append(_Pending(count, [] if whole else outcome.stale_ids, replace_uri))
         while len(self.buffer) >= self.batch_size:
             await self._commit()
 

@@ -8,10 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_from_bytes
 
-from ._errors import (
-    FileSkippedError,
-    IngestUsageError,
-)
+from ._errors import FileSkippedError, IngestUsageError
 from ._ignore import FileFilter
 from ._loaders import detect_kind, source_uri_for
 from ._model import DocumentKind
