@@ -200,8 +200,7 @@ def document_fingerprint(
         parts.append([*fallback_encodings, detector_version()])
     if html_extractor != "turnkit" and kind == "html":
         parts.append(html_extractor)
-    key = json.dumps(parts)
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
 def _char_levels(text: str) -> npt.NDArray[np.int8]:

@@ -131,9 +131,7 @@ def needs_fallback(data: bytes, *, html: bool) -> bool:
         return False
     try:
         return isinstance(_plain(data, path="", html=html), UnicodeDecodeError)
-    except DocumentLoadError as exc:
-        if exc.code != "E_INGEST_DECODE_FAILED":
-            raise
+    except DocumentLoadError:  # undecodable whatever the fallbacks (a bad BOM or charset, NUL bytes)
         return False
 
 

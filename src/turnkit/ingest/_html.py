@@ -244,8 +244,7 @@ def split_html(markup: str) -> tuple[Section, ...]:
     parser = _VisibleText()
     parser.feed(markup)
     parser.close()
-    texts = [(s.path, s.text()) for s in parser.sections]
-    texts = [(path, text) for path, text in texts if text]
+    texts = [(s.path, text) for s in parser.sections if (text := s.text())]
     return tuple(
         Section(text=text + ("\n\n" if i < len(texts) - 1 else ""), heading_path=path)
         for i, (path, text) in enumerate(texts)

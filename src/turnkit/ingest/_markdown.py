@@ -89,10 +89,6 @@ def _scan(text: str, *, skip_plain: bool) -> tuple[Section, ...]:
             prev = lines[n - 1].rstrip("\n")
             if prev.strip() and not _NOT_SETEXT_TEXT.match(prev):
                 open_section(n - 1, 1 if setext.group(1)[0] == "=" else 2, _clean_title(prev))
-    sections: list[Section] = []
     bounds = [s for s, _ in starts] + [len(lines)]
-    for (first, path), end in zip(starts, bounds[1:], strict=True):
-        chunk = "".join(lines[first:end])
-        if chunk:
-            sections.append(Section(text=chunk, heading_path=path))
-    return tuple(sections)
+    texts = (("".join(lines[first:end]), path) for (first, path), end in zip(starts, bounds[1:], strict=True))
+    return tuple(Section(text=text, heading_path=path) for text, path in texts if text)

@@ -180,7 +180,14 @@ class RayEngine:
             if not existed and store(collection).count_sync() == 0:  # a failed first run leaves nothing
                 store.drop_collection_sync(collection, missing_ok=True)
             raise
-        return _finish(store, collection, found, results, fragments, prune, started, settings, files)
+        written, deleted = _commit(store, collection, results, fragments)
+        q = store(collection)
+        pruned = run_sync(prune_missing(q, found, Writer(q, 1, None))) if prune else (0, 0)
+        for result in results:
+            found.record(result.status, result.issue)
+        return make_report(
+            collection, found, (written, deleted), pruned, started, settings, files, prune=prune, engine="ray"
+        )
 
 
 def _run_workers(
@@ -220,31 +227,17 @@ def _run_workers(
             [(c, stored.get(c.uri, [])) for c in found.candidates[i : i + files_per_task]]
             for i in range(0, len(found.candidates), files_per_task)
         ]
-        results: list[Outcome] = []
-        fragments: list[str] = []
-        for file_results, job_fragments in pool.map_unordered(
-            lambda a, job: a.run.remote(job, settings), jobs
-        ):
-            results.extend(file_results)
-            fragments.extend(job_fragments)
-        return results, fragments
+        done = list(pool.map_unordered(lambda a, job: a.run.remote(job, settings), jobs))
+        return [o for outcomes, _ in done for o in outcomes], [f for _, made in done for f in made]
     finally:
         if started_ray:
             ray.shutdown()
 
 
-def _finish(
-    store: VectorStore,
-    collection: str,
-    found: Found,
-    results: list[Outcome],
-    fragments: list[str],
-    prune: bool,
-    started: float,
-    settings: _Settings,
-    files: FileFilter,
-) -> IngestReport:
-    """The driver's part after the workers: one commit, then the rows it replaced, then the report."""
+def _commit(
+    store: VectorStore, collection: str, results: list[Outcome], fragments: list[str]
+) -> tuple[int, int]:
+    """The driver's one commit of the workers' fragments, then the rows it replaced: (written, deleted)."""
     from ..batteries.vector.store._fragments import commit_fragments_sync
 
     q = store(collection)
@@ -266,9 +259,4 @@ def _finish(
     gone = [i for r in results if r.status == "empty" for i in r.stale_ids]
     if gone:
         deleted += q.where_in("id", gone).delete_sync()
-    pruned = run_sync(prune_missing(q, found, Writer(q, 1, None))) if prune else (0, 0)
-    for result in results:
-        found.record(result.status, result.issue)
-    return make_report(
-        collection, found, (written, deleted), pruned, started, settings, files, prune=prune, engine="ray"
-    )
+    return written, deleted

@@ -191,17 +191,14 @@ class IngestReport:
             return []
         lines = [f"Skipped {self.files_skipped:,} file(s){more}:"]
         width = len(f"{self.skip_groups[0].count:,}") if self.skip_groups else 1
-        shown_groups = self.skip_groups[:SKIP_LINES]
-        for group in shown_groups:
+        for group in self.skip_groups[:SKIP_LINES]:
             shown = ", ".join(issue.path for issue in group.examples)
             rest = group.count - len(group.examples)
             tail = f", … {rest:,} more" if rest > 0 else ""
             lines.append(f"  {group.count:>{width},}  {group.reason} [{group.code}]: {shown}{tail}")
-        folded = self.skip_groups[SKIP_LINES:]
-        if folded:
-            files = sum(g.count for g in folded)
-            tail = "(--verbose lists every file)"
-            lines.append(f"  {files:>{width},}  for {len(folded):,} other reasons {tail}")
+        if folded := self.skip_groups[SKIP_LINES:]:
+            files, reasons = sum(g.count for g in folded), len(folded)
+            lines.append(f"  {files:>{width},}  for {reasons:,} other reasons (--verbose lists every file)")
         return lines
 
     def error_lines(self) -> list[str]:
