@@ -58,8 +58,7 @@ def _rebase(line: str, prefix: str) -> str | None:
         return line
     negate = line.startswith("!")
     body = line[1:] if negate else line
-    core = body.rstrip("/")
-    if "/" in core:  # anchored to the .gitignore's own directory
+    if "/" in body.rstrip("/"):  # anchored to the .gitignore's own directory
         rebased = f"{prefix}/{body.lstrip('/')}"
     else:  # a bare name matches at any depth below it
         rebased = f"{prefix}/**/{body}"

@@ -114,16 +114,11 @@ def detect_kind(path: str | os.PathLike[str], extensions: Mapping[str, DocumentK
     is Markdown), else by the one mapped to ``.gz`` itself, if any.
     """
     suffix = Path(path).suffix.lower()
+    kind = extensions.get(suffix)
     if suffix == _GZIP:
-        inner = Path(Path(path).stem).suffix.lower()
-        kind = extensions.get(inner) if inner else None
-        if kind is None:
-            kind = extensions.get(_GZIP)
         # README.gz, changelog.Debian.gz, tool.py.gz: one reason, "No loader for '.gz'", whose hint
         # (--ext .gz=text) reads them all.
-        suffix = _GZIP
-    else:
-        kind = extensions.get(suffix)
+        kind = extensions.get(Path(Path(path).stem).suffix.lower()) or kind
     if kind is None:
         raise IngestUsageError(
             f"No loader for {suffix or 'files without an extension'!r}.",

@@ -197,12 +197,8 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
     new_ids = {c.id for c in chunks}
     stale = [r.id for r in stored if r.id not in new_ids]
     if not chunks:
-        issue = FileIssue(
-            path=candidate.path,
-            reason="no text to index"
-            + (" (a scanned PDF needs OCR first)" if candidate.kind == "pdf" else ""),
-            code="E_INGEST_NO_TEXT",
-        )
+        reason = "no text to index" + (" (a scanned PDF needs OCR first)" if candidate.kind == "pdf" else "")
+        issue = FileIssue(path=candidate.path, reason=reason, code="E_INGEST_NO_TEXT")
         return Outcome(candidate, "empty", stale_ids=stale, issue=issue)
     return Outcome(candidate, "write", chunks=chunks, stale_ids=stale)
 

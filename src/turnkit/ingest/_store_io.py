@@ -82,9 +82,7 @@ async def declare_ingest_fields(store: VectorStore, collection: str, exists: boo
 def _crash_after() -> int:
     """The commit after which the test hook kills this process, or 0 (disarmed)."""
     after, pid = os.environ.get(CRASH_AFTER_WRITES_ENV, ""), os.environ.get(CRASH_PID_ENV, "")
-    if not (after.isdigit() and pid.isdigit()) or int(pid) != os.getpid():
-        return 0
-    return int(after)
+    return int(after) if after.isdigit() and pid.isdigit() and int(pid) == os.getpid() else 0
 
 
 def _next_prefix(prefix: str) -> str:
@@ -208,8 +206,6 @@ class Writer:
 
     async def _commit(self) -> None:
         batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
-        if not batch:
-            return
         made = False
         if not self.created:
             self.created = True
