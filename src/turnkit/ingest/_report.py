@@ -79,10 +79,6 @@ class IngestProgress:
     """Stale chunk records removed so far."""
 
 
-def _label(reason: str) -> str:
-    return _DETAIL.sub("", reason).rstrip(".") or reason
-
-
 class SkipTally:
     """Skipped files counted per (code, reason), with a few examples each: memory stays bounded.
 
@@ -99,7 +95,7 @@ class SkipTally:
         if self.on_skip is not None:
             self.on_skip(issue)
         self.total += 1
-        key = (issue.code, _label(issue.reason))
+        key = (issue.code, _DETAIL.sub("", issue.reason).rstrip(".") or issue.reason)
         if key not in self._groups and len(self._groups) >= _MAX_GROUPS:
             key = (issue.code, _OTHER)
         count, examples = self._groups.setdefault(key, ([0], []))
