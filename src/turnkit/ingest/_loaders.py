@@ -175,7 +175,7 @@ def _check_stat(path: str, target: str | int, max_size: int | None) -> os.stat_r
     except OSError as exc:
         raise _read_error(path, exc) from exc
     if not stat.S_ISREG(st.st_mode):
-        kind = next((name for test, name in _SPECIAL if test(st.st_mode)), "not a regular file")
+        kind = next((name for test, name in _SPECIAL if test(st.st_mode)), "a special file")
         reason = f"{kind}, not a regular file"
         raise FileSkippedError(
             f"Skipped {path!r}: {reason}.", code="E_INGEST_SPECIAL_FILE", path=path, reason=reason

@@ -84,16 +84,13 @@ def compile_model_filter(
     """
     if value is None:
         return None
-    if isinstance(value, str):
-        raise input_error(
-            "`filter` must be a JSON object, not a string.",
-            hint='Send the object itself, e.g. "filter": {"year": {"$gte": 2020}}, not a quoted string.',
-            field="filter",
-        )
     if not isinstance(value, Mapping):
+        quoted = isinstance(value, str)  # a model that sent the object as JSON text
         raise input_error(
-            f"`filter` must be a JSON object, not {type(value).__name__}.",
-            hint='Example: {"kind": "faq", "year": {"$gte": 2020}}.',
+            f"`filter` must be a JSON object, not {'a string' if quoted else type(value).__name__}.",
+            hint='Send the object itself, e.g. "filter": {"year": {"$gte": 2020}}, not a quoted string.'
+            if quoted
+            else 'Example: {"kind": "faq", "year": {"$gte": 2020}}.',
             field="filter",
         )
     if not value:
