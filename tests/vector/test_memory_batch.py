@@ -647,36 +647,27 @@ def test_a_copy_holds_at_most_the_bytes_the_budget_counts(rows: int, dim: int) -
     assert copy.nbytes <= rows * Int8Copy.row_bytes(dim)
 
 
-def test_a_failure_coding_a_queue_fails_each_of_its_searches_and_the_next_search_is_served() -> None:
+@pytest.mark.parametrize(
+    "target,name,message",
+    [(Int8Copy, "prepare", "coding"), (np, "empty", "out")],  # coding the queue; the pass's buffer
+)
+def test_a_failure_anywhere_in_a_workers_pass_fails_its_searches_and_the_next_search_is_served(
+    target: Any, name: str, message: str
+) -> None:
     rng = np.random.default_rng(13)
-    matrix = rng.normal(size=(300, 16)).astype(np.float32)
-    copy = Int8Copy.of(matrix)
-    product = BatchedProduct(matrix, coarse=copy)
-    jobs = [_Job(q, lambda dots, spread: dots) for q in rng.normal(size=(3, 16)).astype(np.float32)]
-    product._queue, product._busy = list(jobs), 1  # as `run_async` queues them and takes a place
-    with mock.patch.object(Int8Copy, "prepare", side_effect=MemoryError("coding")):  # the fault, injected
-        product._work()
-    for job in jobs:
-        with pytest.raises(MemoryError, match="coding"):
-            job.future.result(0)
-    assert product._busy == 0
-    query = rng.normal(size=16).astype(np.float32)
-    assert product.run(query, lambda dots, spread: spread) is not None  # served over the copy again
-
-
-def test_a_failure_anywhere_in_a_workers_pass_fails_its_searches_and_frees_its_place() -> None:
-    rng = np.random.default_rng(14)
     matrix = rng.normal(size=(300, 16)).astype(np.float32)
     product = BatchedProduct(matrix, coarse=Int8Copy.of(matrix))
     jobs = [_Job(q, lambda dots, spread: dots) for q in rng.normal(size=(3, 16)).astype(np.float32)]
     product._queue, product._busy = list(jobs), 1  # as `run_async` queues them and takes a place
-    with mock.patch.object(np, "empty", side_effect=MemoryError("out")):  # the fault, injected
+    with mock.patch.object(target, name, side_effect=MemoryError(message)):  # the fault, injected
         product._work()
     for job in jobs:
-        with pytest.raises(MemoryError, match="out"):
+        with pytest.raises(MemoryError, match=message):
             job.future.result(0)
     assert product._busy == 0 and product.idle()
-    assert product.run(rng.normal(size=16).astype(np.float32), lambda dots, spread: len(dots)) == 300
+    query = rng.normal(size=16).astype(np.float32)
+    # Served over the copy again (a coarse pass has a spread), every row.
+    assert product.run(query, lambda dots, spread: (len(dots), spread is not None)) == (300, True)
 
 
 def test_rows_too_wide_for_int32_sums_get_no_int8_copy() -> None:
