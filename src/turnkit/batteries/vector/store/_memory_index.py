@@ -730,7 +730,8 @@ class MemoryIndex:
         """
         query = np.ascontiguousarray(vector, dtype=np.float32)
         # A walk takes about a millisecond: the hand-over to a worker thread and back would add two
-        # thread wake-ups to it (usearch releases the GIL, so concurrent walks could overlap there).
+        # thread wake-ups to it, and walks on two threads would not overlap (usearch 2.26 holds the
+        # GIL through a search: two threads walking at once took no more CPU than one).
         if snapshot.matrix.size <= INLINE_WORK or snapshot.walker(spec) is not None:
             return snapshot.search(spec, query, columns)
         # A filter's first evaluation over the copy's metadata is not bounded by the matrix size.
