@@ -22,9 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ._aio import named_sync_form, run_sync, to_thread
-from ._errors import (
-    UsageError,
-)
+from ._errors import UsageError
 from ._messages import Message
 from ._retrievable import Retrievable, RetrievableSet, TrustTier, as_retrievable, trust_rank
 
@@ -262,10 +260,7 @@ class TurnContext:
 
         This is the default query of retrieval glue: the question being asked.
         """
-        for message in reversed(await self.fetch_messages()):
-            if message.role == "user":
-                return message
-        return None
+        return next((m for m in reversed(await self.fetch_messages()) if m.role == "user"), None)
 
     async def _store_message(self, message: Message) -> None:
         await invoke(self._callbacks.store_message, self, message)

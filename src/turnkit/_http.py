@@ -20,15 +20,13 @@ from ._errors import HttpStatusError, HttpUnreachableError, TurnkitError
 
 __all__ = ["JsonEndpoint", "error_detail", "status_hint"]
 
+_REDIRECT_HINT = "The endpoint redirects; set base_url to where it points (redirects are not followed)."
 _STATUS_HINTS = {
     400: "The endpoint rejected the request; check the model name and the request format.",
     401: "Check the API key (OPENAI_API_KEY).",
     403: "The key is not allowed to use this model or endpoint.",
     404: "Check base_url (it usually ends in /v1) and the model name.",
-    301: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
-    302: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
-    307: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
-    308: "The endpoint redirects; set base_url to where it points (redirects are not followed).",
+    **dict.fromkeys((301, 302, 307, 308), _REDIRECT_HINT),
     429: "Rate limited or out of quota; retry later or send fewer requests.",
 }
 

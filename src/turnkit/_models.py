@@ -157,12 +157,9 @@ class OpenAIChatModel:
         env = os.environ
         model = overrides.pop("model", None) or env.get("TURNKIT_MODEL") or env.get("OPENAI_MODEL")
         if not model:
-            raise _config_error(
-                "No model name: set TURNKIT_MODEL (or pass model=...).",
-                field="model",
-            )
-        overrides.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
-        overrides.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or None)
+            raise _config_error("No model name: set TURNKIT_MODEL (or pass model=...).", field="model")
+        overrides.setdefault("base_url", env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
+        overrides.setdefault("api_key", env.get("OPENAI_API_KEY") or None)
         return cls(model, **overrides)
 
     def __repr__(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any
 
 from ._context import TurnContext, invoke
@@ -73,7 +73,9 @@ class _Next:
 
     __slots__ = ("_call", "_loop")
 
-    def __init__(self, call: Callable[[], Awaitable[None]], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, call: Callable[[], Coroutine[Any, Any, None]], loop: asyncio.AbstractEventLoop
+    ) -> None:
         self._call = call
         self._loop = loop
 
@@ -86,12 +88,8 @@ class _Next:
             return self._call()
         # Sync middleware runs in its own thread: run the rest of the chain on the
         # turn's loop and block that thread until it is done.
-        asyncio.run_coroutine_threadsafe(_as_coroutine(self._call()), self._loop).result()
+        asyncio.run_coroutine_threadsafe(self._call(), self._loop).result()
         return _Done()
-
-
-async def _as_coroutine(awaitable: Awaitable[None]) -> None:
-    await awaitable
 
 
 def _stage_name(stage: object) -> str:

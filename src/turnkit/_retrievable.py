@@ -34,6 +34,7 @@ from pydantic import (
     JsonValue,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -107,11 +108,7 @@ def trust_rank(tier: str) -> int:
     return _TIER_RANK[validate_trust_tier(tier)]
 
 
-def _utc(value: datetime) -> datetime:
-    # One canonical zone keeps dumps, comparisons and rendered attributes stable.
-    return value.astimezone(UTC)
-
-
+_TIME_FORMS = "a datetime, an ISO-8601 string or epoch seconds"
 _Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 Timestamp = datetime | str | int | float
@@ -172,25 +169,20 @@ class _RetrievableFields(CheckedModel):
             raise ValueError("must be a non-empty string")
         return value
 
-    @field_validator("score", mode="before")
+    @field_validator("score", "created_at", "updated_at", mode="before")
     @classmethod
-    def _no_bool_score(cls, value: object) -> object:
-        # pydantic would read True as 1.0: a bool here is a bug upstream, not a score.
+    def _no_bool(cls, value: object, info: ValidationInfo) -> object:
+        # pydantic would read True as 1.0 (or as epoch second 1): a bool here is a bug upstream.
         if isinstance(value, bool):
-            raise ValueError("must be a number in [0, 1], not a bool")
-        return value
-
-    @field_validator("created_at", "updated_at", mode="before")
-    @classmethod
-    def _no_bool_time(cls, value: object) -> object:
-        if isinstance(value, bool):
-            raise ValueError("must be a datetime, an ISO-8601 string or epoch seconds, not a bool")
+            what = "a number in [0, 1]" if info.field_name == "score" else _TIME_FORMS
+            raise ValueError(f"must be {what}, not a bool")
         return value
 
     @field_validator("created_at", "updated_at")
     @classmethod
     def _to_utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else _utc(value)
+        # One canonical zone keeps dumps, comparisons and rendered attributes stable.
+        return None if value is None else value.astimezone(UTC)
 
     @field_validator("metadata")
     @classmethod
@@ -467,6 +459,4 @@ class RetrievableSet:
 
 def rank_order(retrievables: Iterable[Retrievable]) -> list[Retrievable]:
     """Sort by score descending (``None`` last); ties keep their original order."""
-    indexed = list(enumerate(retrievables))
-    indexed.sort(key=lambda p: (p[1].score is None, -(p[1].score or 0.0), p[0]))
-    return [r for _, r in indexed]
+    return sorted(retrievables, key=lambda r: (r.score is None, -(r.score or 0.0)))

@@ -15,7 +15,7 @@ from functools import partial
 
 from ._aio import run_sync
 from ._checks import expect, expect_text
-from ._context import Callbacks, FetchMessagesCallback, StoreMessageCallback, TurnContext, invoke
+from ._context import Callbacks, TurnContext, invoke
 from ._errors import ModelError, PipelineError, TurnkitError, UsageError
 from ._fit import fit_prompt
 from ._messages import InMemoryMessageStore, Message
@@ -29,6 +29,7 @@ from ._pipeline import (
 )
 from ._prompt import RenderedPrompt
 from ._runner_config import DEFAULT_SYSTEM_PROMPT, TurnRunnerConfig
+from ._tokens import count_tokens
 from ._turn import TurnEvent, TurnResult, _Turn
 
 __all__ = [
@@ -70,12 +71,10 @@ class TurnRunner:
         expect(config, TurnRunnerConfig, "config", _config_error, hint, field="config")
         self._config = config
         self._store: InMemoryMessageStore | None = None
-        if config.fetch_messages is None or config.store_message is None:
+        fetch_messages, store_message = config.fetch_messages, config.store_message
+        if fetch_messages is None or store_message is None:
             self._store = InMemoryMessageStore()
-            fetch_messages: FetchMessagesCallback = self._store.fetch_messages
-            store_message: StoreMessageCallback = self._store.store_message
-        else:
-            fetch_messages, store_message = config.fetch_messages, config.store_message
+            fetch_messages, store_message = self._store.fetch_messages, self._store.store_message
         self._callbacks = Callbacks(
             fetch_messages=fetch_messages,
             store_message=store_message,
@@ -196,7 +195,7 @@ class TurnRunner:
             reply = await self._complete(rendered)
         ctx.reply = reply
         reply_message = await self._store_reply(ctx, turn)
-        tokens = replace(tokens, reply=_count(reply, cfg.encoding))
+        tokens = replace(tokens, reply=count_tokens(reply, cfg.encoding))
 
         async with turn.timed("output_pipeline") as data:
             out_reason = await run_pipeline(cfg.output_pipeline, ctx, "output")
@@ -245,12 +244,6 @@ class TurnRunner:
         if not isinstance(reply, str):
             raise ModelError(f"The model returned {type(reply).__name__}, not str.")
         return reply
-
-
-def _count(text: str, encoding: str) -> int:
-    from ._tokens import count_tokens
-
-    return count_tokens(text, encoding)
 
 
 def _user_message(value: str | Message) -> Message:

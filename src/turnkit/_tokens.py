@@ -90,8 +90,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         raise RuntimeFailure(
             f"Encoding {name!r} is not available offline.", code="E_TOKENIZER_UNAVAILABLE", encoding=name
         )
-    args = _constructor_args(name)
-    return tiktoken.Encoding(**args)
+    return tiktoken.Encoding(**_constructor_args(name))
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -112,8 +113,13 @@ class _Turn:
             except Exception:
                 _log.exception("turnkit: on_event observer raised on %r; the turn goes on", name)
 
-    def timed(self, name: StageName) -> _Timed:
-        return _Timed(self, name)
+    @asynccontextmanager
+    async def timed(self, name: StageName) -> AsyncIterator[dict[str, Any]]:
+        """``async with turn.timed("stage") as data:`` emits the stage's event on success."""
+        start = time.perf_counter()
+        data: dict[str, Any] = {}
+        yield data
+        await self.emit(name, time.perf_counter() - start, **data)
 
     async def finish(self, **fields: Any) -> TurnResult:
         await self.emit("turn_end", time.perf_counter() - self.started, stopped=fields.get("stopped", False))
@@ -123,21 +129,3 @@ class _Turn:
             conversation_id=self.ctx.conversation_id,
             **fields,
         )
-
-
-class _Timed:
-    """``async with turn.timed("stage") as data:`` emits the stage's event on success."""
-
-    def __init__(self, turn: _Turn, name: StageName) -> None:
-        self.turn = turn
-        self.name = name
-        self.data: dict[str, Any] = {}
-        self.start = 0.0
-
-    async def __aenter__(self) -> dict[str, Any]:
-        self.start = time.perf_counter()
-        return self.data
-
-    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            await self.turn.emit(self.name, time.perf_counter() - self.start, **self.data)
