@@ -13,7 +13,7 @@ import logging
 import warnings
 from collections.abc import Awaitable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import numpy as np
 
@@ -57,9 +57,6 @@ from turnkit.batteries.vector.query._builder import QueryBuilder
 from turnkit.batteries.vector.ranking._abstain import grounding_verdict
 from turnkit.batteries.vector.ranking._scorers import local_scorer
 from turnkit.batteries.vector.store._store import VectorStore
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "GLUE_METADATA_KEYS",
@@ -222,8 +219,7 @@ class VectorRetrievableGlue:
         if self._derive_query is not None:
             result: QueryValue | None = await invoke(self._derive_query, ctx)
             return result
-        message = await ctx.last_user_message()
-        return None if message is None else message.content
+        return await _question(ctx)
 
     def to_retrievable(self, match: VectorMatch) -> RawResult | Awaitable[RawResult]:
         """Map a match to a `RawRetrievable` (the tier is applied by the glue).
@@ -332,7 +328,7 @@ class VectorRetrievableGlue:
         settings, words = self.settings, query
         if not isinstance(query, str):
             # A vector query has no words to match: no full-text leg; the reranker reads the question.
-            settings, words = settings.merge(hybrid=None), await self._question(ctx)
+            settings, words = settings.merge(hybrid=None), await _question(ctx)
         q = self._near(self.store(self.collection), query).select(*_SELECT)
         try:
             found = await retrieve(q, settings, text=words, missing_ok=True)
@@ -341,22 +337,12 @@ class VectorRetrievableGlue:
             # turn has nothing to retrieve, as with a missing collection. Logged, never a failed turn.
             log.info("collection %r: %s", self.collection, exc.message)
             found = Retrieval([], settings=settings)
-        matches, gauged = found.matches, found.candidates
-        out: list[Retrievable] = []
-        for match in matches:
-            tier = await self._tier_for(match)
-            record = await self._build(match, tier)
-            if record is not None:
-                out.append(record)
+        out = [r for m in found.matches if (r := await self._build(m, await self._tier_for(m))) is not None]
         if self.min_score is not None:
             ctx.stash[GROUNDING_STASH_KEY] = grounding_verdict(
-                gauged, out, self.min_score, reply=self.abstain_reply
+                found.candidates, out, self.min_score, reply=self.abstain_reply
             )
         return out
-
-    async def _question(self, ctx: TurnContext) -> str | None:
-        message = await ctx.last_user_message()
-        return None if message is None else message.content
 
     async def store_retrievable(self, ctx: TurnContext, retrievable: Retrievable) -> None:
         """Upsert the record's text and metadata; the store encodes the text.
@@ -446,6 +432,11 @@ class VectorRetrievableGlue:
             RetrievableSkippedWarning(message, record_id=match.id, collection=self.collection, reason=reason),
             stacklevel=2,
         )
+
+
+async def _question(ctx: TurnContext) -> str | None:
+    message = await ctx.last_user_message()
+    return None if message is None else message.content
 
 
 class _GlueOptions(TypedDict):

@@ -64,6 +64,7 @@ HISTORY_FIELDS: dict[str, type] = {"conversation_id": str, "seq": int, "tenant":
 """Metadata keys a history collection declares as typed, indexed columns (its filters read them)."""
 
 _HINT = "See docs/message-store.md for the options of create_vector_message_store()."
+_option_error = partial(_config_error, hint=_HINT)
 _SELECT = ("id", "document", "metadata")
 # Seq values are declared int64 columns; JSON keeps integers exact to 2**53.
 _MAX_SEQ = 2**53
@@ -119,23 +120,16 @@ class VectorMessageStore(CallbackMapping):
         expect(store, VectorStore, "store", _config_error, STORE_HINT, field="store")
         store(collection)  # a bad collection name fails now, not at the first turn
         if tenant is not None and not callable(tenant) and not _is_name(tenant):
-            raise _config_error(
+            raise _option_error(
                 "tenant must be a non-empty string, a function of the turn's context, or None; "
                 f"got {tenant!r}.",
-                hint=_HINT,
                 field="tenant",
             )
         if window is not None and not is_int(window, 1):
-            raise _config_error(
-                f"window must be a positive int or None, got {window!r}.",
-                hint=_HINT,
-                field="window",
-            )
+            raise _option_error(f"window must be a positive int or None, got {window!r}.", field="window")
         if recall_scope not in ("conversation", "all"):
-            raise _config_error(
-                f"recall_scope must be 'conversation' or 'all', got {recall_scope!r}.",
-                hint=_HINT,
-                field="recall_scope",
+            raise _option_error(
+                f"recall_scope must be 'conversation' or 'all', got {recall_scope!r}.", field="recall_scope"
             )
         try:
             self.trust_tier: TrustTier = validate_trust_tier(trust_tier)
@@ -183,11 +177,7 @@ class VectorMessageStore(CallbackMapping):
                 string.
         """
         if not _is_name(tenant):
-            raise _config_error(
-                f"for_tenant() takes a non-empty string, got {tenant!r}.",
-                hint=_HINT,
-                field="tenant",
-            )
+            raise _option_error(f"for_tenant() takes a non-empty string, got {tenant!r}.", field="tenant")
         scoped = VectorMessageStore(
             store=self.store,
             collection=self.collection,
@@ -226,7 +216,13 @@ class VectorMessageStore(CallbackMapping):
         Raises:
             VectorStoreUsageError: ``E_INVALID_RETRIEVABLE_GLUE_CONFIG``: recall is off.
         """
-        settings = self._recall_settings()
+        if self.recall is None:
+            raise _config_error(
+                "This message store was created without recall.",
+                hint="Pass recall=True (or a dict of RetrievalSettings fields) "
+                "to create_vector_message_store().",
+                field="recall",
+            )
         question = ctx.user_message or await ctx.last_user_message()
         if question is None or not question.content.strip():
             return []
@@ -250,15 +246,10 @@ class VectorMessageStore(CallbackMapping):
         if parts:
             query = query.where(and_(*parts))
         try:
-            found = await retrieve(query, settings, missing_ok=True)
+            found = await retrieve(query, self.recall, missing_ok=True)
         except FilterKeyNotFoundError:
             return []
-        out: list[Retrievable] = []
-        for match in found.matches:
-            record = self._recalled(match)
-            if record is not None:
-                out.append(record)
-        return out
+        return [r for m in found.matches if (r := self._recalled(m)) is not None]
 
     async def recall_stage(self, ctx: TurnContext, next_: Next) -> None:
         """Input middleware: add `recall_turns` to the turn, then continue.
@@ -294,14 +285,12 @@ class VectorMessageStore(CallbackMapping):
     async def pop(self, conversation_id: str) -> Message | None:
         """Remove and return the conversation's latest message (``None`` when it is empty)."""
         conversation_id = _checked_id(conversation_id)
-        tenant = self._fixed_tenant()
-        return await on_loop(self._pop_locked(tenant, conversation_id))
+        return await on_loop(self._pop_locked(self._fixed_tenant(), conversation_id))
 
     async def clear(self, conversation_id: str) -> int:
         """Delete every message of a conversation; returns how many were removed."""
         conversation_id = _checked_id(conversation_id)
-        tenant = self._fixed_tenant()
-        return await on_loop(self._clear_locked(tenant, conversation_id))
+        return await on_loop(self._clear_locked(self._fixed_tenant(), conversation_id))
 
     messages_sync = sync_form(messages)
     append_sync = sync_form(append)
@@ -309,16 +298,6 @@ class VectorMessageStore(CallbackMapping):
     clear_sync = sync_form(clear)
 
     # -- internals -----------------------------------------------------------------------------
-    def _recall_settings(self) -> RetrievalSettings:
-        if self.recall is None:
-            raise _config_error(
-                "This message store was created without recall.",
-                hint="Pass recall=True (or a dict of RetrievalSettings fields) "
-                "to create_vector_message_store().",
-                field="recall",
-            )
-        return self.recall
-
     def _tenant_of(self, ctx: TurnContext) -> str | None:
         rule = self._tenant
         if rule is None or isinstance(rule, str):
@@ -360,16 +339,16 @@ class VectorMessageStore(CallbackMapping):
         await on_loop(create(self.store, self.collection, None, None, True, normalize_fields(HISTORY_FIELDS)))
         self._prepared = True
 
-    async def _read(self, query: QueryBuilder) -> list[VectorMatch]:
+    async def _read(self, query: QueryBuilder) -> list[_Row]:
         try:
             # On turnkit's loop: the page iterator must not outlive a caller's loop (Runner.run_sync's).
-            return await on_loop(query.get())
+            return self._ordered(await on_loop(query.get()))
         except (CollectionNotFoundError, FilterKeyNotFoundError):
             return []
 
     async def _rows(self, tenant: str | None, conversation_id: str, *, keep: int | None = None) -> list[_Row]:
         await self.store._catch_up(self.collection)
-        rows = self._ordered(await self._read(self._conversation(tenant, conversation_id)))
+        rows = await self._read(self._conversation(tenant, conversation_id))
         if rows:
             key = (tenant, conversation_id)
             self._tails[key] = max(self._tails.get(key, -1), rows[-1].seq)
@@ -462,9 +441,7 @@ class VectorMessageStore(CallbackMapping):
         async with self._writing():
             ids = [record_id(conversation_id, m.id) for m in messages]
             # A message stored again (a retry) keeps its place; new ones go after the tail.
-            existing = {
-                row.record_id: row for row in self._ordered(await self._kept(tenant, conversation_id, ids))
-            }
+            existing = {row.record_id: row for row in await self._kept(tenant, conversation_id, ids)}
             seq = await self._tail(tenant, conversation_id)
             records: dict[str, dict[str, Any]] = {}
             for rid, message in zip(ids, messages, strict=True):
@@ -479,9 +456,9 @@ class VectorMessageStore(CallbackMapping):
             await self.store(self.collection).upsert(list(records.values()), guard=self._guard(tenant))
             self._tails[(tenant, conversation_id)] = max(seq, self._tails.get((tenant, conversation_id), -1))
 
-    async def _kept(self, tenant: str | None, conversation_id: str, ids: list[str]) -> list[VectorMatch]:
+    async def _kept(self, tenant: str | None, conversation_id: str, ids: list[str]) -> list[_Row]:
         try:
-            return await self._conversation(tenant, conversation_id).get(ids)
+            return self._ordered(await self._conversation(tenant, conversation_id).get(ids))
         except CollectionNotFoundError:
             return []
 
@@ -491,13 +468,12 @@ class VectorMessageStore(CallbackMapping):
         known = self._tails.get(key)
         if known is not None:
             # Usually the row known last and nothing after it: read only from there on.
-            newer = await self._read(
+            rows = await self._read(
                 self._conversation(tenant, conversation_id).where("metadata.seq", ">=", known)
             )
-            rows = self._ordered(newer)
             if rows:
                 return rows[-1].seq
-        rows = self._ordered(await self._read(self._conversation(tenant, conversation_id)))
+        rows = await self._read(self._conversation(tenant, conversation_id))
         tail = rows[-1].seq if rows else -1
         if tail >= _MAX_SEQ:  # pragma: no cover - 2**53 messages in one conversation
             raise UsageError(
@@ -507,7 +483,7 @@ class VectorMessageStore(CallbackMapping):
 
     async def _pop_locked(self, tenant: str | None, conversation_id: str) -> Message | None:
         async with self._writing():
-            rows = self._ordered(await self._read(self._conversation(tenant, conversation_id)))
+            rows = await self._read(self._conversation(tenant, conversation_id))
             if not rows:
                 return None
             last = rows[-1]
