@@ -18,14 +18,7 @@ from turnkit._runner import GROUNDING_STASH_KEY, NO_GROUNDED_ANSWER
 from turnkit.batteries.vector._errors import InvalidRankingConfigError
 from turnkit.batteries.vector.ranking._rerank_options import check_min_score
 
-__all__ = [
-    "GROUNDING_STASH_KEY",
-    "NO_GROUNDED_ANSWER",
-    "abstaining_fetch_stage",
-    "check_min_score",
-    "grounding_verdict",
-    "with_min_score",
-]
+__all__ = ["abstaining_fetch_stage", "grounding_verdict", "with_min_score"]
 
 Middleware = Callable[[TurnContext, Callable[[], Awaitable[None]]], Awaitable[None]]
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from turnkit._aio import to_thread
 from turnkit._checks import is_int, is_number
 from turnkit.batteries.vector.ranking._rerank_options import _bad, _int_in
 
@@ -85,23 +83,16 @@ class LLMJudge:
 
         return [ChatMessage(role="system", content=_JUDGE_SYSTEM), ChatMessage(role="user", content=user)]
 
-    async def _complete(self, messages: list[ChatMessage]) -> str:
-        complete = self.model.complete
-        if inspect.iscoroutinefunction(complete):
-            reply: Any = await complete(messages)
-        else:
-            reply = await to_thread(complete, messages)
-            if inspect.isawaitable(reply):
-                reply = await reply
-        return reply if isinstance(reply, str) else ""
-
     async def _batch(
         self, query: str, passages: Sequence[str], gate: asyncio.Semaphore
     ) -> list[float | None]:
+        from turnkit._context import invoke  # pydantic models: loaded only when a judge runs
+
         async with gate:
             scores: list[float | None] = [None] * len(passages)
             for _ in range(self.retries + 1):
-                reply = await self._complete(self.messages(query, passages))
+                # A reply that is not a string parses to no scores.
+                reply = await invoke(self.model.complete, self.messages(query, passages))
                 scores = parse_judge_scores(reply, len(passages))
                 if any(s is not None for s in scores):
                     return scores
@@ -253,10 +244,8 @@ def parse_judge_scores(reply: str, n: int) -> list[float | None]:
             best = parsed
     if best is not None:
         return best
-    pairs = [(int(m.group(1)), m.group(2)) for m in _PAIR.finditer(reply)]
-    from_pairs = _place(pairs, n) if pairs else None
+    from_pairs = _place([(int(m.group(1)), m.group(2)) for m in _PAIR.finditer(reply)], n)
     if _usable(from_pairs):
-        assert from_pairs is not None
         return from_pairs
     numbers = _PLAIN_NUMBER.findall(reply)
     if len(numbers) == n and _PLAIN_REST.fullmatch(_PLAIN_NUMBER.sub(" ", reply)):

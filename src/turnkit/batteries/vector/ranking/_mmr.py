@@ -48,10 +48,7 @@ def mmr_select(
     closest = np.full(n, -np.inf)  # max similarity of each candidate to anything picked
     available = np.ones(n, dtype=bool)
     for _ in range(min(k, n)):
-        if picked:
-            gain = lambda_mult * rel - (1.0 - lambda_mult) * closest
-        else:
-            gain = rel.copy()
+        gain = lambda_mult * rel - (1.0 - lambda_mult) * closest if picked else rel.copy()
         gain[~available] = -np.inf
         best = int(np.argmax(gain))  # argmax takes the first of equal gains: stable
         picked.append(best)

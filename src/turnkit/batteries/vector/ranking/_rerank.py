@@ -14,12 +14,11 @@ says little about relevance.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from turnkit._aio import sync_form, to_thread
+from turnkit._aio import sync_form
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.ranking._fusion import min_max_scaled
@@ -53,8 +52,6 @@ __all__ = [
     "rerank_sync",
 ]
 
-# -- the reranker ------------------------------------------------------------------------------------
-
 
 def _resolve_scorer(
     scorer: RelevanceScorer | None, model: ChatModel | None, weights: RerankWeights
@@ -79,14 +76,10 @@ def _resolve_scorer(
 async def _semantic(
     scorer: RelevanceScorer, query: str, passages: list[str], on_error: str
 ) -> list[float | None]:
+    from turnkit._context import invoke  # pydantic models: loaded only when a scorer runs
+
     try:
-        if inspect.iscoroutinefunction(scorer.score):
-            raw: Any = await scorer.score(query, passages)
-        else:
-            raw = await to_thread(scorer.score, query, passages)
-            if inspect.isawaitable(raw):
-                raw = await raw
-        values = list(raw)
+        values = list(await invoke(scorer.score, query, passages))
         if len(values) != len(passages):
             raise ValueError(f"returned {len(values)} scores for {len(passages)} passages")
     except Exception as exc:
@@ -149,17 +142,13 @@ async def rerank(
     if judge is not None and opts.weights.semantic > 0:
         raw = await _semantic(judge, query, [m.document or "" for m in matches], opts.on_error)
         # Absolute, never rescaled within the pool: a judge that finds nothing relevant
-        # must not hand the best of a bad pool a full semantic score.
-        for i, m in enumerate(matches):
-            # nothing to judge: no semantic evidence either way
-            semantic[i] = raw[i] if m.document else None
+        # must not hand the best of a bad pool a full semantic score. Nothing to judge: no evidence.
+        semantic = [s if m.document else None for s, m in zip(raw, matches, strict=True)]
     w = opts.weights
     out = []
-    for i, match in enumerate(matches):
-        judged = semantic[i]
-        sem = judged if judged is not None else vector[i]
-        total = w.semantic * sem + w.vector * vector[i] + w.position * position[i]
-        out.append(RerankedMatch(match, min(1.0, max(0.0, total)), semantic[i], vector[i], position[i]))
+    for match, judged, vec, pos in zip(matches, semantic, vector, position, strict=True):
+        total = w.semantic * (vec if judged is None else judged) + w.vector * vec + w.position * pos
+        out.append(RerankedMatch(match, min(1.0, max(0.0, total)), judged, vec, pos))
     order = sorted(range(n), key=lambda i: (-out[i].score, i))
     return [out[i] for i in order[: opts.top_k]]
 

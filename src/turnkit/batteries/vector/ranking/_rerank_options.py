@@ -13,15 +13,11 @@ from turnkit._validation import describe_validation
 from turnkit.batteries.vector._errors import InvalidRankingConfigError, InvalidRankingValue
 from turnkit.batteries.vector._matches import VectorMatch
 
-_WEIGHT_KEYS = ("semantic", "vector", "position")
-
 
 def check_min_score(min_score: Any) -> float:
     """``min_score`` as a float, or `InvalidRankingConfigError` when it is not a number in [0, 1]."""
-    if not is_number(min_score):
+    if not is_number(min_score, 0.0, 1.0):
         raise InvalidRankingConfigError(f"min_score must be a number in [0, 1], got {min_score!r}.")
-    if not 0.0 <= min_score <= 1.0:
-        raise InvalidRankingConfigError(f"min_score must be in [0, 1], got {min_score!r}.")
     return float(min_score)
 
 
@@ -75,7 +71,7 @@ class RerankWeights(RankingOptions):
     @model_validator(mode="before")
     @classmethod
     def _all_three(cls, data: Any) -> Any:
-        missing = [k for k in _WEIGHT_KEYS if k not in data] if isinstance(data, dict) else []
+        missing = [k for k in cls.model_fields if k not in data] if isinstance(data, dict) else []
         if missing:
             raise ValueError(
                 f"rerank weights need exactly semantic, vector and position; missing {missing}. "

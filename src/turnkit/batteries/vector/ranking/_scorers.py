@@ -32,9 +32,6 @@ class RelevanceScorer(Protocol):
         ...
 
 
-# -- scorers -----------------------------------------------------------------------------------------
-
-
 class EncoderScorer:
     """A local, offline relevance scorer: cosine between query and passage embeddings.
 
