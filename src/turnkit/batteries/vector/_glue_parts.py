@@ -8,16 +8,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy.typing as npt
 
-from turnkit._context import (
-    TurnContext,
-)
-from turnkit._retrievable import (
-    RawRetrievable,
-    Retrievable,
-)
+from turnkit._context import TurnContext
+from turnkit._retrievable import RawRetrievable, Retrievable
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector._sources import source_of
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector.filters._ast import FilterNode
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._callbacks import VectorRetrievableGlue
@@ -53,9 +48,6 @@ FilterSpec: TypeAlias = (
 
 GLUE_METADATA_KEYS: tuple[str, ...] = ("trust_tier", "source", "kind", "created_at", "updated_at")
 """Metadata keys the glue writes on store and reads back on fetch; they are not user metadata."""
-
-
-_NODE_TYPES = (Condition, And, Or, Not, Raw)
 
 
 class CallbackMapping(Mapping[str, Any]):

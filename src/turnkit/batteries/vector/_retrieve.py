@@ -10,6 +10,7 @@ after the search, and the score a threshold reads, live here only.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING
@@ -131,16 +132,13 @@ retrieve_sync = sync_form(retrieve)
 
 
 def _passes(match: VectorMatch, opts: RetrievalSettings) -> bool:
-    if opts.min_score is not None:
-        if match.score is None:
-            return False
-        if match.score < opts.min_score or (opts.strict_thresholds and match.score == opts.min_score):
-            return False
-    if opts.max_distance is not None:
-        if match.distance is None:
-            return False
-        if match.distance > opts.max_distance or (
-            opts.strict_thresholds and match.distance == opts.max_distance
+    # A score must reach min_score and a distance stay within max_distance (strictly, with strict_thresholds).
+    for bound, value, worse in (
+        (opts.min_score, match.score, operator.lt),
+        (opts.max_distance, match.distance, operator.gt),
+    ):
+        if bound is not None and (
+            value is None or worse(value, bound) or (opts.strict_thresholds and value == bound)
         ):
             return False
     return True

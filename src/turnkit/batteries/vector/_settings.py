@@ -216,7 +216,9 @@ class RetrievalSettings(CheckedModel):
             raise InvalidRankingConfigError("Pass rerank_model or rerank_scorer, not both.", field="rerank")
         if self.rerank is not None and self.rerank.top_k != self.top_k:
             # The result's size is top_k: the rerank keeps that many, and its pool is sized from it.
-            object.__setattr__(self, "rerank", _with_top_k(self.rerank, self.top_k))
+            object.__setattr__(
+                self, "rerank", self.rerank.model_copy(update={"top_k": min(self.top_k, 1000)})
+            )
 
     # -- merging --------------------------------------------------------------------------------
     @classmethod
@@ -306,10 +308,6 @@ _HINTS: dict[str, str] = {
     "diversify": "diversify is true, a lambda_mult in [0, 1] or a dict of lambda_mult and fetch_k.",
     "rerank": "rerank is true or a dict of weights, pool_factor, max_pool, on_error; see docs/ranking.md.",
 }
-
-
-def _with_top_k(options: RerankOptions, top_k: int) -> RerankOptions:
-    return options.model_copy(update={"top_k": min(top_k, 1000)})
 
 
 _DEFAULT = RetrievalSettings()
