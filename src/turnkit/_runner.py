@@ -173,9 +173,7 @@ class TurnRunner:
             reason = await run_pipeline(cfg.input_pipeline, ctx, "input")
             data.update(stopped=reason is not None, retrievables=len(ctx.turn_retrievables))
         if reason is not None:
-            reply_message = None
-            if ctx.reply is not None:
-                reply_message = await self._store_reply(ctx, turn)
+            reply_message = None if ctx.reply is None else await self._store_reply(ctx, turn)
             return await turn.finish(
                 reply=ctx.reply,
                 stopped=True,

@@ -86,12 +86,7 @@ if typing.TYPE_CHECKING:
     from turnkit.batteries.vector.store._create import create_vector_store
     from turnkit.batteries.vector.store._memory_index import MemoryCache
     from turnkit.batteries.vector.store._scores import Metric
-    from turnkit.batteries.vector.store._store import (
-        AutoOptimize,
-        CollectionInfo,
-        UpsertResult,
-        VectorStore,
-    )
+    from turnkit.batteries.vector.store._store import AutoOptimize, CollectionInfo, UpsertResult, VectorStore
 
 # Imported on first use (see turnkit._lazy): the TYPE_CHECKING block above is the list.
 if not typing.TYPE_CHECKING:  # type checkers read the imports above instead

@@ -133,12 +133,8 @@ class VectorRetrievableGlue:
                 f"create_vector_retrievable_callbacks() for collection {collection!r} needs trust_tier=.",
                 collection=collection,
             )
-        self._tier: TrustTier | None = None
-        self._tier_fn: TierFunction | None = None
-        if callable(trust_tier):
-            self._tier_fn = trust_tier
-        else:
-            self._tier = validate_trust_tier(trust_tier)
+        self._tier_fn: TierFunction | None = trust_tier if callable(trust_tier) else None
+        self._tier: TrustTier | None = None if callable(trust_tier) else validate_trust_tier(trust_tier)
         expect(store, VectorStore, "store", _config_error, STORE_HINT, field="store")
         for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
             if hook is not None and not callable(hook):

@@ -464,8 +464,7 @@ class VectorMessageStore(CallbackMapping):
 
     async def _tail(self, tenant: str | None, conversation_id: str) -> int:
         """The conversation's highest seq (-1 when empty), read from the latest version."""
-        key = (tenant, conversation_id)
-        known = self._tails.get(key)
+        known = self._tails.get((tenant, conversation_id))
         if known is not None:
             # Usually the row known last and nothing after it: read only from there on.
             rows = await self._read(
