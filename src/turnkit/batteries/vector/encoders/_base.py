@@ -63,9 +63,8 @@ def _normalize(vectors: npt.NDArray[Any]) -> Vectors:
     # text with no known tokens maps to a fixed unit vector instead.
     norms[zero] = 1.0
     out = (out / norms).astype(np.float32, copy=False)
-    if zero.any():
-        out[zero] = 0.0
-        out[zero, 0] = 1.0
+    out[zero] = 0.0
+    out[zero, 0] = 1.0
     return out
 
 
@@ -129,12 +128,11 @@ def _windows(text: str, size: int) -> list[str]:
 def optional_module(name: str, needs: str, extra: str, package: str | None = None) -> Any:
     """Import ``name`` for an encoder, or E_VECTOR_STORE_DRIVER_UNAVAILABLE naming the extra to install."""
     package = package or name
-    hint = f"pip install 'turnkit[{extra}]'"
     return import_optional(
         name,
         partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_DRIVER_UNAVAILABLE"),
         f"{needs} needs the `{package}` package",
-        hint,
+        f"pip install 'turnkit[{extra}]'",
         package=package,
     )
 
@@ -273,11 +271,11 @@ async def encode_texts(
 ) -> Vectors:
     """Encode ``texts`` in batches and check the result's shape and values.
 
-    Sync encoders run in a worker thread so a slow model never blocks the
-    event loop. Raises `VectorStoreRuntimeError` (``E_VECTOR_STORE_ENCODER_FAILED``) when the encoder raises
-    or returns
-    the wrong shape, NaN or infinity.
+    Sync encoders run in a worker thread so a slow model never blocks the event loop. Raises
+    `VectorStoreRuntimeError` (``E_VECTOR_STORE_ENCODER_FAILED``) when the encoder raises or
+    returns the wrong shape, NaN or infinity.
     """
+    failed = partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_ENCODER_FAILED", encoder=encoder.name)
     size = batch_size or getattr(encoder, "batch_size", None) or 256
     parts: list[Vectors] = []
     sync = not inspect.iscoroutinefunction(encoder.encode)
@@ -294,24 +292,14 @@ async def encode_texts(
         except Exception as exc:
             if isinstance(exc, VectorStoreRuntimeError) and exc.code == "E_VECTOR_STORE_ENCODER_FAILED":
                 raise
-            raise VectorStoreRuntimeError(
-                f"Encoder {encoder.name!r} raised {type(exc).__name__}: {exc}",
-                code="E_VECTOR_STORE_ENCODER_FAILED",
-                encoder=encoder.name,
-            ) from exc
+            raise failed(f"Encoder {encoder.name!r} raised {type(exc).__name__}: {exc}") from exc
         if array.shape != (len(batch), encoder.dimension):
-            raise VectorStoreRuntimeError(
+            raise failed(
                 f"Encoder {encoder.name!r} returned shape {array.shape} for {len(batch)} texts; "
-                f"expected ({len(batch)}, {encoder.dimension}).",
-                code="E_VECTOR_STORE_ENCODER_FAILED",
-                encoder=encoder.name,
+                f"expected ({len(batch)}, {encoder.dimension})."
             )
         if not np.isfinite(array).all():
-            raise VectorStoreRuntimeError(
-                f"Encoder {encoder.name!r} returned NaN or infinity.",
-                code="E_VECTOR_STORE_ENCODER_FAILED",
-                encoder=encoder.name,
-            )
+            raise failed(f"Encoder {encoder.name!r} returned NaN or infinity.")
         parts.append(array)
     if not parts:
         return np.zeros((0, encoder.dimension), dtype=np.float32)

