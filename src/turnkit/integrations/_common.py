@@ -8,7 +8,6 @@ this module renders.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -17,24 +16,10 @@ from typing import Any, Generic, NoReturn, TypeAlias, TypeVar
 
 from .. import Retrievable, TrustTier, render_prompt, validate_trust_tier
 from .._checks import STORE_HINT, expect
-from ..batteries.vector import (
-    And,
-    Condition,
-    FilterNode,
-    Not,
-    Or,
-    VectorStore,
-    VectorStoreUsageError,
-    parse_mongo,
-)
-from ..tools import (
-    ToolErrorInfo,
-    ToolRuntimeError,
-    ToolUsageError,
-    VectorQueryResult,
-    VectorQuerySource,
-    VectorQueryTool,
-)
+from ..batteries.vector import FilterNode, VectorStore, VectorStoreUsageError, parse_mongo
+from ..tools import ToolErrorInfo, ToolRuntimeError, VectorQueryResult, VectorQuerySource, VectorQueryTool
+from ..tools._errors import config_error as tool_config_error
+from ..tools._filters import metadata_keys as filter_keys
 
 __all__ = [
     "GuardFilter",
@@ -42,6 +27,7 @@ __all__ = [
     "ToolBridge",
     "ToolOutcome",
     "batches",
+    "config_error",
     "expect_store",
     "error_text",
     "metadata_keys",
@@ -51,16 +37,12 @@ __all__ = [
     "visible_metadata",
 ]
 
-log = logging.getLogger("turnkit.integrations")
-
 DepsT = TypeVar("DepsT")
 T = TypeVar("T")
 GuardFilter: TypeAlias = "Mapping[str, Any] | FilterNode"
 """A host's guard: a Mongo dict over metadata keys, or a filter node."""
 TierRule: TypeAlias = "TrustTier | Callable[[VectorQuerySource], TrustTier]"
 """A trust tier for every result, or a function of one result that the deployer wrote."""
-
-_PREFIX = "metadata."
 
 
 def metadata_keys(guard: GuardFilter | None) -> frozenset[str]:
@@ -73,23 +55,10 @@ def metadata_keys(guard: GuardFilter | None) -> frozenset[str]:
         return frozenset()
     if isinstance(guard, Mapping):
         try:
-            node: FilterNode = parse_mongo(guard, field_prefix=_PREFIX)
+            guard = parse_mongo(guard, field_prefix="metadata.")
         except Exception:  # the tool refuses an invalid guard itself, without echoing it
             return frozenset()
-    else:
-        node = guard
-    keys: set[str] = set()
-    stack: list[FilterNode] = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Condition):
-            if item.field.startswith(_PREFIX):
-                keys.add(item.field[len(_PREFIX) :].split(".", 1)[0])
-        elif isinstance(item, And | Or):
-            stack.extend(item.children)
-        elif isinstance(item, Not):
-            stack.append(item.child)
-    return frozenset(keys)
+    return frozenset(key.split(".", 1)[0] for key in filter_keys(guard))
 
 
 def visible_metadata(metadata: Mapping[str, Any] | None, hidden: Iterable[str]) -> dict[str, Any]:
@@ -113,24 +82,20 @@ def source_metadata(source: VectorQuerySource, trust_tier: TrustTier | None = No
             metadata[key] = getattr(source, key)
     if source.page_span is not None:
         metadata["page_span"] = source.page_span.to_dict()
-    copies = getattr(source, "duplicates", None) or ()
-    if copies:
-        metadata["duplicates"] = [_copy_label(c) for c in copies]
+    if source.duplicates:
+        metadata["duplicates"] = [c.source_display_name or c.source_uri or c.id for c in source.duplicates]
     if trust_tier is not None:
         metadata["trust_tier"] = trust_tier
     return metadata
 
 
-def _copy_label(copy: Any) -> str:
-    if isinstance(copy, str):
-        return copy
-    return str(getattr(copy, "source_display_name", None) or getattr(copy, "source_uri", None) or copy.id)
+config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
+"""An adapter's store, index or option that cannot work: ``E_INVALID_VECTOR_STORE_CONFIG``."""
 
 
 def expect_store(store: object) -> None:
     """Refuse anything but a turnkit `VectorStore`: ``E_INVALID_VECTOR_STORE_CONFIG``."""
-    error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
-    expect(store, VectorStore, "store", error, STORE_HINT)
+    expect(store, VectorStore, "store", config_error, STORE_HINT)
 
 
 def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -148,11 +113,6 @@ def error_text(info: ToolErrorInfo) -> str:
 def raise_error(info: ToolErrorInfo) -> NoReturn:
     """Raise a failed call as ``E_TOOL_FAILED``: the original code leads the message, the hint is kept."""
     raise ToolRuntimeError(f"{info.code}: {info.message}", code="E_TOOL_FAILED", hint=info.hint)
-
-
-def _tier_of(rule: TierRule, source: VectorQuerySource) -> TrustTier:
-    tier = rule(source) if callable(rule) else rule
-    return validate_trust_tier(tier)
 
 
 def _source_label(source: VectorQuerySource) -> str | None:
@@ -177,7 +137,7 @@ def render_sources(result: VectorQueryResult, trust_tier: TierRule) -> str:
         Retrievable(
             id=s.id,
             content=s.document or "",
-            trust_tier=_tier_of(trust_tier, s),
+            trust_tier=validate_trust_tier(trust_tier(s) if callable(trust_tier) else trust_tier),
             source=_source_label(s),
             score=s.score,
         )
@@ -230,23 +190,12 @@ class ToolBridge(Generic[DepsT]):
         hide_metadata_keys: Iterable[str] = (),
     ) -> None:
         hint = "Create it with turnkit.tools.create_vector_query_tool(...)."
-        expect(
-            tool,
-            VectorQueryTool,
-            "tool",
-            partial(ToolUsageError, code="E_INVALID_TOOL_CONFIG"),
-            hint,
-            option="tool",
-        )
+        expect(tool, VectorQueryTool, "tool", tool_config_error, hint, option="tool")
         if trust_tier is not None and not callable(trust_tier):
             validate_trust_tier(trust_tier)
         for option, fn in (("guard", guard), ("request_context", request_context)):
             if fn is not None and not callable(fn):
-                raise ToolUsageError(
-                    f"{option} must be a function of the run's deps.",
-                    code="E_INVALID_TOOL_CONFIG",
-                    option=option,
-                )
+                raise tool_config_error(f"{option} must be a function of the run's deps.", option=option)
         self.tool = tool
         self.trust_tier = trust_tier
         self._guard = guard
@@ -263,9 +212,8 @@ class ToolBridge(Generic[DepsT]):
             guard = self._guard(deps)
             if guard is not None:
                 if "filter" in context:
-                    raise ToolUsageError(
+                    raise tool_config_error(
                         "The guard is given twice: by guard= and by the request context's 'filter'.",
-                        code="E_INVALID_TOOL_CONFIG",
                         option="guard",
                     )
                 context["filter"] = guard
@@ -302,20 +250,13 @@ class ToolBridge(Generic[DepsT]):
         """The text a model reads for this result: rendered records (and notes), or the error line."""
         if result.error is not None:
             return ToolOutcome(result, error_text(result.error), result.error)
-        return ToolOutcome(result, self._render(result), None)
-
-    def _render(self, result: VectorQueryResult) -> str:
         notes = "\n".join(f"Note: {n}" for n in result.notes)
         if result.status == "no_results":
-            return notes or "No records matched."
+            return ToolOutcome(result, notes or "No records matched.", None)
         if self.trust_tier is None:
-            raise ToolUsageError(
-                "A trust tier is required to render results.",
-                code="E_INVALID_TOOL_CONFIG",
-                option="trust_tier",
-            )
+            raise tool_config_error("A trust tier is required to render results.", option="trust_tier")
         body = render_sources(result, self.trust_tier) or "The matching records have no text."
-        return f"{body}\n\n{notes}" if notes else body
+        return ToolOutcome(result, f"{body}\n\n{notes}" if notes else body, None)
 
 
 def scrub(result: VectorQueryResult, hidden: Iterable[str]) -> VectorQueryResult:

@@ -63,27 +63,18 @@ def value_text(value: Any, *, namespace: tuple[str, ...], key: str) -> str:
     """The stored form of an item's value; refused unless it reads back equal and of the same types."""
     where = f"The value of {key!r} in namespace {namespace!r}"
     if not isinstance(value, Mapping):
-        raise VectorStoreUsageError(
-            f"{where} is a {type(value).__name__}; LangGraph values are dicts.",
-            code="E_INVALID_VECTOR_RECORD",
-            hint=_VALUE_HINT,
-            record_id=key,
-        )
-    try:
-        text = json_text(value)
-        same = _same(json.loads(text), value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise VectorStoreUsageError(
-            f"{where} is not JSON: {exc}.", code="E_INVALID_VECTOR_RECORD", hint=_VALUE_HINT, record_id=key
-        ) from None
-    if not same:
-        raise VectorStoreUsageError(
-            f"{where} would not read back as it was written (a non-string key, a tuple or a subclass).",
-            code="E_INVALID_VECTOR_RECORD",
-            hint=_VALUE_HINT,
-            record_id=key,
-        )
-    return text
+        problem = f"is a {type(value).__name__}; LangGraph values are dicts."
+    else:
+        try:
+            text = json_text(value)
+            if _same(json.loads(text), value):
+                return text
+            problem = "would not read back as it was written (a non-string key, a tuple or a subclass)."
+        except (TypeError, ValueError, RecursionError) as exc:
+            problem = f"is not JSON: {exc}."
+    raise VectorStoreUsageError(
+        f"{where} {problem}", code="E_INVALID_VECTOR_RECORD", hint=_VALUE_HINT, record_id=key
+    )
 
 
 def _same(back: Any, value: Any) -> bool:

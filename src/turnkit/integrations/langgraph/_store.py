@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import takewhile
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -57,7 +58,7 @@ from ...batteries.vector import (
     encode_texts,
     or_,
 )
-from .._common import batches, expect_store
+from .._common import batches, config_error, expect_store
 from ._rules import (
     check_filter,
     check_page,
@@ -112,9 +113,8 @@ def _check_fields(fields: Any, option: str) -> list[str]:
         or not isinstance(fields, Sequence)
         or not all(isinstance(f, str) for f in fields)
     ):
-        raise VectorStoreUsageError(
+        raise config_error(
             f"{option} must be a list of value paths, got {fields!r}.",
-            code="E_INVALID_VECTOR_STORE_CONFIG",
             hint='Examples: ["$"] (the whole value), ["text", "tags[*]", "meta.title"].',
             option=option,
         )
@@ -154,15 +154,11 @@ class TurnkitStore(BaseStore):
     ) -> None:
         expect_store(store)
         if not is_int(tenant_depth, 0):
-            raise VectorStoreUsageError(
-                f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.",
-                option="tenant_depth",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
+            raise config_error(
+                f"tenant_depth must be a non-negative integer, got {tenant_depth!r}.", option="tenant_depth"
             )
         if ttl is not None and not isinstance(ttl, Mapping):
-            raise VectorStoreUsageError(
-                "ttl must be a TTLConfig dict or None.", code="E_INVALID_VECTOR_STORE_CONFIG", option="ttl"
-            )
+            raise config_error("ttl must be a TTLConfig dict or None.", option="ttl")
         self.vs = store
         self.collection = collection
         self.tenant_depth = tenant_depth
@@ -186,11 +182,7 @@ class TurnkitStore(BaseStore):
             return None
         config: Mapping[str, Any] = {} if index is None else index
         if not isinstance(config, Mapping):
-            raise VectorStoreUsageError(
-                "index must be a LangGraph IndexConfig dict, False or None.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
-                option="index",
-            )
+            raise config_error("index must be a LangGraph IndexConfig dict, False or None.", option="index")
         fields = _check_fields(config.get("fields") or ["$"], "index['fields']")
         embed, dims = config.get("embed"), config.get("dims")
         if embed is None:
@@ -208,10 +200,8 @@ class TurnkitStore(BaseStore):
                 )
             return _encoder_index(encoder, fields)
         if not is_int(dims, 1):
-            raise VectorStoreUsageError(
-                f"index['dims'] must be a positive integer with 'embed', got {dims!r}.",
-                option="index",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
+            raise config_error(
+                f"index['dims'] must be a positive integer with 'embed', got {dims!r}.", option="index"
             )
         embeddings = ensure_embeddings(embed)
         return _Index(dims, _tokenized(fields), embeddings.aembed_documents, embeddings.aembed_query)
@@ -353,10 +343,9 @@ class TurnkitStore(BaseStore):
             self.collection, dimension=dimension, metric="cosine", exist_ok=True, fields=FIELDS
         )
         if info.metric != "cosine":
-            raise VectorStoreUsageError(
+            raise config_error(
                 f"Collection {self.collection!r} uses metric {info.metric!r}; "
                 "a LangGraph store scores by cosine.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Use a new collection name (TurnkitStore creates it with metric='cosine').",
                 collection=self.collection,
             )
@@ -481,11 +470,8 @@ class TurnkitStore(BaseStore):
         conditions = list(op.match_conditions or ())
         pushed: list[FilterNode] = []
         for cond in conditions:
-            if cond.match_type == "prefix":
-                literal = (
-                    list(cond.path)[: list(cond.path).index("*")] if "*" in cond.path else list(cond.path)
-                )
-                pushed += self._prefix(literal)
+            if cond.match_type == "prefix":  # the labels before a '*' are a literal prefix
+                pushed += self._prefix(list(takewhile(lambda label: label != "*", cond.path)))
         where = self._scope(tenant, _HEAD, *pushed)
         builder = self.vs(self.collection).where(where).select("id", "metadata.lg_ns", "metadata.lg_expires")
         now = _now()
