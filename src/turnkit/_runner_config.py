@@ -164,35 +164,19 @@ class TurnRunnerConfig:
                 _check_callable(f"{name}[{i}]", stage, 2, "a middleware (ctx, next_)")
             # Freeze the pipeline: a later append to the caller's list must not change the runner.
             object.__setattr__(self, name, tuple(stages))
-        budget = self.token_budget
-        if budget is not None and not is_int(budget, 1):
-            raise _config_error(
-                f"TurnRunnerConfig.token_budget must be a positive int or None, got {budget!r}.",
-                field="token_budget",
-            )
-        if self.encoding not in ("cl100k_base", "o200k_base"):
-            raise _config_error(
-                f"TurnRunnerConfig.encoding must be 'o200k_base' or 'cl100k_base', got {self.encoding!r}.",
-                field="encoding",
-            )
-        limit = self.max_history_messages
-        if limit is not None and not is_int(limit, 0):
-            raise _config_error(
-                f"TurnRunnerConfig.max_history_messages must be an int >= 0 or None, got {limit!r}.",
-                field="max_history_messages",
-            )
-        for name in ("system_prompt", "safety_directive"):
-            if not isinstance(getattr(self, name), str):
+        budget, limit = self.token_budget, self.max_history_messages
+        for name, ok, what in (
+            ("token_budget", budget is None or is_int(budget, 1), "a positive int or None"),
+            ("encoding", self.encoding in ("cl100k_base", "o200k_base"), "'o200k_base' or 'cl100k_base'"),
+            ("max_history_messages", limit is None or is_int(limit, 0), "an int >= 0 or None"),
+            ("system_prompt", isinstance(self.system_prompt, str), "a string"),
+            ("safety_directive", isinstance(self.safety_directive, str), "a string"),
+            ("untrusted_placement", self.untrusted_placement in ("user", "system"), "'user' or 'system'"),
+        ):
+            if not ok:
                 raise _config_error(
-                    f"TurnRunnerConfig.{name} must be a string, got {getattr(self, name)!r}.",
-                    field=name,
+                    f"TurnRunnerConfig.{name} must be {what}, got {getattr(self, name)!r}.", field=name
                 )
-        if self.untrusted_placement not in ("user", "system"):
-            raise _config_error(
-                f"TurnRunnerConfig.untrusted_placement must be 'user' or 'system', "
-                f"got {self.untrusted_placement!r}.",
-                field="untrusted_placement",
-            )
         _check_callable("on_event", self.on_event, 1, "a callable (event)")
         try:
             validate_trust_tier(self.turn_write_tier)

@@ -16,6 +16,7 @@ as such in the prompt.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -178,16 +179,9 @@ class VectorMessageStore(CallbackMapping):
         """
         if not _is_name(tenant):
             raise _option_error(f"for_tenant() takes a non-empty string, got {tenant!r}.", field="tenant")
-        scoped = VectorMessageStore(
-            store=self.store,
-            collection=self.collection,
-            tenant=tenant,
-            window=self.window,
-            recall=self.recall or False,
-            recall_scope=self.recall_scope,
-            trust_tier=self.trust_tier,
-        )
-        scoped._prepared = self._prepared
+        scoped = copy.copy(self)
+        scoped._tenant = tenant
+        scoped._tails = {}
         return scoped
 
     # -- TurnRunner callbacks -----------------------------------------------------------------
