@@ -98,25 +98,15 @@ def collapse_duplicates(matches: Sequence[VectorMatch], *, near_copy: float = NE
         The distinct matches, best first; a match with copies carries them
         (and their own copies) in ``duplicates``, in rank order.
     """
-    kept: list[VectorMatch] = []
-    hashes: list[object] = []
-    shingles: list[frozenset[int]] = []
-    copies: list[list[VectorMatch]] = []
+    # Each kept match with its content_hash, its five-word runs and the copies found so far.
+    kept: list[tuple[VectorMatch, object, frozenset[int], list[VectorMatch]]] = []
     for match in matches:
         digest = (match.metadata or {}).get("content_hash")
         grams = _shingles(copy_words(match.document)) if match.document else frozenset()
-        for i in range(len(kept)):
-            same_hash = digest is not None and digest == hashes[i]
-            if same_hash or _near(grams, shingles[i], near_copy):
-                copies[i].append(match)
-                copies[i].extend(match.duplicates)
+        for _, kept_digest, kept_grams, copies in kept:
+            if (digest is not None and digest == kept_digest) or _near(grams, kept_grams, near_copy):
+                copies += (match, *match.duplicates)
                 break
         else:
-            kept.append(match)
-            hashes.append(digest)
-            shingles.append(grams)
-            copies.append(list(match.duplicates))
-    return [
-        replace(m, duplicates=tuple(c)) if c != list(m.duplicates) else m
-        for m, c in zip(kept, copies, strict=True)
-    ]
+            kept.append((match, digest, grams, list(match.duplicates)))
+    return [replace(m, duplicates=tuple(c)) if c != list(m.duplicates) else m for m, _, _, c in kept]

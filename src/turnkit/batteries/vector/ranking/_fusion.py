@@ -108,16 +108,15 @@ class RRFFusion(Fusion):
 
     def fuse(self, dense: Pairs, lexical: Pairs) -> list[tuple[str, float]]:
         scores: dict[str, float] = {}
-        order: dict[str, tuple[int, int]] = {}
-        absent = 1 << 62  # rank of a leg that missed the document, for tie-breaking
+        order: dict[str, list[int]] = {}  # the document's dense and lexical ranks, for tie-breaking
+        absent = 1 << 62  # rank of a leg that missed the document
         for weight, pairs, leg in ((self.alpha, dense, 0), (1.0 - self.alpha, lexical, 1)):
             if weight <= 0:
                 continue
             for rank, doc in enumerate(_first(pairs), start=1):
                 scores[doc] = scores.get(doc, 0.0) + weight * (self.k + 1) / (self.k + rank)
-                first = order.get(doc, (absent, absent))
-                order[doc] = (rank, first[1]) if leg == 0 else (first[0], rank)
-        ranked = sorted(scores, key=lambda d: (-scores[d], order[d][0], order[d][1]))
+                order.setdefault(doc, [absent, absent])[leg] = rank
+        ranked = sorted(scores, key=lambda d: (-scores[d], *order[d]))
         return [(doc, min(1.0, scores[doc])) for doc in ranked]
 
 
