@@ -70,13 +70,6 @@ class TurnkitVectorStore(LangChainVectorStore):
         builder = self.store(self.collection)
         return builder.where(self._guard) if self._guard is not None else builder
 
-    def _search(self, near: str | list[float], k: int, filter: dict[str, Any] | None) -> QueryBuilder:
-        builder = self._scoped()
-        if filter:
-            builder = builder.where(parse_mongo(filter, field_prefix="metadata."))
-        builder = builder.near_text(near) if isinstance(near, str) else builder.near_vector(near)
-        return builder.select(*_FIELDS).limit(k)
-
     def _document(self, match: VectorMatch) -> Document:
         return Document(
             id=match.id,
@@ -108,8 +101,12 @@ class TurnkitVectorStore(LangChainVectorStore):
     async def _scored_search(
         self, near: str | list[float], k: int, filter: dict[str, Any] | None
     ) -> list[tuple[Document, float]]:
+        builder = self._scoped()
+        if filter:
+            builder = builder.where(parse_mongo(filter, field_prefix="metadata."))
+        builder = builder.near_text(near) if isinstance(near, str) else builder.near_vector(near)
         try:
-            matches = await self._search(near, k, filter).search()
+            matches = await builder.select(*_FIELDS).limit(k).search()
         except CollectionNotFoundError:
             return []
         except FilterKeyNotFoundError:
@@ -209,7 +206,7 @@ class TurnkitVectorStore(LangChainVectorStore):
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         # turnkit's scores are already similarities in [0, 1] for every metric.
-        return _identity
+        return lambda score: score
 
     @classmethod
     def from_texts(
@@ -227,7 +224,3 @@ class TurnkitVectorStore(LangChainVectorStore):
         made = cls(store or create_vector_store(uri="memory://"), collection, embedding=embedding, **kwargs)
         made.add_texts(texts, metadatas, ids=ids)
         return made
-
-
-def _identity(score: float) -> float:
-    return score

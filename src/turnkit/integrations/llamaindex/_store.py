@@ -116,9 +116,12 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         return self._store
 
     # -- building blocks shared by the sync and async forms -----------------------------------
-    def _scoped(self) -> QueryBuilder:
+    def _scoped(self, filters: MetadataFilters | None = None) -> QueryBuilder:
+        """The collection inside the guard, narrowed to ``filters`` when given."""
         builder = self._store(self.collection)
-        return builder.where(self._guard) if self._guard is not None else builder
+        for node in (self._guard, to_filter_node(filters)):
+            builder = builder if node is None else builder.where(node)
+        return builder
 
     def _records(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
         by_id: dict[str, dict[str, Any]] = {}
@@ -158,23 +161,6 @@ class TurnkitVectorStore(BasePydanticVectorStore):
             node.embedding = [float(x) for x in match.vector]
         return node
 
-    def _reading(self, filters: MetadataFilters | None) -> QueryBuilder:
-        builder = self._scoped().select(*_FIELDS)
-        node = to_filter_node(filters)
-        return builder if node is None else builder.where(node)
-
-    def _selections(
-        self, node_ids: Sequence[str] | None, filters: MetadataFilters | None
-    ) -> list[QueryBuilder]:
-        """What ``delete_nodes`` deletes: the given ids (when not None) that match the filters."""
-        builder = self._scoped()
-        node = to_filter_node(filters)
-        if node is not None:
-            builder = builder.where(node)
-        if node_ids is None:
-            return [builder]
-        return [builder.where_in("id", chunk) for chunk in batches(dict.fromkeys(node_ids), MAX_IN_VALUES)]
-
     def _search(
         self, query: VectorStoreQuery, kwargs: Mapping[str, Any]
     ) -> tuple[QueryBuilder, RetrievalSettings, str | None]:
@@ -211,21 +197,18 @@ class TurnkitVectorStore(BasePydanticVectorStore):
                 hint=f"Use one of: {_MODES}.",
                 collection=self.collection,
             )
-        builder = self._scoped()
-        if query.query_embedding is not None:
-            builder = builder.near_vector(query.query_embedding)
-        elif words is not None:
-            builder = builder.near_text(words)  # encoded by the turnkit store's encoder (or full-text only)
-        else:
+        if query.query_embedding is None and words is None:
             raise VectorStoreUsageError(
                 "The query has neither query_embedding nor query_str.",
                 code="E_VECTOR_STORE_INVALID_QUERY",
                 hint="Query through VectorStoreIndex.as_retriever(), or set query_embedding.",
                 collection=self.collection,
             )
-        node = to_filter_node(query.filters)
-        if node is not None:
-            builder = builder.where(node)
+        builder = self._scoped(query.filters)
+        if query.query_embedding is not None:
+            builder = builder.near_vector(query.query_embedding)
+        elif words is not None:
+            builder = builder.near_text(words)  # encoded by the turnkit store's encoder (or full-text only)
         # Only a non-empty list restricts: VectorStoreIndex.from_vector_store sends node_ids=[].
         if query.node_ids:
             builder = builder.where_in("id", list(query.node_ids))
@@ -270,9 +253,12 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Async form of `delete_nodes`."""
+        builder = self._scoped(filters)
         with suppress(CollectionNotFoundError):
-            for builder in self._selections(node_ids, filters):
+            if node_ids is None:
                 await builder.delete(all=True)
+            for chunk in batches(dict.fromkeys(node_ids or ()), MAX_IN_VALUES):
+                await builder.where_in("id", chunk).delete(all=True)
 
     def clear(self) -> None:
         """Delete every node (inside the guard)."""
@@ -294,7 +280,7 @@ class TurnkitVectorStore(BasePydanticVectorStore):
     ) -> list[BaseNode]:
         """Async form of `get_nodes`."""
         with suppress(CollectionNotFoundError):
-            return [self._node(m) for m in await self._reading(filters).get(node_ids)]
+            return [self._node(m) for m in await self._scoped(filters).select(*_FIELDS).get(node_ids)]
         return []
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
