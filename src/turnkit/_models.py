@@ -64,18 +64,14 @@ class ScriptedModel:
     """
 
     def __init__(self, replies: Sequence[Reply] | Callable[[Sequence[ChatMessage]], str | Awaitable[str]]):
-        if callable(replies):
-            self._fixed: Callable[[Sequence[ChatMessage]], str | Awaitable[str]] | None = replies
-            self._queue: list[Reply] = []
-        elif isinstance(replies, str):
+        if isinstance(replies, str):
             # A bare string is a sequence of characters: almost certainly a mistake.
             raise _config_error(
                 "ScriptedModel takes a list of replies, not a single string.",
                 hint=f"Write ScriptedModel([{replies!r}]).",
             )
-        else:
-            self._fixed = None
-            self._queue = list(replies)
+        self._fixed = replies if callable(replies) else None
+        self._queue: list[Reply] = [] if callable(replies) else list(replies)
         self.calls: list[tuple[ChatMessage, ...]] = []
 
     async def complete(self, messages: Sequence[ChatMessage], /) -> str:

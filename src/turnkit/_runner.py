@@ -248,16 +248,14 @@ def _user_message(value: str | Message) -> Message:
     if isinstance(value, Message):
         if value.role != "user":
             raise _context_error(
-                f"A turn starts with a user message, got role {value.role!r}.",
-                field="user_message",
+                f"A turn starts with a user message, got role {value.role!r}.", field="user_message"
             )
         message = value
     elif isinstance(value, str):
         message = Message(role="user", content=value)
     else:
         raise _context_error(
-            f"run() takes the user's text or a Message, got {type(value).__name__}.",
-            field="user_message",
+            f"run() takes the user's text or a Message, got {type(value).__name__}.", field="user_message"
         )
     if not message.content.strip():
         raise _context_error("The user message is empty.", field="user_message")

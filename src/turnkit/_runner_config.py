@@ -157,8 +157,7 @@ class TurnRunnerConfig:
             stages = getattr(self, name)
             if isinstance(stages, str | bytes) or not isinstance(stages, Sequence):
                 raise _config_error(
-                    f"TurnRunnerConfig.{name} must be a list of middleware, got {stages!r}.",
-                    field=name,
+                    f"TurnRunnerConfig.{name} must be a list of middleware, got {stages!r}.", field=name
                 )
             for i, stage in enumerate(stages):
                 _check_callable(f"{name}[{i}]", stage, 2, "a middleware (ctx, next_)")

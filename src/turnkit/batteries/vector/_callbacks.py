@@ -138,10 +138,7 @@ class VectorRetrievableGlue:
         expect(store, VectorStore, "store", _config_error, STORE_HINT, field="store")
         for name, hook in (("derive_query", derive_query), ("to_retrievable", to_retrievable)):
             if hook is not None and not callable(hook):
-                raise _config_error(
-                    f"{name} must be a function, got {type(hook).__name__}.",
-                    field=name,
-                )
+                raise _config_error(f"{name} must be a function, got {type(hook).__name__}.", field=name)
         shorthands = {
             name: value
             for name, value in (("top_k", top_k), ("filter", filter), ("min_score", min_score))
@@ -158,9 +155,7 @@ class VectorRetrievableGlue:
                     )
         except InvalidRankingConfigError as exc:
             raise _config_error(
-                exc.message,
-                hint=exc.hint,
-                field=exc.context.get("field", "settings"),
+                exc.message, hint=exc.hint, field=exc.context.get("field", "settings")
             ) from None
         if abstain_reply is not None and (not isinstance(abstain_reply, str) or not abstain_reply.strip()):
             raise _config_error(

@@ -145,9 +145,7 @@ class VectorMessageStore(CallbackMapping):
                 self.recall = RetrievalSettings.of(recall)
             except TurnkitError as exc:
                 raise _config_error(
-                    exc.message,
-                    hint=exc.hint,
-                    field=f"recall.{exc.context.get('field', '')}".rstrip("."),
+                    exc.message, hint=exc.hint, field=f"recall.{exc.context.get('field', '')}".rstrip(".")
                 ) from None
         self.store = store
         self.collection = collection
@@ -262,10 +260,7 @@ class VectorMessageStore(CallbackMapping):
             UsageError: ``E_INVALID_TURN_CONTEXT``: ``conversation_id`` is empty, or ``limit`` is negative.
         """
         if limit is not None and not is_int(limit, 0):
-            raise _context_error(
-                f"limit must be an int >= 0 or None, got {limit!r}.",
-                field="limit",
-            )
+            raise _context_error(f"limit must be an int >= 0 or None, got {limit!r}.", field="limit")
         rows = await self._rows(self._fixed_tenant(), _checked_id(conversation_id), keep=limit)
         return [row.message for row in rows]
 
