@@ -178,23 +178,19 @@ class WordLlamaEncoder:
         self._model = LazyModel()
 
     def _load(self) -> Any:
-        def build() -> Any:
-            from turnkit.batteries.vector.encoders._wordllama import WordLlamaModel
+        from turnkit.batteries.vector.encoders._wordllama import WordLlamaModel
 
-            lean = WordLlamaModel.load(self.dimension)
-            if lean is not None:
-                return lean
-            wordllama = optional_module("wordllama", "The WordLlama encoder", "wordllama")
-            # wordllama's default lookup misses the tokenizer it ships
-            # (tokenizer/ vs tokenizers/); pointing cache_dir at the
-            # package finds both files and never touches the network.
-            return wordllama.WordLlama.load(
-                cache_dir=Path(wordllama.__file__).parent,
-                disable_download=True,
-                trunc_dim=None if self.dimension == 256 else self.dimension,
-            )
-
-        return self._model.get(build)
+        lean = WordLlamaModel.load(self.dimension)
+        if lean is not None:
+            return lean
+        wordllama = optional_module("wordllama", "The WordLlama encoder", "wordllama")
+        # wordllama's default lookup misses the tokenizer it ships (tokenizer/ vs tokenizers/);
+        # pointing cache_dir at the package finds both files and never touches the network.
+        return wordllama.WordLlama.load(
+            cache_dir=Path(wordllama.__file__).parent,
+            disable_download=True,
+            trunc_dim=None if self.dimension == 256 else self.dimension,
+        )
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
         """Encode texts with WordLlama (same model for queries and documents).
@@ -206,7 +202,7 @@ class WordLlamaEncoder:
         counts: the same token mean WordLlama computes for the whole text, in
         bounded memory.
         """
-        model = self._load()
+        model = self._model.get(self._load)
         texts = list(texts)
         if all(len(t) <= self.WINDOW_CHARS for t in texts):
             raw = model.embed(texts, norm=False, batch_size=self.batch_size)

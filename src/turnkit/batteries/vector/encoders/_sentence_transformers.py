@@ -55,30 +55,27 @@ class SentenceTransformerEncoder:
     def dimension(self) -> int:
         """The vector length (loads the model when it was not given)."""
         if self._dimension is None:
-            model = self._load()
+            model = self._model.get(self._load)
             # Renamed in sentence-transformers 6; the old name warns there.
             size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
             self._dimension = int(size())
         return self._dimension
 
     def _load(self) -> Any:
-        def build() -> Any:
-            module = optional_module(
-                "sentence_transformers",
-                "SentenceTransformerEncoder",
-                "sentence-transformers",
-                "sentence-transformers",
-            )
-            return module.SentenceTransformer(
-                self.model_name, device=self.device, local_files_only=self.local_files_only
-            )
-
-        return self._model.get(build)
+        module = optional_module(
+            "sentence_transformers",
+            "SentenceTransformerEncoder",
+            "sentence-transformers",
+            "sentence-transformers",
+        )
+        return module.SentenceTransformer(
+            self.model_name, device=self.device, local_files_only=self.local_files_only
+        )
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> Vectors:
         """Encode texts, normalized, with the query or document prefix."""
         prefix = self.query_prefix if kind == "query" else self.document_prefix
-        model = self._load()
+        model = self._model.get(self._load)
         # The model reads its first max_seq_length tokens; cut the text first so the tokenizer
         # never works through megabytes it would drop (64 characters per token is a wide margin).
         limit = 64 * int(getattr(model, "max_seq_length", None) or 512)

@@ -132,9 +132,7 @@ def _valid(value: Any) -> float | None:
             value = float(value.strip())
         except ValueError:
             return None
-    if not is_number(value, 0.0, 1.0):
-        return None
-    return float(value)
+    return float(value) if is_number(value, 0.0, 1.0) else None
 
 
 def _index(key: Any) -> int | None:

@@ -178,11 +178,8 @@ async def rerank_search(
 
     opts = options if options is not None else RerankOptions()
     _resolve_scorer(scorer, model, opts.weights)  # fail before searching
-    text = (
-        query
-        if query is not None
-        else (builder.spec.near.text if isinstance(builder.spec.near, NearText) else None)
-    )
+    near = builder.spec.near
+    text = query if query is not None else near.text if isinstance(near, NearText) else None
     if not text:
         raise _bad("rerank_search needs the query text: use near_text() or pass query=.", field="query")
     select = builder.spec.select or ("id", "document", "metadata")
