@@ -183,7 +183,6 @@ class ToolBridge(Generic[DepsT]):
     def __init__(
         self,
         tool: VectorQueryTool,
-        *,
         trust_tier: TierRule | None,
         guard: Callable[[DepsT], GuardFilter | None] | None = None,
         request_context: Callable[[DepsT], Mapping[str, Any]] | None = None,

@@ -37,7 +37,7 @@ from ..batteries.vector import (
     condition,
     retrieve,
 )
-from ._common import batches, expect_store
+from ._common import batches, config_error, expect_store
 
 if TYPE_CHECKING:
     from google.adk.events import Event
@@ -93,9 +93,8 @@ class TurnkitMemoryService(BaseMemoryService):
     ) -> None:
         expect_store(store)
         if store.encoder is None:
-            raise VectorStoreUsageError(
+            raise config_error(
                 "TurnkitMemoryService needs a store with an encoder: it encodes each event's text.",
-                code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="create_vector_store(uri, encoder=...), e.g. MiniLMEncoder() or HashEncoder() in tests.",
             )
         store(collection)  # checks the name now, not at the first write

@@ -49,13 +49,7 @@ def vector_query_function_tool(
         hide_metadata_keys: Metadata keys never returned besides the guard's.
         name: The tool name; default ``tool.name``.
     """
-    bridge: ToolBridge[ContextT] = ToolBridge(
-        tool,
-        trust_tier=trust_tier,
-        guard=guard,
-        request_context=request_context,
-        hide_metadata_keys=hide_metadata_keys,
-    )
+    bridge = ToolBridge(tool, trust_tier, guard, request_context, hide_metadata_keys)
 
     async def invoke(ctx: ToolContext[ContextT], arguments: str) -> str:
         return (await bridge.call(arguments, ctx.context)).text

@@ -55,13 +55,7 @@ def vector_query_tool(
         name: The tool name; default ``tool.name``.
         max_retries: Retries the model gets after a wrong call; default the agent's.
     """
-    bridge: ToolBridge[DepsT] = ToolBridge(
-        tool,
-        trust_tier=trust_tier,
-        guard=guard,
-        request_context=request_context,
-        hide_metadata_keys=hide_metadata_keys,
-    )
+    bridge = ToolBridge(tool, trust_tier, guard, request_context, hide_metadata_keys)
 
     async def search(ctx: RunContext[DepsT], **arguments: Any) -> str:
         outcome = await bridge.call(arguments, ctx.deps)
@@ -123,9 +117,7 @@ def retrieval_instructions(
     Raises:
         ToolRuntimeError: ``E_TOOL_FAILED``: the tool is misconfigured for this run.
     """
-    bridge: ToolBridge[DepsT] = ToolBridge(
-        tool, trust_tier=trust_tier, guard=guard, request_context=request_context
-    )
+    bridge = ToolBridge(tool, trust_tier, guard, request_context)
 
     limit = int(tool.input_schema["properties"]["query_text"]["maxLength"])
 
@@ -133,9 +125,7 @@ def retrieval_instructions(
         query = _prompt_text(ctx.prompt).strip()
         if not query:
             return ""
-        arguments: dict[str, Any] = {"query_text": query[:limit]}
-        if top_k is not None:
-            arguments["top_k"] = top_k
+        arguments = {"query_text": query[:limit]} | ({"top_k": top_k} if top_k is not None else {})
         outcome = await bridge.call(arguments, ctx.deps)
         if outcome.error is not None:
             if outcome.error.kind == "configuration":

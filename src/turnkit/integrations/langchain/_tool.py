@@ -49,11 +49,7 @@ def vector_query_structured_tool(
         name: The tool name; default ``tool.name``.
     """
     bridge: ToolBridge[Configurable] = ToolBridge(
-        tool,
-        trust_tier=trust_tier,
-        guard=guard,
-        request_context=request_context,
-        hide_metadata_keys=hide_metadata_keys,
+        tool, trust_tier, guard, request_context, hide_metadata_keys
     )
 
     def search(config: RunnableConfig, **arguments: Any) -> tuple[str, dict[str, Any]]:
