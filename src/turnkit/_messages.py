@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Self, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
-from pydantic import AwareDatetime, ConfigDict, Field, JsonValue, StrictStr, field_validator, model_validator
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, JsonValue, StrictStr, model_validator
 
 from ._errors import UsageError
 from ._validation import CheckedModel
@@ -18,13 +18,16 @@ from ._validation import CheckedModel
 if TYPE_CHECKING:
     from ._context import TurnContext
 
-__all__ = ["MESSAGE_ROLES", "ChatMessage", "InMemoryMessageStore", "Message", "MessageRole"]
+__all__ = ["MESSAGE_ROLES", "ChatMessage", "InMemoryMessageStore", "Message", "MessageRole", "UtcDatetime"]
 
 MessageRole = Literal["system", "user", "assistant"]
 """Who wrote a message."""
 
 MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
 """Every message role."""
+
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(lambda value: value.astimezone(UTC))]
+"""An aware datetime kept in UTC (one zone keeps dumps, comparisons and rendered attributes stable)."""
 
 
 class Message(CheckedModel):
@@ -48,9 +51,9 @@ class Message(CheckedModel):
     """The text of the message."""
     id: StrictStr = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1)
     """A unique id (a random hex uuid unless given)."""
-    created_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: UtcDatetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the message was written (aware; ISO strings and epoch seconds accepted)."""
-    updated_at: AwareDatetime | None = None
+    updated_at: UtcDatetime | None = None
     """When it last changed; defaults to ``created_at``."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     """JSON-compatible extra data (treat it as read-only)."""
@@ -67,11 +70,6 @@ class Message(CheckedModel):
             updated_at: datetime | str | int | float | None = None,
             metadata: Mapping[str, Any] = ...,
         ) -> None: ...
-
-    @field_validator("created_at", "updated_at")
-    @classmethod
-    def _to_utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else value.astimezone(UTC)
 
     @model_validator(mode="after")
     def _default_updated_at(self) -> Self:

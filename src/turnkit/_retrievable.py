@@ -28,7 +28,6 @@ from typing import (
 )
 
 from pydantic import (
-    AwareDatetime,
     ConfigDict,
     Field,
     JsonValue,
@@ -40,6 +39,7 @@ from pydantic import (
 )
 
 from ._errors import TrustTierRequiredError, TurnkitError, UnknownTrustTierError, UsageError
+from ._messages import UtcDatetime
 from ._validation import CheckedModel
 
 __all__ = [
@@ -153,10 +153,10 @@ class _RetrievableFields(CheckedModel):
     """A free-form label (``"doc"``, ``"faq"``, ``"web"``…)."""
     score: _Score | None = None
     """Relevance in [0, 1], higher is better; ``None`` ranks after every score."""
-    created_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: UtcDatetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the record was created: an aware datetime, an ISO-8601 string with an
     offset, or epoch seconds. Stored in UTC. Defaults to now."""
-    updated_at: AwareDatetime | None = None
+    updated_at: UtcDatetime | None = None
     """When the record last changed (same forms as ``created_at``). Defaults to
     ``created_at``."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
@@ -177,12 +177,6 @@ class _RetrievableFields(CheckedModel):
             what = "a number in [0, 1]" if info.field_name == "score" else _TIME_FORMS
             raise ValueError(f"must be {what}, not a bool")
         return value
-
-    @field_validator("created_at", "updated_at")
-    @classmethod
-    def _to_utc(cls, value: datetime | None) -> datetime | None:
-        # One canonical zone keeps dumps, comparisons and rendered attributes stable.
-        return None if value is None else value.astimezone(UTC)
 
     @field_validator("metadata")
     @classmethod
