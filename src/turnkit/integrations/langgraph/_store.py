@@ -244,10 +244,8 @@ class TurnkitStore(BaseStore):
                     results[i] = _item(head, Item)
                     if op.refresh_ttl:
                         _note_refresh(due[tenant], head)
-        if due:
-            await self._refresh(due)
-        if puts:
-            await self._write(list(puts.values()))
+        await self._refresh(due)
+        await self._write(list(puts.values()))
         return results
 
     # -- checks, before anything is read or written ---------------------------------------------------
@@ -454,15 +452,15 @@ class TurnkitStore(BaseStore):
             if head is not None and head.metadata and head.metadata.get("lg_gen") == meta.get("lg_gen"):
                 best[head.id] = max(best.get(head.id, -2.0), score)
         now = _now()
-        kept = [
+        kept: list[tuple[VectorMatch, float | None]] = [
             (heads[i], best[i])
             for i in order
             if i in best
             and _live(heads[i], now)
             and matches_filter(read_value(heads[i].metadata["lg_value"]), wanted)  # type: ignore[index]
         ]
-        kept.sort(key=lambda pair: -pair[1])
-        return [(head, score) for head, score in kept]
+        kept.sort(key=lambda pair: -best[pair[0].id])
+        return kept
 
     # -- list_namespaces ---------------------------------------------------------------------------------
     async def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -504,9 +502,8 @@ class TurnkitStore(BaseStore):
                 rows += self._rows(
                     op, iid, tenant, gen, now, created, [(p, t, vectors.get(t)) for p, t in found]
                 )
-        guard = self._guard(tenant)
         if rows:
-            await self.vs(self.collection).upsert(rows, guard=guard)
+            await self.vs(self.collection).upsert(rows, guard=self._guard(tenant))
         # What this put replaced: the old generation's text rows, and every row of a deleted item.
         rewritten = [i for op, i in zip(group, ids, strict=True) if op.value is not None and i in before]
         old_gens = sorted({str((before[i].metadata or {}).get("lg_gen")) for i in rewritten})
