@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures.thread  # noqa: F401 - registers its exit hook before ours (see _hook_exit)
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -82,14 +83,9 @@ class _BackgroundLoop:
         # aborts the process), and the last registered runs first: concurrent.futures.thread, imported
         # at the top of this module, registered its hook (which shuts worker threads to new work)
         # before this one, so the drain runs while `to_thread` still works.
-        register = getattr(threading, "_register_atexit", None)
-        try:
-            if register is not None:
-                register(self.wait_at_exit)
-            else:  # pragma: no cover - CPython has had it since 3.9
-                atexit.register(self.wait_at_exit)
-        except RuntimeError:  # the interpreter is already shutting down
-            pass
+        register = getattr(threading, "_register_atexit", atexit.register)
+        with contextlib.suppress(RuntimeError):  # the interpreter is already shutting down
+            register(self.wait_at_exit)
 
     def wait_at_exit(self) -> None:
         """Cancel `cancel_before_exit` tasks; let `finish_before_exit` ones end (up to `_EXIT_WAIT` s)."""
@@ -110,10 +106,8 @@ class _BackgroundLoop:
                 if late:
                     await asyncio.wait(late, timeout=1.0)
 
-        try:
+        with contextlib.suppress(Exception):  # exiting regardless: a hook must not raise
             asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout=_EXIT_WAIT + 2)
-        except Exception:  # exiting regardless: a hook must not raise
-            pass
 
     def in_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread

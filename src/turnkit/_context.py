@@ -12,6 +12,7 @@ call the ``*_sync`` forms here and turnkit's other sync forms.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import threading
@@ -113,10 +114,8 @@ async def _in_new_thread(fn: Callable[..., Any], *args: Any) -> Any:
             outcome = (True, context.run(fn, *args))
         except BaseException as exc:  # re-raised in the awaiting task
             outcome = (False, exc)
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed while we ran
             loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # pragma: no cover - the loop closed while we ran
-            pass
 
     threading.Thread(target=target, name="turnkit-middleware", daemon=True).start()
     return await future

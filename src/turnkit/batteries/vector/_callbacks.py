@@ -9,6 +9,7 @@ other. Subclass `VectorRetrievableGlue` to change how a turn becomes a query
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from collections.abc import Awaitable, Sequence
@@ -361,10 +362,8 @@ class VectorRetrievableGlue:
             raise UsageError(
                 f"delete_retrievable needs a non-empty string id, got {id!r}.", code="E_INVALID_RETRIEVABLE"
             )
-        try:
+        with contextlib.suppress(CollectionNotFoundError):
             await self.store(self.collection).where_in("id", [id]).delete()
-        except CollectionNotFoundError:
-            pass
 
     # -- internals ---------------------------------------------------------------------
     def _near(self, q: QueryBuilder, query: object) -> QueryBuilder:

@@ -136,13 +136,10 @@ class VectorMessageStore(CallbackMapping):
             self.trust_tier: TrustTier = validate_trust_tier(trust_tier)
         except TurnkitError as exc:
             raise _config_error(exc.message, hint=exc.hint, field="trust_tier") from None
-        if recall is True:
-            self.recall: RetrievalSettings | None = RetrievalSettings()
-        elif recall is False or recall is None:
-            self.recall = None
-        else:
+        self.recall: RetrievalSettings | None = None
+        if recall is not False and recall is not None:
             try:
-                self.recall = RetrievalSettings.of(recall)
+                self.recall = RetrievalSettings.of(None if recall is True else recall)
             except TurnkitError as exc:
                 raise _config_error(
                     exc.message, hint=exc.hint, field=f"recall.{exc.context.get('field', '')}".rstrip(".")
