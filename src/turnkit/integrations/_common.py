@@ -30,6 +30,7 @@ __all__ = [
     "config_error",
     "expect_store",
     "error_text",
+    "invalid_query",
     "metadata_keys",
     "raise_error",
     "render_sources",
@@ -91,6 +92,8 @@ def source_metadata(source: VectorQuerySource, trust_tier: TrustTier | None = No
 
 config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
 """An adapter's store, index or option that cannot work: ``E_INVALID_VECTOR_STORE_CONFIG``."""
+invalid_query = partial(VectorStoreUsageError, code="E_VECTOR_STORE_INVALID_QUERY")
+"""An operation a framework's contract, or a tenant's scope, refuses: ``E_VECTOR_STORE_INVALID_QUERY``."""
 
 
 def expect_store(store: object) -> None:

@@ -37,7 +37,7 @@ from ..batteries.vector import (
     condition,
     retrieve,
 )
-from ._common import batches, config_error, expect_store
+from ._common import batches, config_error, expect_store, invalid_query
 
 if TYPE_CHECKING:
     from google.adk.events import Event
@@ -116,10 +116,7 @@ class TurnkitMemoryService(BaseMemoryService):
         """
         for name, value in (("app_name", app_name), ("user_id", user_id)):
             if not isinstance(value, str):
-                raise VectorStoreUsageError(
-                    f"{name} must be a string, not {type(value).__name__}.",
-                    code="E_VECTOR_STORE_INVALID_QUERY",
-                )
+                raise invalid_query(f"{name} must be a string, not {type(value).__name__}.")
         return and_(
             condition("metadata.app_name", "eq", app_name),
             condition("metadata.user_id", "eq", user_id),

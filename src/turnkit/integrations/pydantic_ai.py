@@ -88,12 +88,6 @@ def vector_query_tool(
     return made
 
 
-def _prompt_text(prompt: Any) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    return " ".join(part for part in prompt or () if isinstance(part, str))
-
-
 def retrieval_instructions(
     tool: VectorQueryTool,
     *,
@@ -122,7 +116,9 @@ def retrieval_instructions(
     limit = int(tool.input_schema["properties"]["query_text"]["maxLength"])
 
     async def instructions(ctx: RunContext[DepsT]) -> str:
-        query = _prompt_text(ctx.prompt).strip()
+        prompt = ctx.prompt  # a string, or parts: the strings among them are its text
+        text = prompt if isinstance(prompt, str) else " ".join(p for p in prompt or () if isinstance(p, str))
+        query = text.strip()
         if not query:
             return ""
         arguments = {"query_text": query[:limit]} | ({"top_k": top_k} if top_k is not None else {})

@@ -16,12 +16,12 @@ from langgraph.store.base import MatchCondition
 from turnkit._checks import is_int
 
 from ...batteries.vector import InvalidFilterError, VectorStoreUsageError
+from .._common import invalid_query
 
 __all__ = [
     "OPERATORS",
     "check_filter",
     "check_page",
-    "invalid_query",
     "item_id",
     "json_text",
     "matches_filter",
@@ -37,11 +37,6 @@ _VALUE_HINT = (
     "Store JSON values: a dict with string keys holding str, int, float (finite), bool, None, "
     "lists and dicts; convert dates, tuples, sets and objects first."
 )
-
-
-def invalid_query(message: str, hint: str | None = None) -> VectorStoreUsageError:
-    """``E_VECTOR_STORE_INVALID_QUERY``: an operation LangGraph's contract, or a tenant scope, refuses."""
-    return VectorStoreUsageError(message, code="E_VECTOR_STORE_INVALID_QUERY", hint=hint)
 
 
 def json_text(value: Any) -> str:

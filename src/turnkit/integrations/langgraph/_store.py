@@ -58,11 +58,10 @@ from ...batteries.vector import (
     encode_texts,
     or_,
 )
-from .._common import batches, config_error, expect_store
+from .._common import batches, config_error, expect_store, invalid_query
 from ._rules import (
     check_filter,
     check_page,
-    invalid_query,
     item_id,
     json_text,
     matches_filter,

@@ -40,7 +40,7 @@ from ...batteries.vector import (
     retrieve,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, batches, metadata_keys, visible_metadata
+from .._common import GuardFilter, batches, invalid_query, metadata_keys, visible_metadata
 from ._filters import to_filter_node
 
 __all__ = ["TurnkitVectorStore"]
@@ -177,9 +177,8 @@ class TurnkitVectorStore(BasePydanticVectorStore):
                 changes["diversify"] = lam if lam is not None else base.diversify or True
         elif mode == VectorStoreQueryMode.HYBRID or mode in _TEXT_MODES:
             if words is None:
-                raise VectorStoreUsageError(
+                raise invalid_query(
                     f"A {mode.value} query needs query_str.",
-                    code="E_VECTOR_STORE_INVALID_QUERY",
                     hint="Pass the question's words as query_str.",
                     collection=self.collection,
                 )
@@ -191,16 +190,14 @@ class TurnkitVectorStore(BasePydanticVectorStore):
                 changes["top_k"] = query.sparse_top_k or query.similarity_top_k
                 changes["hybrid"] = replace(spec, alpha=0.0)
         else:
-            raise VectorStoreUsageError(
+            raise invalid_query(
                 f"Query mode {mode.value!r} is not supported by the turnkit vector store.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint=f"Use one of: {_MODES}.",
                 collection=self.collection,
             )
         if query.query_embedding is None and words is None:
-            raise VectorStoreUsageError(
+            raise invalid_query(
                 "The query has neither query_embedding nor query_str.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint="Query through VectorStoreIndex.as_retriever(), or set query_embedding.",
                 collection=self.collection,
             )
