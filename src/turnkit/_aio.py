@@ -200,11 +200,7 @@ def named_sync_form(sync: F, fn: Callable[..., Any], note: str) -> F:
 async def on_loop(coro: Coroutine[Any, Any, T]) -> T:
     """Await ``coro`` on turnkit's loop from any loop (a no-op hop when already there)."""
     bg = _BG.get()
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:  # pragma: no cover - only awaited from a loop
-        running = None
-    if running is bg:
+    if asyncio.get_running_loop() is bg:
         return await coro
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, bg))
 
