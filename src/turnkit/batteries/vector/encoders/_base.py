@@ -94,8 +94,7 @@ class HashEncoder:
         for row, text in enumerate(texts):
             # Word by word over the text as given: memory stays flat in the text's length.
             for match in _WORD.finditer(text):
-                word = match.group().lower()
-                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                digest = hashlib.blake2b(match.group().lower().encode(), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")
                 out[row, value % self.dimension] += 1.0 if (value >> 63) & 1 else -1.0
         return _normalize(out)

@@ -78,10 +78,7 @@ def _shingles(words: list[str]) -> frozenset[int]:
 
 
 def _near(a: frozenset[int], b: frozenset[int], threshold: float) -> bool:
-    if not a or not b:
-        return False
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    return len(small & large) >= threshold * len(small)
+    return bool(a and b) and len(a & b) >= threshold * min(len(a), len(b))
 
 
 def collapse_duplicates(matches: Sequence[VectorMatch], *, near_copy: float = NEAR_COPY) -> list[VectorMatch]:
