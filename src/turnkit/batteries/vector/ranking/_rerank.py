@@ -149,8 +149,7 @@ async def rerank(
     for match, judged, vec, pos in zip(matches, semantic, vector, position, strict=True):
         total = w.semantic * (vec if judged is None else judged) + w.vector * vec + w.position * pos
         out.append(RerankedMatch(match, min(1.0, max(0.0, total)), judged, vec, pos))
-    order = sorted(range(n), key=lambda i: (-out[i].score, i))
-    return [out[i] for i in order[: opts.top_k]]
+    return sorted(out, key=lambda r: -r.score)[: opts.top_k]  # a stable sort: ties keep retrieval order
 
 
 rerank_sync = sync_form(rerank)
