@@ -33,6 +33,7 @@ __all__ = [
     "invalid_query",
     "metadata_keys",
     "raise_error",
+    "record_error",
     "render_sources",
     "source_metadata",
     "visible_metadata",
@@ -94,6 +95,8 @@ config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFI
 """An adapter's store, index or option that cannot work: ``E_INVALID_VECTOR_STORE_CONFIG``."""
 invalid_query = partial(VectorStoreUsageError, code="E_VECTOR_STORE_INVALID_QUERY")
 """An operation a framework's contract, or a tenant's scope, refuses: ``E_VECTOR_STORE_INVALID_QUERY``."""
+record_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_RECORD")
+"""A value, node or entry that cannot be stored as a record: ``E_INVALID_VECTOR_RECORD``."""
 
 
 def expect_store(store: object) -> None:

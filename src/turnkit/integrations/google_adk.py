@@ -32,12 +32,11 @@ from ..batteries.vector import (
     SettingsInput,
     VectorMatch,
     VectorStore,
-    VectorStoreUsageError,
     and_,
     condition,
     retrieve,
 )
-from ._common import batches, config_error, expect_store, invalid_query
+from ._common import batches, config_error, expect_store, invalid_query, record_error
 
 if TYPE_CHECKING:
     from google.adk.events import Event
@@ -342,9 +341,8 @@ def _parse_time(value: str | None) -> float:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise VectorStoreUsageError(
+        raise record_error(
             f"MemoryEntry.timestamp {value!r} is not an ISO 8601 time; nothing was written.",
-            code="E_INVALID_VECTOR_RECORD",
             hint="Use datetime.isoformat(), e.g. '2026-01-31T12:00:00+00:00'.",
         ) from None
     if parsed.tzinfo is None:

@@ -15,8 +15,8 @@ from langgraph.store.base import MatchCondition
 
 from turnkit._checks import is_int
 
-from ...batteries.vector import InvalidFilterError, VectorStoreUsageError
-from .._common import invalid_query
+from ...batteries.vector import InvalidFilterError
+from .._common import invalid_query, record_error
 
 __all__ = [
     "OPERATORS",
@@ -67,9 +67,7 @@ def value_text(value: Any, *, namespace: tuple[str, ...], key: str) -> str:
             problem = "would not read back as it was written (a non-string key, a tuple or a subclass)."
         except (TypeError, ValueError, RecursionError) as exc:
             problem = f"is not JSON: {exc}."
-    raise VectorStoreUsageError(
-        f"{where} {problem}", code="E_INVALID_VECTOR_RECORD", hint=_VALUE_HINT, record_id=key
-    )
+    raise record_error(f"{where} {problem}", hint=_VALUE_HINT, record_id=key)
 
 
 def _same(back: Any, value: Any) -> bool:

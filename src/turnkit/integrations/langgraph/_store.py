@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from itertools import takewhile
 from typing import Any, Final, Literal
 
@@ -58,7 +59,7 @@ from ...batteries.vector import (
     encode_texts,
     or_,
 )
-from .._common import batches, config_error, expect_store, invalid_query
+from .._common import batches, config_error, expect_store, invalid_query, record_error
 from ._rules import (
     check_filter,
     check_page,
@@ -85,6 +86,7 @@ FIELDS: Final[dict[str, Any]] = {
 _CHUNK: Final = 1000  # puts per write: keeps each `in` list and commit small
 _MAX_FETCH: Final = 10_000  # the builder's largest limit
 _HEAD = condition("metadata.lg_kind", "eq", "item")
+_encoder_failed = partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_ENCODER_FAILED")
 
 
 def _now() -> float:
@@ -278,9 +280,8 @@ class TurnkitStore(BaseStore):
 
     def _check_put(self, op: PutOp) -> None:
         if not op.namespace:
-            raise VectorStoreUsageError(
+            raise record_error(
                 "An item's namespace cannot be empty.",
-                code="E_INVALID_VECTOR_RECORD",
                 hint='Use a tuple of labels, e.g. ("memories", user_id).',
             )
         if op.value is not None:
@@ -288,10 +289,8 @@ class TurnkitStore(BaseStore):
         if op.index is not None and op.index is not False:
             _check_fields(op.index, "index")
         if op.ttl is not None and not (is_number(op.ttl, finite=False) and op.ttl > 0):
-            raise VectorStoreUsageError(
-                f"ttl is in minutes and must be a positive number or None, got {op.ttl!r}.",
-                record_id=op.key,
-                code="E_INVALID_VECTOR_RECORD",
+            raise record_error(
+                f"ttl is in minutes and must be a positive number or None, got {op.ttl!r}.", record_id=op.key
             )
 
     def _tenant(self, namespace: Sequence[str]) -> str:
@@ -656,14 +655,12 @@ def _vectors(raw: Any, dims: int, *, expected: int | None = None) -> np.ndarray[
     try:
         vectors = np.asarray(raw, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise VectorStoreRuntimeError(
-            f"The embedding function returned something that is not vectors: {exc}.",
-            code="E_VECTOR_STORE_ENCODER_FAILED",
+        raise _encoder_failed(
+            f"The embedding function returned something that is not vectors: {exc}."
         ) from None
     if vectors.ndim != 2 or (expected is not None and vectors.shape[0] != expected):
-        raise VectorStoreRuntimeError(
+        raise _encoder_failed(
             f"The embedding function returned shape {vectors.shape} for {expected} texts.",
-            code="E_VECTOR_STORE_ENCODER_FAILED",
             hint="It must return one vector per text.",
         )
     if vectors.shape[1] != dims:
@@ -673,9 +670,7 @@ def _vectors(raw: Any, dims: int, *, expected: int | None = None) -> np.ndarray[
             code="E_VECTOR_STORE_DIMENSION_MISMATCH",
         )
     if not np.isfinite(vectors).all():
-        raise VectorStoreRuntimeError(
-            "The embedding function returned NaN or infinity.", code="E_VECTOR_STORE_ENCODER_FAILED"
-        )
+        raise _encoder_failed("The embedding function returned NaN or infinity.")
     return vectors
 
 

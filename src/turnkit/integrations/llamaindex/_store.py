@@ -34,13 +34,12 @@ from ...batteries.vector import (
     RetrievalSettings,
     SettingsInput,
     VectorMatch,
-    VectorStoreUsageError,
     condition,
     parse_mongo,
     retrieve,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, batches, invalid_query, metadata_keys, visible_metadata
+from .._common import GuardFilter, batches, invalid_query, metadata_keys, record_error, visible_metadata
 from ._filters import to_filter_node
 
 __all__ = ["TurnkitVectorStore"]
@@ -129,9 +128,8 @@ class TurnkitVectorStore(BasePydanticVectorStore):
             try:
                 metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=self.flat_metadata)
             except ValueError as exc:
-                raise VectorStoreUsageError(
+                raise record_error(
                     f"Node {node.node_id!r}: {exc}.",
-                    code="E_INVALID_VECTOR_RECORD",
                     hint="Flatten the node's metadata, or create the store with flat_metadata=False.",
                     record_id=node.node_id,
                 ) from None
