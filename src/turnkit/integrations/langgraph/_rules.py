@@ -92,14 +92,11 @@ def read_value(text: str) -> dict[str, Any]:
 def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     """LangGraph's rule: whole labels from the left (prefix) or right (suffix); ``*`` is any one label."""
     path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    labels = (
-        namespace[: len(path)]
-        if condition.match_type == "prefix"
-        else namespace[len(namespace) - len(path) :]
+    if condition.match_type != "prefix":  # a suffix: the same test from the right
+        path, namespace = path[::-1], namespace[::-1]
+    return len(namespace) >= len(path) and all(
+        p in ("*", label) for p, label in zip(path, namespace, strict=False)
     )
-    return all(p == "*" or p == label for p, label in zip(path, labels, strict=True))
 
 
 # -- filters -------------------------------------------------------------------------------------

@@ -563,7 +563,6 @@ class TurnkitStore(BaseStore):
             "lg_vec": True,
             "lg_prefixes": [prefix_label(namespace[: n + 1]) for n in range(len(namespace))],
         }
-        value = value_text(op.value, namespace=namespace, key=op.key)
         stamp = now.isoformat()
         ttl = float(op.ttl) if op.ttl is not None else None
         placeholder = np.eye(1, dimension, dtype=np.float32)[0]  # a unit vector: rows with no text to embed
@@ -579,7 +578,7 @@ class TurnkitStore(BaseStore):
                 "lg_path": json_text(first[0]) if first else None,
                 "lg_ns": json_text(list(namespace)),
                 "lg_key": json_text(op.key),  # ASCII JSON, as every stored label: any str survives
-                "lg_value": value,
+                "lg_value": value_text(op.value, namespace=namespace, key=op.key),
                 "lg_created": created or stamp,
                 "lg_updated": stamp,
                 "lg_ttl": ttl,
