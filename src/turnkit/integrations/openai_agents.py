@@ -89,21 +89,11 @@ class TurnkitSession:
         *,
         session_settings: SessionSettings | None = None,
     ) -> None:
+        error = partial(UsageError, code="E_INVALID_TURN_CONTEXT")
         if not isinstance(session_id, str) or not session_id:
-            raise UsageError(
-                f"session_id must be a non-empty string, got {session_id!r}.",
-                code="E_INVALID_TURN_CONTEXT",
-                field="session_id",
-            )
+            raise error(f"session_id must be a non-empty string, got {session_id!r}.", field="session_id")
         hint = "Pass what create_vector_message_store(...) returned (or its .for_tenant(...))."
-        expect(
-            history,
-            VectorMessageStore,
-            "history",
-            partial(UsageError, code="E_INVALID_TURN_CONTEXT"),
-            hint,
-            field="history",
-        )
+        expect(history, VectorMessageStore, "history", error, hint, field="history")
         self.session_id = session_id
         self.history = history
         self.session_settings = session_settings

@@ -87,6 +87,7 @@ _CHUNK: Final = 1000  # puts per write: keeps each `in` list and commit small
 _MAX_FETCH: Final = 10_000  # the builder's largest limit
 _HEAD = condition("metadata.lg_kind", "eq", "item")
 _encoder_failed = partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_ENCODER_FAILED")
+_dimension_mismatch = partial(VectorStoreUsageError, code="E_VECTOR_STORE_DIMENSION_MISMATCH")
 
 
 def _now() -> float:
@@ -193,10 +194,9 @@ class TurnkitStore(BaseStore):
                     collection=self.collection,
                 )
             if dims is not None and dims != encoder.dimension:
-                raise VectorStoreUsageError(
+                raise _dimension_mismatch(
                     f"index['dims'] is {dims} but the store's encoder {encoder.name!r} "
                     f"gives {encoder.dimension}.",
-                    code="E_VECTOR_STORE_DIMENSION_MISMATCH",
                     collection=self.collection,
                 )
             return _encoder_index(encoder, fields)
@@ -346,10 +346,9 @@ class TurnkitStore(BaseStore):
                 collection=self.collection,
             )
         if info.dimension != dimension:
-            raise VectorStoreUsageError(
+            raise _dimension_mismatch(
                 f"Collection {self.collection!r} holds {info.dimension}-dimensional vectors; "
                 f"the index gives {dimension}.",
-                code="E_VECTOR_STORE_DIMENSION_MISMATCH",
                 hint="Use the embedding the collection was written with, or a new collection.",
                 collection=self.collection,
             )
@@ -663,10 +662,9 @@ def _vectors(raw: Any, dims: int, *, expected: int | None = None) -> np.ndarray[
             hint="It must return one vector per text.",
         )
     if vectors.shape[1] != dims:
-        raise VectorStoreUsageError(
+        raise _dimension_mismatch(
             f"The embedding function returned {vectors.shape[1]}-dimensional vectors; "
             f"index['dims'] is {dims}.",
-            code="E_VECTOR_STORE_DIMENSION_MISMATCH",
         )
     if not np.isfinite(vectors).all():
         raise _encoder_failed("The embedding function returned NaN or infinity.")
