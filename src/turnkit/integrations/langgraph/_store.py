@@ -105,11 +105,8 @@ class _Index:
     query: Callable[[str], Awaitable[Any]]
 
 
-def _tokenized(fields: Sequence[str]) -> tuple[tuple[str, str | list[str]], ...]:
-    return tuple((p, p if p == "$" else tokenize_path(p)) for p in fields)
-
-
-def _check_fields(fields: Any, option: str) -> list[str]:
+def _paths(fields: Any, option: str) -> tuple[tuple[str, str | list[str]], ...]:
+    """Each index path with its tokens, once ``fields`` is checked to be a list of paths."""
     if (
         isinstance(fields, str)
         or not isinstance(fields, Sequence)
@@ -120,7 +117,7 @@ def _check_fields(fields: Any, option: str) -> list[str]:
             hint='Examples: ["$"] (the whole value), ["text", "tags[*]", "meta.title"].',
             option=option,
         )
-    return list(fields)
+    return tuple((p, p if p == "$" else tokenize_path(p)) for p in fields)
 
 
 class TurnkitStore(BaseStore):
@@ -185,7 +182,7 @@ class TurnkitStore(BaseStore):
         config: Mapping[str, Any] = {} if index is None else index
         if not isinstance(config, Mapping):
             raise config_error("index must be a LangGraph IndexConfig dict, False or None.", option="index")
-        fields = _check_fields(config.get("fields") or ["$"], "index['fields']")
+        fields = _paths(config.get("fields") or ["$"], "index['fields']")
         embed, dims = config.get("embed"), config.get("dims")
         if embed is None:
             if encoder is None:
@@ -205,7 +202,7 @@ class TurnkitStore(BaseStore):
                 f"index['dims'] must be a positive integer with 'embed', got {dims!r}.", option="index"
             )
         embeddings = ensure_embeddings(embed)
-        return _Index(dims, _tokenized(fields), embeddings.aembed_documents, embeddings.aembed_query)
+        return _Index(dims, fields, embeddings.aembed_documents, embeddings.aembed_query)
 
     # -- the contract: batch and abatch -----------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -287,7 +284,7 @@ class TurnkitStore(BaseStore):
         if op.value is not None:
             value_text(op.value, namespace=tuple(op.namespace), key=op.key)
         if op.index is not None and op.index is not False:
-            _check_fields(op.index, "index")
+            _paths(op.index, "index")
         if op.ttl is not None and not (is_number(op.ttl, finite=False) and op.ttl > 0):
             raise record_error(
                 f"ttl is in minutes and must be a positive number or None, got {op.ttl!r}.", record_id=op.key
@@ -523,7 +520,7 @@ class TurnkitStore(BaseStore):
         """(path, text) for each text the item's index paths yield, named as LangGraph names them."""
         if op.value is None or op.index is False or self._index is None:
             return []
-        fields = self._index.fields if op.index is None else _tokenized(op.index)
+        fields = self._index.fields if op.index is None else _paths(op.index, "index")
         out: list[tuple[str, str]] = []
         for path, tokens in fields:
             found = get_text_at_path(op.value, tokens)
@@ -638,14 +635,14 @@ class TurnkitStore(BaseStore):
         return run_sync(self.asweep_ttl())
 
 
-def _encoder_index(encoder: Encoder, fields: list[str]) -> _Index:
+def _encoder_index(encoder: Encoder, fields: tuple[tuple[str, str | list[str]], ...]) -> _Index:
     async def documents(texts: list[str]) -> Any:
         return await encode_texts(encoder, texts, "document")
 
     async def query(text: str) -> Any:
         return (await encode_texts(encoder, [text], "query"))[0]
 
-    return _Index(encoder.dimension, _tokenized(fields), documents, query)
+    return _Index(encoder.dimension, fields, documents, query)
 
 
 def _vectors(raw: Any, dims: int, *, expected: int | None = None) -> np.ndarray[Any, Any]:
