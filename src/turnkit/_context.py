@@ -67,14 +67,6 @@ StoreMessageCallback = Callable[["TurnContext", Message], object]
 """``store_message(ctx, message) -> None``: persist one message."""
 
 
-def is_async_callable(fn: object) -> bool:
-    """True for coroutine functions, bound async methods, partials and async ``__call__``."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - we want the method, not callable()
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
 async def invoke(fn: Callable[..., Any], *args: Any, own_thread: bool = False) -> Any:
     """Call user code: await async callables; run sync ones in a worker thread.
 
@@ -85,7 +77,9 @@ async def invoke(fn: Callable[..., Any], *args: Any, own_thread: bool = False) -
     pool. Sync middleware needs it: each one blocks its thread while the rest
     of the chain runs, so nesting them in a bounded pool could deadlock.
     """
-    if is_async_callable(fn):
+    # Coroutine functions, bound async methods and partials, and objects with an async __call__.
+    call = getattr(fn, "__call__", None)  # noqa: B004 - we want the method, not callable()
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call):
         return await fn(*args)
     if own_thread:
         result = await _in_new_thread(fn, *args)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, JsonValue, StrictStr, model_validator
 
@@ -18,13 +18,10 @@ from ._validation import CheckedModel
 if TYPE_CHECKING:
     from ._context import TurnContext
 
-__all__ = ["MESSAGE_ROLES", "ChatMessage", "InMemoryMessageStore", "Message", "MessageRole", "UtcDatetime"]
+__all__ = ["ChatMessage", "InMemoryMessageStore", "Message", "MessageRole", "UtcDatetime"]
 
 MessageRole = Literal["system", "user", "assistant"]
 """Who wrote a message."""
-
-MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
-"""Every message role."""
 
 UtcDatetime = Annotated[AwareDatetime, AfterValidator(lambda value: value.astimezone(UTC))]
 """An aware datetime kept in UTC (one zone keeps dumps, comparisons and rendered attributes stable)."""
