@@ -92,11 +92,6 @@ class _Next:
         return _Done()
 
 
-def _stage_name(stage: object) -> str:
-    name = getattr(stage, "__qualname__", None) or getattr(stage, "__name__", None)
-    return str(name) if name else type(stage).__name__
-
-
 async def run_pipeline(stages: Sequence[Middleware], ctx: TurnContext, which: str) -> str | None:
     """Run a middleware chain; return why it stopped early, or None if it ran to the end."""
     code = "E_INPUT_PIPELINE_ERROR" if which == "input" else "E_OUTPUT_PIPELINE_ERROR"
@@ -113,7 +108,9 @@ async def run_pipeline(stages: Sequence[Middleware], ctx: TurnContext, which: st
             reached_end = True
             return
         stage = stages[index]
-        name = _stage_name(stage)
+        name = str(
+            getattr(stage, "__qualname__", None) or getattr(stage, "__name__", None) or type(stage).__name__
+        )
         called = False
 
         async def call_next() -> None:
