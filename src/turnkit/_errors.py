@@ -87,10 +87,7 @@ class TurnkitError(Exception):
                 setattr(self, key, value)
 
     def __str__(self) -> str:
-        text = f"[{self.code}] {self.message}"
-        if self.hint:
-            text += f" Hint: {self.hint}"
-        return text
+        return f"[{self.code}] {self.message}" + (f" Hint: {self.hint}" if self.hint else "")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, self.hint, self.code, self.context))
