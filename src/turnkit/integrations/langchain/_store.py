@@ -84,10 +84,9 @@ class TurnkitVectorStore(LangChainVectorStore):
         ids: Sequence[str | None] | None,
         vectors: list[list[float]] | None,
     ) -> list[str]:
-        if metadatas is not None and len(metadatas) != len(texts):
-            raise UsageError(f"Got {len(metadatas)} metadatas for {len(texts)} texts.")
-        if ids is not None and len(ids) != len(texts):
-            raise UsageError(f"Got {len(ids)} ids for {len(texts)} texts.")
+        for name, given in (("metadatas", metadatas), ("ids", ids)):
+            if given is not None and len(given) != len(texts):
+                raise UsageError(f"Got {len(given)} {name} for {len(texts)} texts.")
         made = [i or str(uuid.uuid4()) for i in (ids or [None] * len(texts))]
         records = [
             {"id": rid, "document": text, "metadata": dict(metadatas[n] if metadatas else {})}
