@@ -189,7 +189,12 @@ class TurnkitMemoryService(BaseMemoryService):
         stored = await self._stored(guard, [memory_id])
         if memory_id not in stored or stored[memory_id].get("kind") == DELETED_KIND:
             return
-        await self._vs.upsert([self._marker(app_name, user_id, memory_id)], guard=guard)
+        encoder = self.store.encoder
+        assert encoder is not None  # checked in __init__
+        # The marker keeps no text: a unit vector stands in, and searches skip the kind.
+        vector = [1.0] + [0.0] * (encoder.dimension - 1)
+        metadata = {"app_name": app_name, "user_id": user_id, "kind": DELETED_KIND}
+        await self._vs.upsert([{"id": memory_id, "vector": vector, "metadata": metadata}], guard=guard)
 
     # -- reads --------------------------------------------------------------------------------
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
@@ -302,14 +307,6 @@ class TurnkitMemoryService(BaseMemoryService):
         digest_source = repr(sorted((k, repr(v)) for k, v in metadata.items())) + text
         metadata["digest"] = hashlib.sha256(digest_source.encode()).hexdigest()[:32]
         return {"id": memory_id, "document": text, "metadata": metadata}
-
-    def _marker(self, app_name: str, user_id: str, memory_id: str) -> dict[str, Any]:
-        encoder = self.store.encoder
-        assert encoder is not None  # checked in __init__
-        # No text is kept: a unit vector stands in, and searches skip the kind.
-        vector = [1.0] + [0.0] * (encoder.dimension - 1)
-        metadata = {"app_name": app_name, "user_id": user_id, "kind": DELETED_KIND}
-        return {"id": memory_id, "vector": vector, "metadata": metadata}
 
     def _entry(self, match: VectorMatch) -> MemoryEntry:
         meta = dict(match.metadata or {})
