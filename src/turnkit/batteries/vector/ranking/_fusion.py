@@ -83,8 +83,7 @@ class Fusion(ABC):
         fused = self.fuse(
             [(m.id, m.score or 0.0) for m in dense], list(zip([m.id for m in lexical], bm25, strict=True))
         )
-        by_id = {m.id: m for m in lexical}
-        by_id.update({m.id: m for m in dense})
+        by_id = {m.id: m for m in (*lexical, *dense)}  # the dense copy wins
         return [replace(by_id[doc], score=score) for doc, score in fused]
 
 
