@@ -16,10 +16,9 @@ Adding an operator, as a checklist:
    ``_build.condition``, the two compilers in ``_sql`` (columns and metadata),
    ``_evaluate._eval_condition``, the text formatter in ``_format``, and the
    in-memory masks in ``store/_memory_mask.py``.
-2. Give it its spellings: ``OPERATOR_ALIASES`` (``_fields``), the Mongo table
-   ``_FIELD_OPS`` (``_build``; ``MONGO_OPERATORS``, which the tools list, follows from it)
-   and the text grammar's tokens (``_text``). ``tests/vector/test_filter_operators.py``
-   fails until every operator has them.
+2. Give it its spellings: ``OPERATOR_ALIASES`` (``_fields``) and the text grammar's
+   tokens (``_text``); the Mongo table ``_FIELD_OPS`` (``_build``) spells it ``$<op>``
+   itself. ``tests/vector/test_filter_operators.py`` fails until every operator has them.
 3. Extend the hypothesis strategies in ``tests/vector/`` so the compiled SQL is
    checked against `evaluate` on real LanceDB, and document it in docs/filters.md.
 """

@@ -7,10 +7,11 @@ compiler and one pure-Python reference evaluator (``_core.py``) consume them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["COLUMN_FIELDS", "And", "Condition", "FilterNode", "Not", "Op", "Or", "Raw"]
+__all__ = ["COLUMN_FIELDS", "And", "Condition", "FilterNode", "Not", "Op", "Or", "Raw", "join_group"]
 
 Op = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "like", "contains", "exists", "null"]
 
@@ -61,3 +62,17 @@ class Raw:
 
 
 FilterNode: TypeAlias = Condition | And | Or | Not | Raw
+
+
+def join_group(node: And | Or, render: Callable[[FilterNode], str]) -> str:
+    """The children of ``node`` rendered and joined with AND or OR; ``true``/``false`` when there are none.
+
+    A child that is itself a group of two or more is parenthesised, as SQL and
+    the text grammar both bind AND tighter than OR.
+    """
+    parts = (
+        f"({render(child)})" if isinstance(child, And | Or) and len(child.children) > 1 else render(child)
+        for child in node.children
+    )
+    joiner, empty = (" AND ", "true") if isinstance(node, And) else (" OR ", "false")
+    return joiner.join(parts) or empty

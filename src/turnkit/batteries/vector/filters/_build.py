@@ -5,15 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Final, assert_never
+from typing import Any, Final, assert_never, get_args
 
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-    UnknownFieldError,
-)
+from turnkit.batteries.vector._errors import InvalidFilterError, UnknownFieldError
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Op, Or, Raw
+from turnkit.batteries.vector.filters._declared import MAX_EXACT_INT
 from turnkit.batteries.vector.filters._fields import (
-    _MAX_EXACT_INT,
     MAX_IN_VALUES,
     MAX_LITERAL_LENGTH,
     MISSING,
@@ -70,17 +67,15 @@ def condition(field: str, op: str, value: Any = MISSING) -> Condition:
         if value is not MISSING and value is not True:
             raise _invalid(field, "is not null", "takes no value")
         return Condition(field, "ne", None)
-    if canonical in ("exists", "null"):
-        if value is MISSING:
-            value = True
-        if not isinstance(value, bool):
-            raise _invalid(field, canonical, f"takes True, False or no value, not {_describe(value)}")
-        return Condition(field, canonical, value)
     if value is MISSING:
-        raise _invalid(field, canonical, "needs a value")
+        if canonical not in ("exists", "null"):
+            raise _invalid(field, canonical, "needs a value")
+        value = True
     match canonical:
-        case "exists" | "null":  # handled above: they may take no value
-            raise AssertionError(canonical)
+        case "exists" | "null":
+            if not isinstance(value, bool):
+                raise _invalid(field, canonical, f"takes True, False or no value, not {_describe(value)}")
+            return Condition(field, canonical, value)
         case "eq" | "ne":
             if value is None:
                 return Condition(field, "null", True) if canonical == "eq" else Condition(field, "ne", None)
@@ -253,8 +248,9 @@ def _check_contains(field: str, value: Any) -> str | int | float | bool:
         return value
     if isinstance(value, int | float):
         _check_number(field, "contains", value)
-        # LanceDB's JSONPath (used to search arrays) parses integer literals only.
-        if float(value).is_integer() and abs(value) < _MAX_EXACT_INT:
+        # LanceDB's JSONPath (used to search arrays) parses integer literals only, and compares
+        # them exactly while `evaluate` compares float64: below 2**53 the two agree.
+        if float(value).is_integer() and abs(value) < MAX_EXACT_INT:
             return value
         raise _invalid(
             field,
@@ -322,19 +318,8 @@ def not_(node: FilterNode) -> FilterNode:
 # ---------------------------------------------------------------------------
 # Mongo-style dicts
 
-_FIELD_OPS: Final[Mapping[str, Op]] = {
-    "$eq": "eq",
-    "$ne": "ne",
-    "$gt": "gt",
-    "$gte": "gte",
-    "$lt": "lt",
-    "$lte": "lte",
-    "$in": "in",
-    "$nin": "nin",
-    "$like": "like",
-    "$contains": "contains",
-    "$exists": "exists",
-}
+# Every operator is `$<op>`, but for `null`: Mongo spells it `{"$eq": None}` (or `$exists`).
+_FIELD_OPS: Final[Mapping[str, Op]] = {f"${op}": op for op in get_args(Op) if op != "null"}
 _LOGICAL_OPS: Final = ("$and", "$or", "$nor", "$not")
 _MONGO_OPS_TEXT: Final = " ".join([*_FIELD_OPS, *_LOGICAL_OPS])
 MONGO_OPERATORS: Final[tuple[str, ...]] = (*_FIELD_OPS, "$not", "$and", "$or", "$nor")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -10,9 +11,7 @@ from functools import lru_cache
 from typing import Any, Final, assert_never
 
 from turnkit._checks import is_number
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-)
+from turnkit.batteries.vector._errors import InvalidFilterError
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Or, Raw
 from turnkit.batteries.vector.filters._fields import MISSING, _Number, _path, _too_deep
 from turnkit.batteries.vector.filters._sql import _recheck
@@ -134,10 +133,10 @@ def _eval_condition(node: Condition, record: Mapping[str, Any]) -> bool:
 
 
 _ORDER: Final[Mapping[str, Callable[[Any, Any], bool]]] = {
-    "gt": lambda a, b: bool(a > b),
-    "gte": lambda a, b: bool(a >= b),
-    "lt": lambda a, b: bool(a < b),
-    "lte": lambda a, b: bool(a <= b),
+    "gt": operator.gt,
+    "gte": operator.ge,
+    "lt": operator.lt,
+    "lte": operator.le,
 }
 
 
@@ -189,7 +188,3 @@ def _like_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(ch))
     return re.compile("".join(out), re.DOTALL)
-
-
-# ---------------------------------------------------------------------------
-# Description

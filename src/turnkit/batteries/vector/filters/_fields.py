@@ -7,10 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final, TypeAlias
 
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-    UnknownFieldError,
-)
+from turnkit.batteries.vector._errors import InvalidFilterError, UnknownFieldError
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, Op
 
 
@@ -32,13 +29,9 @@ MAX_IN_VALUES: Final = 10_000
 MAX_LITERAL_LENGTH: Final = 65_536
 """Longest string literal a filter accepts, in characters."""
 
-MAX_PATH_SEGMENTS: Final = 16
-MAX_SEGMENT_LENGTH: Final = 128
-
-# Largest integral literal `contains` accepts: LanceDB's JSONPath compares
-# integers exactly while `evaluate` compares numbers as float64; below 2**53
-# the two agree.
-_MAX_EXACT_INT: Final = 2**53
+_SUPPORTED_OPS_TEXT = (
+    "= == != <> > >= < <= in, not in, like, contains, exists, null (eq ne gt gte lt lte nin)"
+)
 
 OPERATOR_ALIASES: Final[Mapping[str, Op]] = {
     "=": "eq",
@@ -69,14 +62,12 @@ OPERATOR_ALIASES: Final[Mapping[str, Op]] = {
 ``"is not null"`` is accepted too and means ``ne None``.
 """
 
-_SUPPORTED_OPS_TEXT = (
-    "= == != <> > >= < <= in, not in, like, contains, exists, null (eq ne gt gte lt lte nin)"
-)
-
 # Conservative on purpose: these characters never need quoting in a JSONPath
 # (`$["seg"]`) or an SQL literal. `-` is safe only in the bracket form; LanceDB
 # rejects `$.a-b` (measured), which is why paths are always bracketed.
 _SEGMENT_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+MAX_PATH_SEGMENTS: Final = 16
+MAX_SEGMENT_LENGTH: Final = 128
 _METADATA_PREFIX: Final = "metadata."
 
 _Number: TypeAlias = int | float

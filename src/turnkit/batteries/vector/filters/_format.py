@@ -2,55 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Final, assert_never
 
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-)
-from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
+from turnkit.batteries.vector._errors import InvalidFilterError
+from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw, join_group
 from turnkit.batteries.vector.filters._fields import with_prefix
 from turnkit.batteries.vector.filters._text import _KEYWORDS, _NAME_RE, _SEGMENT_RE
 
 __all__ = ["format_filter_expression"]
 
 _RENDER_OPS: Final = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-_RENDER_ESCAPES: Final = {
-    "\\": "\\\\",
-    '"': '\\"',
-    "\n": "\\n",
-    "\t": "\\t",
-    "\r": "\\r",
-    "\b": "\\b",
-    "\f": "\\f",
-}
-
-
-def _render_string(value: str) -> str:
-    out = []
-    for ch in value:
-        if ch in _RENDER_ESCAPES:
-            out.append(_RENDER_ESCAPES[ch])
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def _render_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    # JSON's escapes (`\"`, `\n`, `\u001f`…) are exactly those the text grammar reads back.
+    if isinstance(value, datetime):
+        value = value.isoformat()
     if isinstance(value, float):
         return repr(value)
-    if isinstance(value, datetime):
-        return _render_string(value.isoformat())
-    if isinstance(value, str):
-        return _render_string(value)
+    if value is None or isinstance(value, bool | int | str):
+        return json.dumps(value, ensure_ascii=False)
     raise InvalidFilterError(f"Cannot render {type(value).__name__} in a filter expression.")
 
 
@@ -86,10 +59,7 @@ def format_filter_expression(node: FilterNode, *, field_prefix: str = "metadata.
         InvalidFilterError: The tree contains raw SQL, or a field outside ``field_prefix``.
     """
     if isinstance(node, And | Or):
-        if not node.children:
-            return "true" if isinstance(node, And) else "false"
-        joiner = " AND " if isinstance(node, And) else " OR "
-        return joiner.join(_render_child(child, field_prefix) for child in node.children)
+        return join_group(node, lambda child: format_filter_expression(child, field_prefix=field_prefix))
     if isinstance(node, Not):
         return f"NOT ({format_filter_expression(node.child, field_prefix=field_prefix)})"
     if isinstance(node, Raw):
@@ -114,8 +84,3 @@ def format_filter_expression(node: FilterNode, *, field_prefix: str = "metadata.
             return f"{field} IS NULL" if value else f"NOT ({field} IS NULL)"
         case _:
             assert_never(op)
-
-
-def _render_child(node: FilterNode, field_prefix: str) -> str:
-    text = format_filter_expression(node, field_prefix=field_prefix)
-    return f"({text})" if isinstance(node, And | Or) and len(node.children) > 1 else text

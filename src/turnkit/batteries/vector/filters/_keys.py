@@ -43,25 +43,13 @@ def required_keys(node: FilterNode | None) -> frozenset[str]:
     Sound, not complete: a key listed here is needed by every record the
     filter matches; ``NOT`` and raw SQL are not looked into.
     """
-    if node is None:
-        return frozenset()
-    if isinstance(node, Condition):
-        if node.field.startswith(_METADATA_PREFIX) and _required(node):
-            return frozenset({node.field[len(_METADATA_PREFIX) :]})
-        return frozenset()
+    if isinstance(node, Condition) and node.field.startswith(_METADATA_PREFIX) and _required(node):
+        return frozenset({node.field[len(_METADATA_PREFIX) :]})
     if isinstance(node, And):
-        out: set[str] = set()
-        for child in node.children:
-            out |= required_keys(child)
-        return frozenset(out)
-    if isinstance(node, Or):
-        if not node.children:
-            return frozenset()
-        common = set(required_keys(node.children[0]))
-        for child in node.children[1:]:
-            common &= required_keys(child)
-        return frozenset(common)
-    return frozenset()  # Not, Raw
+        return frozenset().union(*map(required_keys, node.children))
+    if isinstance(node, Or) and node.children:
+        return frozenset.intersection(*map(required_keys, node.children))
+    return frozenset()  # None, another condition, an empty Or, Not, Raw
 
 
 def key_paths(metadata: Mapping[str, Any], prefix: str = "", depth: int = 1) -> Iterator[str]:

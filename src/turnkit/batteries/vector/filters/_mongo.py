@@ -6,11 +6,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-    UnknownFieldError,
-)
-from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
+from turnkit.batteries.vector._errors import InvalidFilterError, UnknownFieldError
+from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._build import (
     _FIELD_OPS,
     _LOGICAL_OPS,
@@ -91,9 +88,8 @@ class _MongoParser:
             self.count(where)
             children = [self.document(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
             if key == "$and":
-                return and_(*children) if children else And(())
-            combined = or_(*children) if children else Or(())
-            return not_(combined) if key == "$nor" else combined
+                return and_(*children)
+            return not_(or_(*children)) if key == "$nor" else or_(*children)
         if key in _FIELD_OPS:
             raise self.error(
                 where,
@@ -111,9 +107,9 @@ class _MongoParser:
                     field=key[:60],
                 )
             name = with_prefix(key, self.field_prefix)
-            if name.startswith(_METADATA_PREFIX) and _bad_segment(_path(name)) is not None:
+            if name.startswith(_METADATA_PREFIX) and (bad := _bad_segment(_path(name))) is not None:
                 raise UnknownFieldError(
-                    f"Invalid metadata key {key[:60]!r} at {where}: {_bad_segment(_path(name))}.",
+                    f"Invalid metadata key {key[:60]!r} at {where}: {bad}.",
                     hint="Keys are ASCII letters, digits, '_' and '-', joined with '.' for nested keys.",
                     field=key[:60],
                 )
@@ -125,9 +121,7 @@ class _MongoParser:
         if isinstance(value, Mapping):
             return self.field_ops(field, value, where, depth + 1)
         self.count(where)
-        if isinstance(value, list | tuple):
-            return _at(where, lambda: condition(field, "in", value))
-        return _at(where, lambda: condition(field, "eq", value))
+        return _at(where, partial(condition, field, "in" if isinstance(value, list | tuple) else "eq", value))
 
     def field_ops(self, field: str, ops: Mapping[Any, Any], where: str, depth: int) -> FilterNode:
         if depth > self.max_depth:
@@ -234,7 +228,3 @@ def parse_mongo(
         return parser.document(obj, "$", 1)
     except RecursionError:
         raise _too_deep() from None
-
-
-# ---------------------------------------------------------------------------
-# SQL literals and raw fragments

@@ -9,7 +9,17 @@ from datetime import UTC, datetime
 from typing import Any, Final, assert_never
 
 from turnkit.batteries.vector._errors import InvalidFilterError
-from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, And, Condition, FilterNode, Not, Op, Or, Raw
+from turnkit.batteries.vector.filters._ast import (
+    COLUMN_FIELDS,
+    And,
+    Condition,
+    FilterNode,
+    Not,
+    Op,
+    Or,
+    Raw,
+    join_group,
+)
 from turnkit.batteries.vector.filters._build import _describe, condition
 from turnkit.batteries.vector.filters._declared import MAX_EXACT_INT, FieldType, fits
 from turnkit.batteries.vector.filters._fields import _Number, _path, _too_deep, validate_field
@@ -215,14 +225,8 @@ def to_sql(node: FilterNode, fields: Mapping[str, FieldType] | None = None) -> s
 
 
 def _compile(node: FilterNode, fields: Mapping[str, FieldType]) -> str:
-    if isinstance(node, And):
-        if not node.children:
-            return "true"
-        return " AND ".join(_wrap(child, fields) for child in node.children)
-    if isinstance(node, Or):
-        if not node.children:
-            return "false"
-        return " OR ".join(_wrap(child, fields) for child in node.children)
+    if isinstance(node, And | Or):
+        return join_group(node, lambda child: _compile(child, fields))
     if isinstance(node, Not):
         return f"NOT ({_compile(node.child, fields)})"
     if isinstance(node, Raw):
@@ -230,11 +234,6 @@ def _compile(node: FilterNode, fields: Mapping[str, FieldType]) -> str:
     if isinstance(node, Condition):
         return _condition_sql(_recheck(node), fields)
     raise InvalidFilterError(f"Not a filter node: {type(node).__name__}.")
-
-
-def _wrap(node: FilterNode, fields: Mapping[str, FieldType]) -> str:
-    text = _compile(node, fields)
-    return f"({text})" if isinstance(node, And | Or) and len(node.children) > 1 else text
 
 
 def _recheck(node: Condition) -> Condition:
@@ -449,7 +448,3 @@ def _metadata_contains(ref: _MetaRef, value: Any) -> str:
         f"coalesce(starts_with({ref.text}, '[') AND "
         f"json_exists(metadata, '{ref.jsonpath}[*] ? (@ == {literal})'), false)"
     )
-
-
-# ---------------------------------------------------------------------------
-# Reference semantics

@@ -30,9 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from turnkit.batteries.vector._errors import (
-    InvalidFilterError,
-)
+from turnkit.batteries.vector._errors import InvalidFilterError
 from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
 from turnkit.batteries.vector.filters._build import located
 from turnkit.batteries.vector.filters._core import and_, condition, not_, or_
@@ -61,6 +59,7 @@ _ESCAPES: Final = {
     "b": "\b",
     "f": "\f",
 }
+_UNICODE_ESCAPE_RE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
 _HINT: Final = (
     'Example: kind = "faq" AND year >= 2020 AND NOT (tag IN ("a", "b") OR title LIKE "draft%"). '
     "Strings are quoted; combine conditions with AND, OR, NOT and parentheses."
@@ -89,7 +88,7 @@ def _tokenize(text: str) -> list[_Token]:
             i += 1
             continue
         after_dot = bool(tokens) and tokens[-1].kind == "."
-        if ch in "()," or ch == ".":
+        if ch in "(),.":
             tokens.append(_Token(ch, ch, col))
             i += 1
         elif ch in "\"'":
@@ -161,20 +160,15 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
 
 def _read_unicode_escape(text: str, i: int) -> tuple[str, int]:
     r"""Decode ``\uXXXX`` at ``text[i]`` (a surrogate pair when two follow each other)."""
-    digits = text[i + 2 : i + 6]
-    if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+    if (high := _UNICODE_ESCAPE_RE.match(text, i)) is None:
         raise _error(i + 1, "\\u needs four hex digits.")
-    code = int(digits, 16)
-    end = i + 6
-    if 0xD800 <= code < 0xDC00 and text[end : end + 2] == "\\u":
-        low_digits = text[end + 2 : end + 6]
-        if len(low_digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in low_digits):
-            low = int(low_digits, 16)
-            if 0xDC00 <= low < 0xE000:
-                return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), end + 6
+    code = int(high[1], 16)
+    low = _UNICODE_ESCAPE_RE.match(text, high.end())
+    if 0xD800 <= code < 0xDC00 and low is not None and 0xDC00 <= (second := int(low[1], 16)) < 0xE000:
+        return chr(0x10000 + ((code - 0xD800) << 10) + (second - 0xDC00)), low.end()
     if 0xD800 <= code < 0xE000:
         raise _error(i + 1, "\\u escape is a lone surrogate.", "Write the character itself, or a valid pair.")
-    return chr(code), end
+    return chr(code), high.end()
 
 
 class _Parser:
@@ -431,7 +425,3 @@ def parse_filter_expression(
             "The filter expression is nested too deeply to parse.",
             hint="Lower the nesting of parentheses and NOT.",
         ) from None
-
-
-# ---------------------------------------------------------------------------
-# Rendering (the inverse, for logs, prompts and round-trip tests)

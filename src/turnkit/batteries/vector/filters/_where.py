@@ -7,6 +7,7 @@ everything before it, so ``where(A).where(B).or_where(C)`` is
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Self, TypeAlias, overload
 
@@ -154,22 +155,15 @@ class Filterable:
 
 
 def _raw(sql: str, bindings: Sequence[Any]) -> Raw:
-    if not isinstance(sql, str) or not sql.strip():
-        raise InvalidFilterError("where_raw() needs a non-empty SQL string.")
-    if isinstance(bindings, str | bytes) or not isinstance(bindings, Sequence):
-        raise InvalidFilterError("where_raw() bindings must be a list or tuple of values.")
-    node = Raw(sql, tuple(bindings))
-    bind_raw(node.sql, node.bindings)  # validates placeholder count and value types now
-    return node
+    bind_raw(sql, bindings)  # checks the fragment, the placeholder count and the values now
+    return Raw(sql, tuple(bindings))
 
 
 def _as_list(values: Iterable[Any], method: str) -> list[Any]:
-    if isinstance(values, str | bytes | Mapping):
-        raise InvalidFilterError(f"{method}() takes a list of values, not {type(values).__name__}.")
-    try:
-        return list(values)
-    except TypeError:
-        raise InvalidFilterError(f"{method}() takes a list of values, not {type(values).__name__}.") from None
+    if not isinstance(values, str | bytes | Mapping):
+        with contextlib.suppress(TypeError):
+            return list(values)
+    raise InvalidFilterError(f"{method}() takes a list of values, not {type(values).__name__}.")
 
 
 class FilterGroup(Filterable):
@@ -196,6 +190,4 @@ def _group(fn: Callable[[FilterGroup], Any], method: str) -> FilterNode:
             f"The callable passed to {method}() must return the group it was given, extended "
             "(e.g. lambda g: g.where(...).or_where(...)).",
         )
-    if result.node is None:
-        return And(())
-    return result.node
+    return And(()) if result.node is None else result.node
