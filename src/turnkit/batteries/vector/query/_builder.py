@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -33,6 +34,7 @@ __all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_SELECT", "QueryBuilder"]
 DEFAULT_PAGE_SIZE = 1_000
 """Records `iter_rows` reads per page."""
 _DEFAULT_LIMIT = QuerySpec(collection="_").limit
+_invalid_query = partial(VectorStoreUsageError, code="E_VECTOR_STORE_INVALID_QUERY")
 _SELECTABLE = ("id", "vector", "document", "metadata", "created_at", "updated_at", "score", "distance")
 DEFAULT_SELECT: tuple[str, ...] = ("id", "document", "metadata")
 """What a search returns without ``select(...)`` (a near clause adds the score and distance)."""
@@ -40,13 +42,9 @@ DEFAULT_SELECT: tuple[str, ...] = ("id", "document", "metadata")
 
 def _positive_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     if not is_int(value, minimum):
-        raise VectorStoreUsageError(
-            f"{name}() takes an integer >= {minimum}, got {value!r}.", code="E_VECTOR_STORE_INVALID_QUERY"
-        )
+        raise _invalid_query(f"{name}() takes an integer >= {minimum}, got {value!r}.")
     if maximum is not None and value > maximum:
-        raise VectorStoreUsageError(
-            f"{name}() takes at most {maximum}, got {value}.", code="E_VECTOR_STORE_INVALID_QUERY"
-        )
+        raise _invalid_query(f"{name}() takes at most {maximum}, got {value}.")
     return value
 
 
@@ -124,9 +122,7 @@ class QueryBuilder(Filterable):
     def near_text(self, text: str) -> QueryBuilder:
         """Search near the store encoder's vector for ``text``."""
         if not isinstance(text, str) or not text.strip():
-            raise VectorStoreUsageError(
-                "near_text() needs a non-empty string.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+            raise _invalid_query("near_text() needs a non-empty string.")
         return self._near(NearText(text))
 
     def near_vector(self, vector: Sequence[float] | np.ndarray[Any, Any]) -> QueryBuilder:
@@ -137,40 +133,26 @@ class QueryBuilder(Filterable):
             and len(vector) > 0
             and isinstance(vector[0], bool | np.bool_)
         ):
-            raise VectorStoreUsageError(
-                "near_vector() got booleans; it needs a vector of numbers.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
-            )
+            raise _invalid_query("near_vector() got booleans; it needs a vector of numbers.")
         try:
             array = np.asarray(vector, dtype=np.float64)
         except (TypeError, ValueError):
-            raise VectorStoreUsageError(
-                "near_vector() needs a sequence of numbers.", code="E_VECTOR_STORE_INVALID_QUERY"
-            ) from None
+            raise _invalid_query("near_vector() needs a sequence of numbers.") from None
         if array.ndim != 1 or array.size == 0:
-            raise VectorStoreUsageError(
-                f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
-            )
+            raise _invalid_query(f"near_vector() needs a flat, non-empty vector, got shape {array.shape}.")
         with np.errstate(over="ignore"):
             frozen = array.astype(np.float32)
         if not np.isfinite(frozen).all():  # one check for both: NaN and inf survive the cast
             if not np.isfinite(array).all():
-                raise VectorStoreUsageError(
-                    "near_vector() got NaN or infinity.", code="E_VECTOR_STORE_INVALID_QUERY"
-                )
-            raise VectorStoreUsageError(
-                "near_vector() got values too large for float32.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+                raise _invalid_query("near_vector() got NaN or infinity.")
+            raise _invalid_query("near_vector() got values too large for float32.")
         frozen.flags.writeable = False
         return self._near(NearVector(frozen))
 
     def near_id(self, record_id: str) -> QueryBuilder:
         """Search near the stored vector of the record ``record_id`` (which is itself a match)."""
         if not isinstance(record_id, str) or not record_id:
-            raise VectorStoreUsageError(
-                "near_id() needs a non-empty record id.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+            raise _invalid_query("near_id() needs a non-empty record id.")
         return self._near(NearId(record_id))
 
     # -- projection and options ----------------------------------------------------------
@@ -185,15 +167,10 @@ class QueryBuilder(Filterable):
         if len(fields) == 1 and isinstance(fields[0], list | tuple):
             fields = tuple(fields[0])
         if not fields:
-            raise VectorStoreUsageError(
-                "select() needs at least one field.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+            raise _invalid_query("select() needs at least one field.")
         for name in fields:
             if not isinstance(name, str):
-                raise VectorStoreUsageError(
-                    f"select() takes field names, not {type(name).__name__}.",
-                    code="E_VECTOR_STORE_INVALID_QUERY",
-                )
+                raise _invalid_query(f"select() takes field names, not {type(name).__name__}.")
             if name == "*" or name in _SELECTABLE:
                 continue
             if name.startswith("metadata."):
@@ -222,18 +199,13 @@ class QueryBuilder(Filterable):
         a plain vector search), never the fused score, which only ranks.
         """
         if not is_number(score, 0.0, 1.0):
-            raise VectorStoreUsageError(
-                f"min_score() takes a number in [0, 1], got {score!r}.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+            raise _invalid_query(f"min_score() takes a number in [0, 1], got {score!r}.")
         return self._with(min_score=float(score))
 
     def max_distance(self, distance: float) -> QueryBuilder:
         """Keep matches whose raw metric distance is at most ``distance``."""
         if not is_number(distance, 0.0):
-            raise VectorStoreUsageError(
-                f"max_distance() takes a finite number >= 0, got {distance!r}.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
-            )
+            raise _invalid_query(f"max_distance() takes a finite number >= 0, got {distance!r}.")
         return self._with(max_distance=float(distance))
 
     def nprobes(self, n: int) -> QueryBuilder:
@@ -251,9 +223,7 @@ class QueryBuilder(Filterable):
     def prefilter(self, enabled: bool = True) -> QueryBuilder:
         """Filter before the vector search (default) or after it (may return fewer than ``limit``)."""
         if not isinstance(enabled, bool):
-            raise VectorStoreUsageError(
-                "prefilter() takes True or False.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+            raise _invalid_query("prefilter() takes True or False.")
         return self._with(prefilter=enabled)
 
     # -- ranking ------------------------------------------------------------------------
@@ -305,13 +275,11 @@ class QueryBuilder(Filterable):
                 ``max(30, 3 × (limit + offset))``).
         """
         if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise VectorStoreUsageError(
-                "hybrid(text=...) needs a non-empty string.", code="E_VECTOR_STORE_INVALID_QUERY"
-            )
+            raise _invalid_query("hybrid(text=...) needs a non-empty string.")
         try:
             spec = HybridSpec.checked(alpha, fusion, rrf_k, text, candidates)
         except ValueError as exc:
-            raise VectorStoreUsageError(f"hybrid(): {exc}.", code="E_VECTOR_STORE_INVALID_QUERY") from None
+            raise _invalid_query(f"hybrid(): {exc}.") from None
         return self._with(hybrid=spec)
 
     def diversify(self, lambda_mult: float = DEFAULT_LAMBDA, *, fetch_k: int | None = None) -> QueryBuilder:
@@ -325,7 +293,7 @@ class QueryBuilder(Filterable):
         try:
             return self._with(mmr=MmrSpec.checked(lambda_mult, fetch_k))
         except ValueError as exc:
-            raise VectorStoreUsageError(f"diversify(): {exc}.", code="E_VECTOR_STORE_INVALID_QUERY") from None
+            raise _invalid_query(f"diversify(): {exc}.") from None
 
     # -- terminals ----------------------------------------------------------------------
     def __await__(self) -> Generator[Any, None, list[VectorMatch]]:
@@ -349,31 +317,22 @@ class QueryBuilder(Filterable):
         if spec.select is None:
             spec = self._with(select=DEFAULT_SELECT)._spec
         if (spec.hybrid is not None or spec.mmr is not None) and spec.near is None:
-            raise VectorStoreUsageError(
+            raise _invalid_query(
                 "hybrid() and diversify() rank a search; add near_text(), near_vector() or near_id().",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 collection=spec.collection,
             )
         if spec.hybrid is not None and spec.hybrid.text is None and not isinstance(spec.near, NearText):
-            raise VectorStoreUsageError(
+            raise _invalid_query(
                 "hybrid() with near_vector()/near_id() needs the full-text query: hybrid(text=...).",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 collection=spec.collection,
             )
         if spec.near is None:
-            knobs = {
-                "min_score": spec.min_score,
-                "max_distance": spec.max_distance,
-                "nprobes": spec.nprobes,
-                "refine_factor": spec.refine_factor,
-                "ef": spec.ef,
-            }
-            given = [name for name, value in knobs.items() if value is not None]
+            knobs = ("min_score", "max_distance", "nprobes", "refine_factor", "ef")
+            given = [name for name in knobs if getattr(spec, name) is not None]
             if given:
-                raise VectorStoreUsageError(
+                raise _invalid_query(
                     f"{', '.join(given)} only apply to a vector search; this query has no near clause, "
                     "so they would be ignored.",
-                    code="E_VECTOR_STORE_INVALID_QUERY",
                     hint="Add near_text(), near_vector() or near_id(), or drop those options.",
                     collection=spec.collection,
                 )
@@ -427,9 +386,8 @@ class QueryBuilder(Filterable):
         if paging and (spec.limit != _DEFAULT_LIMIT or spec.offset):
             extra.append("limit/offset")
         if extra:
-            raise VectorStoreUsageError(
+            raise _invalid_query(
                 f"{terminal}() works on the filter alone; {' and '.join(extra)} would be ignored.",
-                code="E_VECTOR_STORE_INVALID_QUERY",
                 hint=f"Search first, then {terminal} by id: vs(c).where_in('id', [m.id for m in matches]).",
                 collection=spec.collection,
             )
@@ -477,9 +435,7 @@ class QueryBuilder(Filterable):
         id_list = list(ids) if not isinstance(ids, str) else [ids]
         for rid in id_list:
             if not isinstance(rid, str) or not rid:
-                raise VectorStoreUsageError(
-                    f"get() takes non-empty string ids, got {rid!r}.", code="E_VECTOR_STORE_INVALID_QUERY"
-                )
+                raise _invalid_query(f"get() takes non-empty string ids, got {rid!r}.")
         return await on_loop(self._store._get(query._spec, id_list))
 
     get_sync = sync_form(get)
