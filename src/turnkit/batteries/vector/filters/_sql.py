@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, assert_never
@@ -115,50 +116,25 @@ def bind_raw(sql: str, bindings: Sequence[Any] = ()) -> str:
             "Raw filter bindings must be a list or tuple of values.", hint="where_raw('a = ?', ['x'])"
         )
     out: list[str] = []
-    used = 0
-    depth = 0
-    quote: str | None = None
-    i = 0
-    n = len(sql)
-    while i < n:
-        ch = sql[i]
-        if quote is not None:
-            out.append(ch)
-            if ch == quote:
-                if i + 1 < n and sql[i + 1] == quote:  # doubled quote stays inside
-                    out.append(quote)
-                    i += 1
-                else:
-                    quote = None
-            i += 1
-            continue
-        if ch in "'\"`":
-            quote = ch
-        elif ch == "?":
-            if used >= len(bindings):
-                used += 1  # keep counting for the error message
-                i += 1
-                continue
-            out.append(_bind_one(bindings[used], used))
+    used = depth = 0
+    for token in _RAW_TOKEN_RE.findall(sql):
+        if token == "?":
+            if used < len(bindings):  # past the bindings, keep counting for the error message
+                out.append(_bind_one(bindings[used], used))
             used += 1
-            i += 1
             continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                raise _raw_error(sql, "has a ')' without a matching '('")
-        elif ch == ";":
+        if token in ("'", '"', "`"):
+            raise _raw_error(sql, f"has an unterminated {token} quote")
+        if token == ";":
             raise _raw_error(sql, "contains ';' (only one predicate is allowed)")
-        elif ch == "\x00":
+        if token == "\x00":
             raise _raw_error(sql, "contains a NUL character")
-        elif sql.startswith("--", i) or sql.startswith("/*", i):
+        if token in ("--", "/*"):
             raise _raw_error(sql, "contains an SQL comment, which would swallow the filters combined with it")
-        out.append(ch)
-        i += 1
-    if quote is not None:
-        raise _raw_error(sql, f"has an unterminated {quote} quote")
+        depth += {"(": 1, ")": -1}.get(token, 0)
+        if depth < 0:
+            raise _raw_error(sql, "has a ')' without a matching '('")
+        out.append(token)
     if depth != 0:
         raise _raw_error(sql, "has unbalanced parentheses")
     if used != len(bindings):
@@ -170,6 +146,11 @@ def bind_raw(sql: str, bindings: Sequence[Any] = ()) -> str:
             bindings=len(bindings),
         )
     return "".join(out)
+
+
+# A quoted literal or identifier (its quote doubled inside) is one token, so a `?` in it is no
+# placeholder; a quote left alone is unterminated.
+_RAW_TOKEN_RE: Final = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|--|/\*|.", re.DOTALL)
 
 
 def _raw_error(sql: str, detail: str) -> InvalidFilterError:
