@@ -34,7 +34,7 @@ from turnkit.batteries.vector._errors import InvalidFilterError
 from turnkit.batteries.vector.filters._ast import And, FilterNode, Or
 from turnkit.batteries.vector.filters._build import located
 from turnkit.batteries.vector.filters._core import and_, condition, not_, or_
-from turnkit.batteries.vector.filters._fields import with_prefix
+from turnkit.batteries.vector.filters._fields import MISSING, with_prefix
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "parse_filter_expression"]
 
@@ -282,49 +282,43 @@ class _Parser:
         field, col = self.parse_field()
         self.count(col)
         token = self.tok
+        negate = False
         if token.kind == "op":
             self.advance()
-            value = self.parse_value(f"after {token.text}")
-            return _build(col, lambda: condition(field, token.text, value))
-        negate = False
-        if self.is_keyword("is"):
+            op, value = token.text, self.parse_value(f"after {token.text}")
+        elif self.is_keyword("is"):
             self.advance()
+            op, value = "eq", None
+            if self.is_keyword("not"):
+                self.advance()
+                op = "ne"
+            self.expect_keyword("null", "after IS")
+        else:
             if self.is_keyword("not"):
                 self.advance()
                 negate = True
-            self.expect_keyword("null", "after IS")
-            return _build(col, lambda: condition(field, "ne" if negate else "eq", None))
-        if self.is_keyword("not"):
-            self.advance()
-            negate = True
-            if not any(self.is_keyword(w) for w in ("in", "like", "contains", "exists")):
+                if not any(self.is_keyword(w) for w in ("in", "like", "contains", "exists")):
+                    raise _error(
+                        self.tok.col,
+                        f"expected IN, LIKE, CONTAINS or EXISTS after NOT, found {_show(self.tok)}.",
+                    )
+            op = self.tok.text.lower() if self.tok.kind == "name" else ""
+            if op not in ("in", "like", "contains", "exists"):
                 raise _error(
-                    self.tok.col, f"expected IN, LIKE, CONTAINS or EXISTS after NOT, found {_show(self.tok)}."
+                    token.col,
+                    f"expected a comparison (= != < <= > >=, IN, LIKE, CONTAINS, EXISTS, IS NULL) after "
+                    f"{field.removeprefix(self.field_prefix)!r}, found {_show(token)}.",
                 )
-        word = self.tok.text.lower() if self.tok.kind == "name" else ""
-        if word == "in":
             self.advance()
-            values = self.parse_list()
-            return _build(col, lambda: condition(field, "nin" if negate else "in", values))
-        if word == "like":
-            self.advance()
-            if self.tok.kind != "string":
-                raise _error(self.tok.col, f"LIKE needs a quoted pattern, found {_show(self.tok)}.")
-            pattern = self.advance().text
-            node = _build(col, lambda: condition(field, "like", pattern))
-        elif word == "contains":
-            self.advance()
-            value = self.parse_value("after CONTAINS")
-            node = _build(col, lambda: condition(field, "contains", value))
-        elif word == "exists":
-            self.advance()
-            node = _build(col, lambda: condition(field, "exists"))
-        else:
-            raise _error(
-                token.col,
-                f"expected a comparison (= != < <= > >=, IN, LIKE, CONTAINS, EXISTS, IS NULL) after "
-                f"{field.removeprefix(self.field_prefix)!r}, found {_show(token)}.",
-            )
+            if op == "in":  # NOT IN is the operator nin, not a negated IN
+                op, negate, value = "nin" if negate else "in", False, self.parse_list()
+            elif op == "like":
+                if self.tok.kind != "string":
+                    raise _error(self.tok.col, f"LIKE needs a quoted pattern, found {_show(self.tok)}.")
+                value = self.advance().text
+            else:
+                value = self.parse_value("after CONTAINS") if op == "contains" else MISSING
+        node = _build(col, lambda: condition(field, op, value))
         return not_(node) if negate else node
 
     def parse_list(self) -> list[Any]:
