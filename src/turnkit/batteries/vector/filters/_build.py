@@ -178,9 +178,8 @@ def _check_scalar(field: str, op: str, value: Any) -> Any:
 
 
 def _check_timestamp(field: str, op: str, value: Any) -> datetime:
-    from turnkit.batteries.vector._matches import (
-        parse_timestamp,  # the same rule as on upsert: aware datetimes only
-    )
+    # The same rule as on upsert: aware datetimes only.
+    from turnkit.batteries.vector._matches import parse_timestamp
 
     if isinstance(value, str | datetime):
         try:

@@ -67,14 +67,8 @@ def close_keys(key: str, known: Iterable[str], n: int = 3) -> list[str]:
     ``metadata.kind`` written where the prefix is already implied (a key
     ``metadata.metadata.kind``) suggests ``kind``; so does ``Kind``.
     """
-    pool = sorted(set(known))
-    out: list[str] = []
-    lowered = {k.lower(): k for k in pool}
-    stripped = key[len(_METADATA_PREFIX) :] if key.startswith(_METADATA_PREFIX) else None
-    for exact in (stripped, lowered.get(key.lower())):
-        if exact is not None and exact in pool and exact != key and exact not in out:
-            out.append(exact)
-    for found in difflib.get_close_matches(key, pool, n=n, cutoff=0.6):
-        if found != key and found not in out:
-            out.append(found)
-    return out[:n]
+    pool = set(known)
+    lowered = {k.lower(): k for k in sorted(pool)}
+    found = [key.removeprefix(_METADATA_PREFIX), lowered.get(key.lower())]
+    found += difflib.get_close_matches(key, pool, n=n, cutoff=0.6)
+    return [k for k in dict.fromkeys(found) if k is not None and k in pool and k != key][:n]
