@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping, Sequence
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, get_args
 
 from turnkit.batteries.vector._errors import InvalidFilterError, UnknownFieldError
 from turnkit.batteries.vector.filters._ast import COLUMN_FIELDS, Op
@@ -34,30 +34,19 @@ _SUPPORTED_OPS_TEXT = (
 )
 
 OPERATOR_ALIASES: Final[Mapping[str, Op]] = {
+    **{op: op for op in get_args(Op)},
     "=": "eq",
     "==": "eq",
-    "eq": "eq",
     "!=": "ne",
     "<>": "ne",
-    "ne": "ne",
     ">": "gt",
-    "gt": "gt",
     ">=": "gte",
-    "gte": "gte",
     "<": "lt",
-    "lt": "lt",
     "<=": "lte",
-    "lte": "lte",
-    "in": "in",
     "not in": "nin",
-    "nin": "nin",
-    "like": "like",
-    "contains": "contains",
-    "exists": "exists",
-    "null": "null",
     "is null": "null",
 }
-"""Accepted spellings (case-insensitive, spaces collapsed) of each canonical operator.
+"""Accepted spellings (case-insensitive, spaces collapsed) of each canonical operator, its name included.
 
 ``"is not null"`` is accepted too and means ``ne None``.
 """

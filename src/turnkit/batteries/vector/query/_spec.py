@@ -94,15 +94,13 @@ class QuerySpec:
         """A JSON-friendly view of the spec (vectors shortened), for logs and tests."""
         from turnkit.batteries.vector.filters._core import filter_to_dict
 
-        near: dict[str, Any] | None
+        near: dict[str, Any] | None = None
         if isinstance(self.near, NearText):
             near = {"text": self.near.text}
         elif isinstance(self.near, NearVector):
             near = {"vector": [float(x) for x in self.near.vector[:8]], "dimension": len(self.near.vector)}
         elif isinstance(self.near, NearId):
             near = {"id": self.near.id}
-        else:
-            near = None
         return {
             "collection": self.collection,
             "near": near,
