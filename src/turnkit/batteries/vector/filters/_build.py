@@ -103,8 +103,7 @@ def _invalid(field: str, op: str, detail: str, *, hint: str | None = None) -> In
     return InvalidFilterError(
         f"Filter on {field!r} with {op!r} {detail}.",
         hint=hint
-        if hint is not None
-        else "Check the value's type: strings, finite numbers, booleans, None, or lists of them for in/nin.",
+        or "Check the value's type: strings, finite numbers, booleans, None, or lists of them for in/nin.",
         field=field,
         op=op,
     )
@@ -226,10 +225,7 @@ def _check_like(field: str, value: Any) -> str:
     if not isinstance(value, str):
         raise _invalid(field, "like", f"needs a string pattern, not {_describe(value)}")
     _check_string(field, "like", value)
-    escaped = False
-    for ch in value:
-        escaped = not escaped and ch == "\\"
-    if escaped:
+    if (len(value) - len(value.rstrip("\\"))) % 2:  # an odd run of backslashes escapes nothing
         raise _invalid(
             field, "like", "pattern ends with a lone backslash", hint="Escape a literal backslash as '\\\\'."
         )

@@ -95,9 +95,7 @@ def validate_field(field: str) -> str:
     if field in COLUMN_FIELDS:
         return field
     if field.startswith(_METADATA_PREFIX):
-        segments = field[len(_METADATA_PREFIX) :].split(".")
-        bad = _bad_segment(segments)
-        if bad is None:
+        if (bad := _bad_segment(_path(field))) is None:
             return field
         raise UnknownFieldError(
             f"Filter field {field!r} is not a valid metadata path: {bad}.",
@@ -105,7 +103,7 @@ def validate_field(field: str) -> str:
             f"at most {MAX_PATH_SEGMENTS} deep: metadata.year, metadata.source.kind.",
             field=field,
         )
-    if _ambiguous(field) is None and _bad_segment(field.split(".")) is None:
+    if not _ambiguous(field) and _bad_segment(field.split(".")) is None:
         return _METADATA_PREFIX + field
     raise UnknownFieldError(f"Unknown filter field {field!r}.", hint=_field_hint(field), field=field)
 
@@ -124,16 +122,14 @@ def with_prefix(key: str, prefix: str) -> str:
 _RESERVED_NAMES: Final = frozenset({"vector", "_distance", "_rowid", "score", "distance"})
 
 
-def _ambiguous(field: str) -> str | None:
-    """Why a bare name is not read as a metadata key, or None when it is one."""
-    head = field.split(".", 1)[0]
-    if field in _RESERVED_NAMES:
-        return "reserved"
-    if field.lower() in COLUMN_FIELDS or head.lower() == "metadata":
-        return "case"
-    if field.startswith("$"):
-        return "operator"
-    return None
+def _ambiguous(field: str) -> bool:
+    """Whether a bare name means something other than a metadata key (reserved, a column, an operator)."""
+    return (
+        field in _RESERVED_NAMES
+        or field.lower() in COLUMN_FIELDS
+        or field.split(".", 1)[0].lower() == "metadata"
+        or field.startswith("$")
+    )
 
 
 def _bad_segment(segments: Sequence[str]) -> str | None:
