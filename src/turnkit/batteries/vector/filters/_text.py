@@ -58,6 +58,8 @@ _ESCAPES: Final = {
     "r": "\r",
     "b": "\b",
     "f": "\f",
+    "%": "\\%",  # LIKE escapes are kept for the pattern
+    "_": "\\_",
 }
 _UNICODE_ESCAPE_RE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
 _HINT: Final = (
@@ -142,9 +144,6 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
         esc = text[i + 1]
         if esc in _ESCAPES:
             out.append(_ESCAPES[esc])
-            i += 2
-        elif esc in "%_":
-            out.append("\\" + esc)  # a LIKE escape: keep it for the pattern
             i += 2
         elif esc == "u":
             code, i = _read_unicode_escape(text, i)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Self, TypeAlias, overload
+from typing import Any, Self, TypeAlias, overload
 
 from turnkit.batteries.vector._errors import InvalidFilterError
 from turnkit.batteries.vector.filters._ast import And, Condition, FilterNode, Not, Or, Raw
@@ -31,11 +31,8 @@ class Filterable:
     def _with_filter(self, node: FilterNode | None) -> Self:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _combine(self, node: FilterNode, how: Literal["and", "or"]) -> Self:
-        current = self._filter
-        if current is None:
-            return self._with_filter(node)
-        return self._with_filter(and_(current, node) if how == "and" else or_(current, node))
+    def _combine(self, node: FilterNode, join: Callable[[FilterNode, FilterNode], FilterNode]) -> Self:
+        return self._with_filter(node if self._filter is None else join(self._filter, node))
 
     def _node(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], method: str) -> FilterNode:
         if kwargs:
@@ -71,7 +68,7 @@ class Filterable:
         A dict is equality per key or Mongo-style operators
         (``{"metadata.year": {"$gte": 2020}}``).
         """
-        return self._combine(self._node(args, kwargs, "where"), "and")
+        return self._combine(self._node(args, kwargs, "where"), and_)
 
     @overload
     def or_where(self, clause: Clause, /) -> Self: ...
@@ -81,7 +78,7 @@ class Filterable:
     def or_where(self, field: str, op: str, value: Any, /) -> Self: ...
     def or_where(self, *args: Any, **kwargs: Any) -> Self:
         """OR a condition with everything before it (same arguments as `where`)."""
-        return self._combine(self._node(args, kwargs, "or_where"), "or")
+        return self._combine(self._node(args, kwargs, "or_where"), or_)
 
     @overload
     def where_not(self, clause: Clause, /) -> Self: ...
@@ -91,7 +88,7 @@ class Filterable:
     def where_not(self, field: str, op: str, value: Any, /) -> Self: ...
     def where_not(self, *args: Any, **kwargs: Any) -> Self:
         """AND the negation of a condition (same arguments as `where`)."""
-        return self._combine(not_(self._node(args, kwargs, "where_not")), "and")
+        return self._combine(not_(self._node(args, kwargs, "where_not")), and_)
 
     @overload
     def or_where_not(self, clause: Clause, /) -> Self: ...
@@ -101,39 +98,39 @@ class Filterable:
     def or_where_not(self, field: str, op: str, value: Any, /) -> Self: ...
     def or_where_not(self, *args: Any, **kwargs: Any) -> Self:
         """OR the negation of a condition."""
-        return self._combine(not_(self._node(args, kwargs, "or_where_not")), "or")
+        return self._combine(not_(self._node(args, kwargs, "or_where_not")), or_)
 
     def where_in(self, field: str, values: Iterable[Any]) -> Self:
         """AND ``field IN values`` (an empty list matches nothing)."""
-        return self._combine(condition(field, "in", _as_list(values, "where_in")), "and")
+        return self._combine(condition(field, "in", _as_list(values, "where_in")), and_)
 
     def or_where_in(self, field: str, values: Iterable[Any]) -> Self:
         """OR ``field IN values``."""
-        return self._combine(condition(field, "in", _as_list(values, "or_where_in")), "or")
+        return self._combine(condition(field, "in", _as_list(values, "or_where_in")), or_)
 
     def where_not_in(self, field: str, values: Iterable[Any]) -> Self:
         """AND ``field NOT IN values`` (an empty list matches everything)."""
-        return self._combine(condition(field, "nin", _as_list(values, "where_not_in")), "and")
+        return self._combine(condition(field, "nin", _as_list(values, "where_not_in")), and_)
 
     def or_where_not_in(self, field: str, values: Iterable[Any]) -> Self:
         """OR ``field NOT IN values``."""
-        return self._combine(condition(field, "nin", _as_list(values, "or_where_not_in")), "or")
+        return self._combine(condition(field, "nin", _as_list(values, "or_where_not_in")), or_)
 
     def where_null(self, field: str) -> Self:
         """AND "field is missing or null"."""
-        return self._combine(condition(field, "null"), "and")
+        return self._combine(condition(field, "null"), and_)
 
     def or_where_null(self, field: str) -> Self:
         """OR "field is missing or null"."""
-        return self._combine(condition(field, "null"), "or")
+        return self._combine(condition(field, "null"), or_)
 
     def where_exists(self, field: str) -> Self:
         """AND "field is present" (a metadata key stored as null counts as present)."""
-        return self._combine(condition(field, "exists"), "and")
+        return self._combine(condition(field, "exists"), and_)
 
     def or_where_exists(self, field: str) -> Self:
         """OR "field is present"."""
-        return self._combine(condition(field, "exists"), "or")
+        return self._combine(condition(field, "exists"), or_)
 
     def where_raw(self, sql: str, bindings: Sequence[Any] = ()) -> Self:
         """AND a trusted SQL fragment; each ``?`` is bound to an escaped value from ``bindings``.
@@ -147,11 +144,11 @@ class Filterable:
 
         Example: ``vs("docs").where_raw("json_extract(metadata, '$.year') > ?", [2020])``.
         """
-        return self._combine(_raw(sql, bindings), "and")
+        return self._combine(_raw(sql, bindings), and_)
 
     def or_where_raw(self, sql: str, bindings: Sequence[Any] = ()) -> Self:
         """OR a trusted SQL fragment (see `where_raw`)."""
-        return self._combine(_raw(sql, bindings), "or")
+        return self._combine(_raw(sql, bindings), or_)
 
 
 def _raw(sql: str, bindings: Sequence[Any]) -> Raw:
