@@ -62,10 +62,6 @@ _METADATA_PREFIX: Final = "metadata."
 _Number: TypeAlias = int | float
 
 
-# ---------------------------------------------------------------------------
-# Fields
-
-
 def validate_field(field: str) -> str:
     """Check a filter field name and return its full spelling.
 
@@ -168,10 +164,6 @@ def _field_hint(field: str) -> str:
 def _path(field: str) -> tuple[str, ...]:
     """The metadata key path of a validated ``metadata.…`` field."""
     return tuple(field[len(_METADATA_PREFIX) :].split("."))
-
-
-# ---------------------------------------------------------------------------
-# Conditions and value checks
 
 
 def _normalize_op(op: str, field: str) -> tuple[Op, bool]:

@@ -317,7 +317,8 @@ class _Parser:
                 value = self.advance().text
             else:
                 value = self.parse_value("after CONTAINS") if op == "contains" else MISSING
-        node = _build(col, lambda: condition(field, op, value))
+        where = f"At column {col} of the filter expression"
+        node = located(lambda: condition(field, op, value), where, position=col)
         return not_(node) if negate else node
 
     def parse_list(self) -> list[Any]:
@@ -359,11 +360,6 @@ def _show(token: _Token) -> str:
     if token.kind == "string":
         return f"the string {token.text[:30]!r}"
     return repr(token.text[:30])
-
-
-def _build(col: int, build: Callable[[], FilterNode]) -> FilterNode:
-    """Build a condition, pointing any error at the predicate's column."""
-    return located(build, f"At column {col} of the filter expression", position=col)
 
 
 def parse_filter_expression(
