@@ -67,11 +67,8 @@ class _MongoParser:
         for key, value in obj.items():
             if not isinstance(key, str):
                 raise self.error(where, f"keys must be strings, got {_describe(key)}.")
-            here = f"{where}.{key}" if where != "$" else f"$.{key}"
-            if key.startswith("$"):
-                parts.append(self.logical(key, value, here, depth))
-            else:
-                parts.append(self.field(key, value, here, depth))
+            parse = self.logical if key.startswith("$") else self.field
+            parts.append(parse(key, value, f"{where}.{key}", depth))
         if len(parts) != 1:
             self.count(where)
         return and_(*parts)
