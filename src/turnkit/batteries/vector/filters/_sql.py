@@ -41,13 +41,6 @@ def _sql_float(value: _Number) -> str:
     return "0.0" if number == 0 else repr(number)
 
 
-def _sql_timestamp(value: datetime) -> str:
-    # Measured: `timestamp '...+00:00'` compares correctly with the
-    # timestamp[us, tz=UTC] columns; a bare string does not.
-    stamp = value.astimezone(UTC).isoformat(timespec="microseconds")
-    return f"timestamp '{stamp}'"
-
-
 def sql_literal(value: Any) -> str:
     """Render one Python value as a LanceDB SQL literal.
 
@@ -80,7 +73,9 @@ def sql_literal(value: Any) -> str:
             raise InvalidFilterError(
                 f"Naive datetime {value.isoformat()!r} cannot be bound.", hint="Pass an aware datetime (UTC)."
             )
-        return _sql_timestamp(value)
+        # Measured: `timestamp '...+00:00'` compares correctly with the
+        # timestamp[us, tz=UTC] columns; a bare string does not.
+        return f"timestamp '{value.astimezone(UTC).isoformat(timespec='microseconds')}'"
     raise InvalidFilterError(
         f"Cannot use {_describe(value)} as an SQL literal.",
         hint="Bind strings, numbers, booleans, None, aware datetimes, or a list of them for IN (?).",
@@ -339,16 +334,12 @@ def _declared_literal(kind: FieldType, value: Any, op: Op = "eq") -> str | None:
     return sql_literal(value) if fits(kind, value) else None
 
 
-def _jsonpath(path: Sequence[str]) -> str:
-    # Bracket form: accepts '-' and leading digits; keys never index arrays.
-    return "$" + "".join(f'["{seg}"]' for seg in path)
-
-
 class _MetaRef:
     """SQL expressions that read one metadata path (segments already validated)."""
 
     def __init__(self, path: Sequence[str]) -> None:
-        self.jsonpath = _jsonpath(path)
+        # Bracket form: accepts '-' and leading digits; keys never index arrays.
+        self.jsonpath = "$" + "".join(f'["{seg}"]' for seg in path)
         self.text = f"json_extract(metadata, '{self.jsonpath}')"
         parent = "metadata"
         for seg in path[:-1]:
