@@ -128,10 +128,7 @@ class QueryBuilder(Filterable):
     def near_vector(self, vector: Sequence[float] | np.ndarray[Any, Any]) -> QueryBuilder:
         """Search near ``vector`` (its length must match the collection's dimension)."""
         if (isinstance(vector, np.ndarray) and vector.dtype.kind == "b") or (
-            not isinstance(vector, np.ndarray)
-            and isinstance(vector, Sequence)
-            and len(vector) > 0
-            and isinstance(vector[0], bool | np.bool_)
+            isinstance(vector, Sequence) and len(vector) > 0 and isinstance(vector[0], bool | np.bool_)
         ):
             raise _invalid_query("near_vector() got booleans; it needs a vector of numbers.")
         try:
