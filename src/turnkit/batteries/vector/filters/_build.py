@@ -343,10 +343,8 @@ def filter_to_dict(node: FilterNode) -> dict[str, Any]:
 
 
 def _describe_node(node: FilterNode) -> dict[str, Any]:
-    if isinstance(node, And):
-        return {"and": [_describe_node(child) for child in node.children]}
-    if isinstance(node, Or):
-        return {"or": [_describe_node(child) for child in node.children]}
+    if isinstance(node, And | Or):
+        return {"and" if isinstance(node, And) else "or": [_describe_node(child) for child in node.children]}
     if isinstance(node, Not):
         return {"not": _describe_node(node.child)}
     if isinstance(node, Raw):
