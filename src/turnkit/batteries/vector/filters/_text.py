@@ -102,11 +102,8 @@ def _tokenize(text: str) -> list[_Token]:
                 raise _error(col, "unterminated `backticked` name.")
             tokens.append(_Token("qname", text[i + 1 : end], col))
             i = end + 1
-        elif after_dot and (match := _SEGMENT_RE.match(text, i)) is not None:
+        elif (match := (_SEGMENT_RE if after_dot else _NAME_RE).match(text, i)) is not None:
             # After a '.', a key may start with a digit (metadata.2021).
-            tokens.append(_Token("name", match.group(), col))
-            i = match.end()
-        elif (match := _NAME_RE.match(text, i)) is not None:
             tokens.append(_Token("name", match.group(), col))
             i = match.end()
         elif (ch.isdigit() or ch == "-") and (match := _NUMBER_RE.match(text, i)) is not None:
@@ -184,9 +181,8 @@ class _Parser:
     def tok(self) -> _Token:
         return self.tokens[self.pos]
 
-    def is_keyword(self, word: str, offset: int = 0) -> bool:
-        token = self.tokens[min(self.pos + offset, len(self.tokens) - 1)]
-        return token.kind == "name" and token.text.lower() == word
+    def is_keyword(self, word: str) -> bool:
+        return self.tok.kind == "name" and self.tok.text.lower() == word
 
     def advance(self) -> _Token:
         token = self.tokens[self.pos]
