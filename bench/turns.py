@@ -105,7 +105,10 @@ class RawLanceDB:
 
         async def merge() -> None:
             await (
-                self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(row)
+                self.table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(row)
             )
 
         self.loop.run_until_complete(merge())

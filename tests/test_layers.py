@@ -233,9 +233,7 @@ def test_the_checker_sees_a_cycle_closed_inside_a_function(tmp_path: Path) -> No
     (package / "__init__.py").write_text("from turnkit.planted import _a\n")
     (package / "_a.py").write_text("from turnkit.planted._b import B\n")
     (package / "_b.py").write_text(
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from turnkit.planted._a import A\n"
-        "B = 1\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from turnkit.planted._a import A\nB = 1\n"
     )
     _, imports = _imports(tmp_path)
     assert _import_cycle(imports) == []  # a package importing its submodule, and a TYPE_CHECKING import

@@ -33,7 +33,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (corpus / "api.html").write_text(
         # The shapes of Node.js's and rustdoc's pages: permalink marks and a button inside the headings.
         '<html><body><main><h1>Async hooks<span><a class="mark" href="#async_hooks" id="async_hooks">#</a>'
-        '</span></h1><p>Hooks track asynchronous resources.</p><h2>Class: <code>AsyncHook</code><span>'
+        "</span></h1><p>Hooks track asynchronous resources.</p><h2>Class: <code>AsyncHook</code><span>"
         '<a class="mark" href="#class-asynchook" id="class-asynchook">#</a></span></h2>'
         "<p>The AsyncHook class exposes an interface for tracking lifetime events.</p>"
         '<h2>Struct <a class="struct" href="#">HashMap</a><button id="copy-path">Copy item path</button></h2>'

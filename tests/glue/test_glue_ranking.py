@@ -118,9 +118,7 @@ def test_abstaining_stage_still_works_and_takes_precedence(kb):
     callbacks = create_vector_retrievable_callbacks(store=vs, collection=coll, trust_tier="first-party")
     model = ScriptedModel(["answered"])
     runner = TurnRunner(
-        TurnRunnerConfig(
-            model=model, input_pipeline=[abstaining_fetch_stage(0.99, reply="no")], **callbacks
-        )
+        TurnRunnerConfig(model=model, input_pipeline=[abstaining_fetch_stage(0.99, reply="no")], **callbacks)
     )
     result = runner.run_sync("quarterly revenue")
     assert result.stop_reason == NO_GROUNDED_ANSWER and result.reply == "no" and model.calls == []

@@ -99,9 +99,9 @@ def test_a_link_left_open_ends_with_its_heading(tmp_path: Path) -> None:
 
 
 _MARK = st.sampled_from(["#", "¶", "§", "🔗", " # ", "\u200b", "🔗\ufe0f", "¶\n"])
-_WORDS = st.text(
-    st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=30
-).filter(lambda t: any(not c.isspace() and c not in "#¶§🔗\u200b\ufe0f" for c in t))
+_WORDS = st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(
+    lambda t: any(not c.isspace() and c not in "#¶§🔗\u200b\ufe0f" for c in t)
+)
 
 
 @st.composite

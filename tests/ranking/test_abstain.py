@@ -56,9 +56,7 @@ def test_stash_reports_the_best_score(callbacks) -> None:
 
     model = ScriptedModel(["ok"])
     r = TurnRunner(
-        TurnRunnerConfig(
-            model=model, input_pipeline=[abstaining_fetch_stage(0.1), after], **callbacks
-        )
+        TurnRunnerConfig(model=model, input_pipeline=[abstaining_fetch_stage(0.1), after], **callbacks)
     )
     r.run_sync("cat")
     assert seen["min_score"] == 0.1 and seen["fetched"] == 2 and 0 < seen["best_score"] <= 1

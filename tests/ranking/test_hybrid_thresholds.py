@@ -67,9 +67,7 @@ def test_callbacks_abstain_with_hybrid_search(shop: VectorStore, hybrid: object)
     assert not on.stopped and [r.id for r in on.retrievables] == ["d0"]
     assert len(model.calls) == 1
     # The verdict reports the dense similarity, so the best score of the off-topic turn is below the bar.
-    runner_spy = TurnRunner(
-        TurnRunnerConfig(model=ScriptedModel(["x"]), output_pipeline=[spy], **callbacks)
-    )
+    runner_spy = TurnRunner(TurnRunnerConfig(model=ScriptedModel(["x"]), output_pipeline=[spy], **callbacks))
     runner_spy.run_sync(ON_TOPIC)
     assert seen["grounded"] is True and CUTOFF <= float(seen["best_score"]) < 1.0  # type: ignore[arg-type]
 

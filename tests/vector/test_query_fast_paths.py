@@ -30,9 +30,10 @@ def test_python_scores_are_numpys_bit_for_bit(metric: Any, values: list[float], 
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf, as LanceDB's would
         array = np.array(values, dtype=np.float32 if single else np.float64)
     fast = _scores(metric, array.astype(np.float64).tolist())
-    assert np.array(fast, dtype=np.float64).tobytes() == np.array(
-        scores_from_distances(metric, array), dtype=np.float64
-    ).tobytes()
+    assert (
+        np.array(fast, dtype=np.float64).tobytes()
+        == np.array(scores_from_distances(metric, array), dtype=np.float64).tobytes()
+    )
 
 
 _values = {
