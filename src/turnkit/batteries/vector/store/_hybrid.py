@@ -22,10 +22,26 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turnkit._aio import finish_before_exit, to_thread
+from turnkit._aio import finish_before_exit, on_loop, to_thread
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
+from turnkit.batteries.vector.filters._ast import And
+from turnkit.batteries.vector.filters._core import condition, to_sql
+from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector
 from turnkit.batteries.vector.ranking._fusion import fusion_for
+from turnkit.batteries.vector.ranking._phrases import query_phrases
 from turnkit.batteries.vector.store._auto_fields import before_move
-from turnkit.batteries.vector.store._common import log, read_columns, trim_metadata, vector_of
+from turnkit.batteries.vector.store._bulk_matches import scores_from_distances
+from turnkit.batteries.vector.store._common import (
+    _contains_raw,
+    log,
+    read_columns,
+    recency,
+    trim_metadata,
+    vector_of,
+)
+from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._records import match_from_row
+from turnkit.batteries.vector.store._scores import Metric, score_from_distance
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector._matches import VectorMatch
@@ -54,8 +70,6 @@ def full_text_query(text: str, positions: bool) -> Any:
     """
     from lancedb.query import BooleanQuery, Occur, PhraseQuery  # noqa: TID251 - inside the battery, lazily
 
-    from turnkit.batteries.vector.ranking._phrases import query_phrases
-
     words = _match_query(text)
     phrases = query_phrases(text) if positions else []
     if not phrases:
@@ -71,8 +85,6 @@ def full_text_query(text: str, positions: bool) -> Any:
 async def _query_vector(
     store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
 ) -> np.ndarray[Any, Any] | None:
-    from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector
-
     if vector is not None:
         return np.asarray(vector, dtype=np.float32)
     near = spec.near
@@ -85,10 +97,8 @@ async def _query_vector(
     return None
 
 
-def _similarities(metric: str, query: np.ndarray[Any, Any], vectors: np.ndarray[Any, Any]) -> list[float]:
+def _similarities(metric: Metric, query: np.ndarray[Any, Any], vectors: np.ndarray[Any, Any]) -> list[float]:
     """What a vector search would score each row of ``vectors`` (the distances LanceDB computes)."""
-    from turnkit.batteries.vector.store._scores import score_from_distance
-
     q = np.asarray(query, dtype=np.float64)
     v = np.asarray(vectors, dtype=np.float64)
     if metric == "l2":
@@ -98,7 +108,7 @@ def _similarities(metric: str, query: np.ndarray[Any, Any], vectors: np.ndarray[
     else:
         norms = np.maximum(np.linalg.norm(v, axis=1) * np.linalg.norm(q), 1e-12)
         distances = 1.0 - (v @ q) / norms
-    return [score_from_distance(metric, float(d)) for d in distances]  # type: ignore[arg-type]
+    return scores_from_distances(metric, distances)
 
 
 async def _dense_scores(
@@ -111,12 +121,6 @@ async def _dense_scores(
     Stored vectors are read inside ``where`` (the search's filter, a guard
     included): another scope can hold a record under the same id.
     """
-    from turnkit.batteries.vector.filters._ast import And
-    from turnkit.batteries.vector.filters._core import condition, to_sql
-    from turnkit.batteries.vector.store._common import _contains_raw, recency
-    from turnkit.batteries.vector.store._lancedb import translate_errors
-    from turnkit.batteries.vector.store._scores import score_from_distance
-
     out: list[float | None] = [
         None if m.distance is None else score_from_distance(coll.metric, m.distance) for m in matches
     ]
@@ -158,15 +162,10 @@ async def dense_scores(
     This, not the fused score, is what ``min_score`` is compared with when
     hybrid search is on.
     """
-    from turnkit._aio import on_loop
 
     async def run() -> list[float | None]:
         coll = await store._collection(collection)
-
-        async def query() -> np.ndarray[Any, Any]:
-            return await store._encode_query(collection, text)
-
-        return await _dense_scores(coll, matches, query, where)
+        return await _dense_scores(coll, matches, lambda: store._encode_query(collection, text), where)
 
     return await on_loop(run())
 
@@ -176,9 +175,6 @@ async def ensure_fts_index(coll: _Collection) -> None:
     if coll.fts_ready:
         return
     from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
-
-    from turnkit.batteries.vector._errors import VectorStoreRuntimeError
-    from turnkit.batteries.vector.store._lancedb import translate_errors
 
     async with coll.lock:
         for attempt in range(3):
@@ -194,13 +190,12 @@ async def ensure_fts_index(coll: _Collection) -> None:
                         await coll.table.create_index("document", config=config, replace=False)
                         coll.wrote()
                         coll.fts_positions = True
-                        # The build may have landed on another process's rows this handle had not
-                        # seen: they are outside the index.
-                        await note_fts_whole(coll)
                     else:  # an index built earlier, perhaps without positions: no phrase clauses then
                         details = getattr(found[0], "index_details", None) or {}
                         coll.fts_positions = bool(details.get("with_position", False))
-                        await note_fts_whole(coll)
+                    # A new build may have landed on another process's rows this handle had not
+                    # seen: they are outside the index.
+                    await note_fts_whole(coll)
                 break
             except VectorStoreRuntimeError as exc:
                 # Another process built it at the same moment (a commit conflict, or "exists"):
@@ -328,8 +323,6 @@ async def full_text_rows(
     """
     from lancedb.query import PhraseQuery  # noqa: TID251 - inside the battery, lazily
 
-    from turnkit.batteries.vector.ranking._phrases import query_phrases
-
     async def search(
         query: Any, limit: int, selected: list[str], rows: str | None = None
     ) -> list[dict[str, Any]]:
@@ -394,12 +387,7 @@ async def full_text_rows(
     if await coll.table.version() != version:
         return await boolean("the version moved")
     best = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:pool]
-    out = []
-    for rowid in best:
-        row = dict(known[rowid])
-        row["_score"] = float(scores[rowid])
-        out.append(row)
-    return out
+    return [{**known[rowid], "_score": float(scores[rowid])} for rowid in best]
 
 
 def _match_query(text: str) -> Any:
@@ -433,18 +421,19 @@ async def _scratch_table(documents: list[str]) -> Any:
     return table
 
 
+async def _scratch_rows(table: Any, word: str, limit: int) -> set[int]:
+    """The rows of a `_scratch_table` that LanceDB finds ``word`` in."""
+    rows = (
+        await table.query().nearest_to_text(_match_query(word)).select(["i", "_score"]).limit(limit).to_list()
+    )
+    return {r["i"] for r in rows}
+
+
 async def _mark_letters(marks: set[str]) -> dict[str, bool]:
     """Which combining marks LanceDB takes as letters: then "zq<mark>zq" is one word, not "zq" twice."""
     written = sorted(marks)
     table = await _scratch_table([f"zq{m}zq" for m in written])
-    rows = (
-        await table.query()
-        .nearest_to_text(_match_query("zq"))
-        .select(["i", "_score"])
-        .limit(len(written))
-        .to_list()
-    )
-    apart = {r["i"] for r in rows}
+    apart = await _scratch_rows(table, "zq", len(written))
     return {m: i not in apart for i, m in enumerate(written)}
 
 
@@ -462,14 +451,7 @@ async def _folds_agree(folds: dict[str, str]) -> bool:
     for i, token in enumerate(written):
         wanted.setdefault(folds[token], set()).add(i)
     for word, rows in wanted.items():
-        found = (
-            await table.query()
-            .nearest_to_text(_match_query(word))
-            .select(["i", "_score"])
-            .limit(len(written))
-            .to_list()
-        )
-        if {r["i"] for r in found} != rows:
+        if await _scratch_rows(table, word, len(written)) != rows:
             return False
     return True
 
@@ -503,7 +485,6 @@ async def memory_lexical(
     filter (if any) is a pre-filter the cached columns evaluate, and
     `_lexical_index` vouches for the version (`_memory_bm25.py`).
     """
-    from turnkit.batteries.vector.ranking._phrases import query_phrases
     from turnkit.batteries.vector.store._memory_bm25 import top
 
     config = store._memory.config
@@ -537,11 +518,6 @@ async def hybrid_search(
     ``min_score`` is compared with each match's dense similarity (see
     `dense_scores`), not with the fused score, which only ranks.
     """
-    from turnkit.batteries.vector.filters._core import to_sql
-    from turnkit.batteries.vector.store._common import _contains_raw
-    from turnkit.batteries.vector.store._lancedb import translate_errors
-    from turnkit.batteries.vector.store._records import match_from_row
-
     hybrid = spec.hybrid
     assert hybrid is not None
     text = hybrid.text if hybrid.text is not None else getattr(spec.near, "text", None)
@@ -573,10 +549,8 @@ async def hybrid_search(
     out = fusion_for(hybrid, text, pool).fuse_matches(dense, lexical, bm25)
     if spec.min_score is not None and out:
         threshold = spec.min_score
-
-        async def query() -> np.ndarray[Any, Any] | None:
-            return await _query_vector(store, coll, spec, vector)
-
-        similar = await _dense_scores(coll, out, query, spec.filter)
+        similar = await _dense_scores(
+            coll, out, lambda: _query_vector(store, coll, spec, vector), spec.filter
+        )
         out = [m for m, s in zip(out, similar, strict=True) if s is not None and s >= threshold]
     return out[spec.offset : spec.offset + spec.limit]
