@@ -56,6 +56,7 @@ __all__ = [
     "deployer_fields",
     "found_kinds",
     "retire_conflicts",
+    "to_latest",
 ]
 
 MAX_AUTO_FIELDS: Final = 32
@@ -77,6 +78,13 @@ def before_move(coll: _Collection) -> None:
     """
     if coll.auto:
         coll.fields = deployer_fields(coll)
+
+
+async def to_latest(coll: _Collection, operation: str) -> None:
+    """Move ``coll``'s table to its latest version (`before_move` first)."""
+    before_move(coll)
+    with translate_errors(operation, coll.name):
+        await coll.table.checkout_latest()
 
 
 def conflicts(coll: _Collection, metadata: Sequence[Mapping[str, Any] | None]) -> list[str]:
@@ -188,9 +196,7 @@ async def declare_auto(store: VectorStore, coll: _Collection) -> dict[str, Field
     processes, so no write lands between the read of every row and the mark.
     """
     async with collection_lock(store.uri, coll.name):
-        before_move(coll)
-        with translate_errors("optimize", coll.name):
-            await coll.table.checkout_latest()
+        await to_latest(coll, "optimize")
         current = await store._refresh_fields(coll)
         kinds, held = await found_kinds(coll.table, coll.name)
         room = MAX_AUTO_FIELDS - len(coll.auto)

@@ -11,7 +11,7 @@ from turnkit.batteries.vector._errors import (
     VectorStoreUsageError,
 )
 from turnkit.batteries.vector.filters._declared import FieldType
-from turnkit.batteries.vector.store._auto_fields import add_fields, before_move, deployer_fields
+from turnkit.batteries.vector.store._auto_fields import add_fields, deployer_fields, to_latest
 from turnkit.batteries.vector.store._common import CollectionInfo
 from turnkit.batteries.vector.store._fields import check_same_types, ensure_field_indexes
 from turnkit.batteries.vector.store._index_policy import search_knobs
@@ -90,9 +90,7 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
     """Declare fields on an existing collection: migrate its rows, index the columns; rows filled."""
     coll = await store._collection(name)
     async with coll.lock, collection_lock(store.uri, name):
-        before_move(coll)
-        with translate_errors("declare fields", name):
-            await coll.table.checkout_latest()
+        await to_latest(coll, "declare fields")
         current = await store._refresh_fields(coll)
         check_same_types(name, current, fields)
         # An automatic field of the same type becomes the deployer's: writes then refuse other types.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from turnkit._aio import on_loop, sync_form, to_thread
 from turnkit._lazy import import_optional
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
-from turnkit.batteries.vector.store._auto_fields import before_move, conflicts, deployer_fields
+from turnkit.batteries.vector.store._auto_fields import conflicts, deployer_fields, to_latest
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._guarded import KEY, with_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -110,9 +110,7 @@ async def commit_fragments(store: VectorStore, collection: str, fragments: Seque
     async def commit() -> int:
         async with coll.lock, collection_lock(store.uri, collection):
             uri = await coll.table.uri()
-            before_move(coll)
-            with translate_errors("upsert", collection):
-                await coll.table.checkout_latest()
+            await to_latest(coll, "upsert")
             for _ in range(2):  # again after dropping automatic fields the fragments lack
                 with translate_errors("upsert", collection):
                     version = await coll.table.version()

@@ -29,7 +29,7 @@ from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector
 from turnkit.batteries.vector.ranking._fusion import fusion_for
 from turnkit.batteries.vector.ranking._phrases import query_phrases
-from turnkit.batteries.vector.store._auto_fields import before_move
+from turnkit.batteries.vector.store._auto_fields import to_latest
 from turnkit.batteries.vector.store._bulk_matches import scores_from_distances
 from turnkit.batteries.vector.store._common import (
     _contains_raw,
@@ -202,9 +202,7 @@ async def ensure_fts_index(coll: _Collection) -> None:
                 # look again at the latest version before giving up.
                 if attempt == 2 or exc.code != "E_VECTOR_STORE_OPERATION_FAILED":
                     raise
-                before_move(coll)  # that version may have dropped an automatic field
-                with translate_errors("create_index", coll.name):
-                    await coll.table.checkout_latest()
+                await to_latest(coll, "create_index")
         coll.fts_ready = True
 
 

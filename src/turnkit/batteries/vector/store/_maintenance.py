@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from turnkit.batteries.vector._errors import VectorStoreUsageError
-from turnkit.batteries.vector.store._auto_fields import before_move, declare_auto
+from turnkit.batteries.vector.store._auto_fields import declare_auto, to_latest
 from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._fields import ensure_field_indexes
 from turnkit.batteries.vector.store._hybrid import note_fts_whole
@@ -74,16 +74,14 @@ async def background_optimize(store: VectorStore, coll: _Collection) -> None:
 async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = False) -> int:
     async with coll.lock:
         removed = 0
-        before_move(coll)
         if repair:  # integrity: row ids stay put only while no other process commits
             async with collection_lock(store.uri, coll.name):
-                with translate_errors("optimize", coll.name):
-                    await coll.table.checkout_latest()
+                await to_latest(coll, "optimize")
                 removed = await remove_duplicates(coll.table, coll.name)
         # integrity: compact the latest version; a commit from another process meanwhile
         # is a conflict to retry, not a failure (compaction can take minutes: no file lock).
+        await to_latest(coll, "optimize")
         with translate_errors("optimize", coll.name):
-            await coll.table.checkout_latest()
             await retry_conflicts(coll.table.optimize, coll.table.checkout_latest)
         coll.wrote()
         coll.writes = 0

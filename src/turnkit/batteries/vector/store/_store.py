@@ -40,7 +40,7 @@ from turnkit.batteries.vector.store import (
     _updates,
     _writes,
 )
-from turnkit.batteries.vector.store._auto_fields import before_move
+from turnkit.batteries.vector.store._auto_fields import to_latest
 from turnkit.batteries.vector.store._common import (
     _COLUMNS,
     _FORMAT,
@@ -220,9 +220,7 @@ class VectorStore:
             async with coll.catching_up:
                 target = coll.tracker.version
                 if coll.seen_version != target:  # not already done by the search this one waited for
-                    before_move(coll)
-                    with translate_errors("open", coll.name):
-                        await coll.table.checkout_latest()
+                    await to_latest(coll, "open")
                     await self._refresh_fields(coll)
                     with translate_errors("open", coll.name):  # another writer may have built an index
                         await _set_index(coll, await coll.table.list_indices())

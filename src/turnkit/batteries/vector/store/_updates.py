@@ -21,7 +21,7 @@ from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, evaluate, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store._auto_fields import before_move, retire_conflicts
+from turnkit.batteries.vector.store._auto_fields import retire_conflicts, to_latest
 from turnkit.batteries.vector.store._common import _contains_raw, recency
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._guarded import (
@@ -80,9 +80,7 @@ async def update_metadata(
     async with coll.lock, collection_lock(store.uri, coll.name) as across:
         await store._fresh(coll)
         if across:  # integrity: other processes' commits too
-            before_move(coll)
-            with translate_errors("upsert", coll.name):
-                await coll.table.checkout_latest()
+            await to_latest(coll, "upsert")
         fields = await store._refresh_fields(coll)
         if guard is not None and not coll.keyed:  # guard: ids are scoped by guard, as upsert does
             await add_key_column(coll.table, coll.name)

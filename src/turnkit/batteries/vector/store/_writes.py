@@ -18,7 +18,7 @@ from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
-from turnkit.batteries.vector.store._auto_fields import before_move, deployer_fields, retire_conflicts
+from turnkit.batteries.vector.store._auto_fields import deployer_fields, retire_conflicts, to_latest
 from turnkit.batteries.vector.store._common import UpsertResult, _contains_raw, _matches_everything
 from turnkit.batteries.vector.store._fields import declared_arrays, with_declared
 from turnkit.batteries.vector.store._guarded import (
@@ -144,9 +144,7 @@ async def write(
         # include every earlier commit.
         await store._fresh(coll)
         if across:  # integrity: other processes' commits too
-            before_move(coll)
-            with translate_errors("upsert", name):
-                await coll.table.checkout_latest()
+            await to_latest(coll, "upsert")
         for attempt in range(_SUPERSEDED_TRIES):
             try:
                 result = await _merge(store, coll, name, data, batch, replace, guard, across=across)
@@ -162,9 +160,7 @@ async def write(
                     or not superseded(exc)
                 ):
                     raise
-                before_move(coll)
-                with translate_errors("upsert", name):
-                    await coll.table.checkout_latest()
+                await to_latest(coll, "upsert")
     if result is None:
         return UpsertResult(0, 0)
     after_write(store, coll)
