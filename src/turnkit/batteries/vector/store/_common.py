@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ __all__ = [
     "CollectionInfo",
     "UpsertResult",
     "log",
+    "newest",
     "read_columns",
     "recency",
     "record_key",
@@ -48,6 +49,16 @@ def record_key(columns: Iterable[str]) -> str:
 def recency(stamp: datetime | None) -> tuple[bool, Any]:
     """A sort key by ``updated_at``: no stamp first, then oldest to newest (the newest copy wins)."""
     return (stamp is not None, stamp)
+
+
+def newest(keys: Sequence[Any], stamps: Sequence[datetime | None]) -> list[int]:
+    """The positions of each key's newest copy by `recency` (the first among equals), in order."""
+    best: dict[Any, int] = {}
+    for index, key in enumerate(keys):
+        seen = best.get(key)
+        if seen is None or recency(stamps[index]) > recency(stamps[seen]):
+            best[key] = index
+    return sorted(best.values())
 
 
 def read_columns(select: Iterable[str]) -> list[str]:

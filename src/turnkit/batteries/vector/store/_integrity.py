@@ -22,7 +22,7 @@ from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.filters._sql import _sql_string
-from turnkit.batteries.vector.store._common import recency, record_key
+from turnkit.batteries.vector.store._common import newest, record_key
 from turnkit.batteries.vector.store._fields import declared_arrays, declared_fields
 from turnkit.batteries.vector.store._guarded import KEY, add_key_column, unscoped_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -60,12 +60,7 @@ def dedupe_matches(matches: Sequence[VectorMatch]) -> list[VectorMatch]:
     ids = [m.id for m in matches]
     if len(set(ids)) == len(ids):
         return list(matches)
-    best: dict[str, int] = {}
-    for index, match in enumerate(matches):
-        seen = best.get(ids[index])
-        if seen is None or recency(match.updated_at) > recency(matches[seen].updated_at):
-            best[ids[index]] = index
-    return [matches[i] for i in sorted(best.values())]
+    return [matches[i] for i in newest(ids, [m.updated_at for m in matches])]
 
 
 def _older_copies(rows: pa.Table, key: str) -> tuple[list[str], list[int]]:

@@ -17,7 +17,7 @@ from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _contains_raw, read_columns, recency, trim_metadata
+from turnkit.batteries.vector.store._common import _contains_raw, newest, read_columns, trim_metadata
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 if TYPE_CHECKING:
@@ -90,13 +90,7 @@ def _newest_per_id(rows: pa.Table) -> pa.Table:
     ids = rows.column("id")
     if pc.count_distinct(ids).as_py() == rows.num_rows:
         return rows
-    keep: dict[str, int] = {}
-    stamps = rows.column("updated_at").to_pylist()
-    for index, rid in enumerate(ids.to_pylist()):
-        seen = keep.get(rid)
-        if seen is None or recency(stamps[index]) > recency(stamps[seen]):
-            keep[rid] = index
-    return rows.take(sorted(keep.values()))
+    return rows.take(newest(ids.to_pylist(), rows.column("updated_at").to_pylist()))
 
 
 def _after(cursor: str | None, where: FilterNode | None) -> FilterNode | None:

@@ -22,7 +22,7 @@ from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, eva
 from turnkit.batteries.vector.filters._sql import _sql_string
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._auto_fields import retire_conflicts, to_latest
-from turnkit.batteries.vector.store._common import _contains_raw, recency
+from turnkit.batteries.vector.store._common import _contains_raw, newest
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._guarded import (
     KEY,
@@ -132,14 +132,8 @@ async def _current_rows(
     if not parts:
         return None
     rows = pa.concat_tables(parts)
-    key = KEY if coll.keyed else "id"
-    newest: dict[str, int] = {}
-    stamps = rows["updated_at"].to_pylist()
-    for index, k in enumerate(rows[key].to_pylist()):
-        seen = newest.get(k)
-        if seen is None or recency(stamps[index]) > recency(stamps[seen]):
-            newest[k] = index
-    return rows.take(sorted(newest.values())) if newest else None
+    keep = newest(rows[KEY if coll.keyed else "id"].to_pylist(), rows["updated_at"].to_pylist())
+    return rows.take(keep) if keep else None
 
 
 def _changed(
