@@ -6,10 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from turnkit._checks import is_int
-from turnkit.batteries.vector._errors import (
-    CollectionNotFoundError,
-    VectorStoreUsageError,
-)
+from turnkit.batteries.vector._errors import CollectionNotFoundError, VectorStoreUsageError
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._auto_fields import add_fields, deployer_fields, to_latest
 from turnkit.batteries.vector.store._common import CollectionInfo

@@ -8,20 +8,14 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from turnkit._checks import expect_text, is_number, short_repr
+from turnkit._checks import expect_text, is_int, is_number, short_repr
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import Encoder
 from turnkit.batteries.vector.store._fields import normalize_fields
-from turnkit.batteries.vector.store._memory_index import (
-    MemoryCache,
-)
+from turnkit.batteries.vector.store._memory_index import MemoryCache
 from turnkit.batteries.vector.store._recall import DEFAULT_RECALL_TARGET
-from turnkit.batteries.vector.store._records import (
-    DEFAULT_MAX_DOCUMENT_CHARS,
-)
-from turnkit.batteries.vector.store._scores import (
-    normalize_metric,
-)
+from turnkit.batteries.vector.store._records import DEFAULT_MAX_DOCUMENT_CHARS
+from turnkit.batteries.vector.store._scores import normalize_metric
 from turnkit.batteries.vector.store._store import AutoOptimize, VectorStore
 
 __all__ = ["create_vector_store"]
@@ -113,18 +107,12 @@ def create_vector_store(
             hint="Wrap a plain function with turnkit.batteries.vector.FunctionEncoder.",
         )
     if read_consistency_interval is not None and not isinstance(read_consistency_interval, timedelta):
-        raise _config_error(
-            "read_consistency_interval must be a datetime.timedelta or None.",
-        )
+        raise _config_error("read_consistency_interval must be a datetime.timedelta or None.")
     if auto_optimize is not None and not isinstance(auto_optimize, AutoOptimize):
         raise _config_error("auto_optimize must be an AutoOptimize or None.")
     if memory_cache is not None and not isinstance(memory_cache, MemoryCache):
         raise _config_error("memory_cache must be a MemoryCache or None.")
-    if max_document_chars is not None and (
-        isinstance(max_document_chars, bool)
-        or not isinstance(max_document_chars, int)
-        or max_document_chars < 1
-    ):
+    if max_document_chars is not None and not is_int(max_document_chars, 1):
         raise _config_error("max_document_chars must be a positive integer or None.")
     if not is_number(recall_target, 0, 1) or recall_target <= 0:
         raise _config_error(f"recall_target must be a number in (0, 1], got {short_repr(recall_target)}.")
@@ -136,10 +124,6 @@ def create_vector_store(
     if uri.startswith("db://") and not connect_options.get("api_key") and os.environ.get("LANCEDB_API_KEY"):
         # The sync client reads it; LanceDB's async connect does not.
         connect_options["api_key"] = os.environ["LANCEDB_API_KEY"]
-    if "://" not in uri:
-        from pathlib import Path
-
-        uri = str(Path(uri).expanduser())
     return VectorStore(
         uri=uri,
         encoder=encoder,

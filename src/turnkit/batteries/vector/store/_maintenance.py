@@ -11,11 +11,7 @@ from turnkit.batteries.vector.store._common import log
 from turnkit.batteries.vector.store._fields import ensure_field_indexes
 from turnkit.batteries.vector.store._hybrid import note_fts_whole
 from turnkit.batteries.vector.store._index_policy import auto_index, vector_index
-from turnkit.batteries.vector.store._integrity import (
-    claim_maintenance,
-    remove_duplicates,
-    retry_conflicts,
-)
+from turnkit.batteries.vector.store._integrity import claim_maintenance, remove_duplicates, retry_conflicts
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, local_root
 from turnkit.batteries.vector.store._recall import RecallCurve, measure_recall_curve

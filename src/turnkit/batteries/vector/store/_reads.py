@@ -9,10 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turnkit.batteries.vector._errors import (
-    VectorStoreRuntimeError,
-    VectorStoreUsageError,
-)
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
@@ -20,27 +17,15 @@ from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._asked import note
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import (
-    _contains_raw,
-    read_columns,
-    trim_metadata,
-    vector_of,
-)
+from turnkit.batteries.vector.store._common import _contains_raw, read_columns, trim_metadata, vector_of
 from turnkit.batteries.vector.store._freshness import check_due
 from turnkit.batteries.vector.store._hybrid import hybrid_search
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
-from turnkit.batteries.vector.store._integrity import (
-    dedupe_matches,
-)
+from turnkit.batteries.vector.store._integrity import dedupe_matches
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._planner import SearchPlan
-from turnkit.batteries.vector.store._records import (
-    MAX_ID_LENGTH,
-    match_from_row,
-)
-from turnkit.batteries.vector.store._scores import (
-    distance_bound,
-)
+from turnkit.batteries.vector.store._records import MAX_ID_LENGTH, match_from_row
+from turnkit.batteries.vector.store._scores import distance_bound
 
 __all__ = ["count", "get", "knobs", "mmr_search", "plan", "search", "search_now", "search_now_async"]
 

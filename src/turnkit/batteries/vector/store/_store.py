@@ -41,12 +41,7 @@ from turnkit.batteries.vector.store import (
     _writes,
 )
 from turnkit.batteries.vector.store._auto_fields import to_latest
-from turnkit.batteries.vector.store._common import (
-    _COLUMNS,
-    _FORMAT,
-    CollectionInfo,
-    UpsertResult,
-)
+from turnkit.batteries.vector.store._common import _COLUMNS, _FORMAT, CollectionInfo, UpsertResult
 from turnkit.batteries.vector.store._fields import (
     auto_fields,
     declared_fields,
@@ -62,26 +57,14 @@ from turnkit.batteries.vector.store._handles import (
     _Collection,
     _Tracker,
 )
-from turnkit.batteries.vector.store._integrity import (
-    create_or_open,
-    reopen_or_corrupt,
-)
+from turnkit.batteries.vector.store._integrity import create_or_open, reopen_or_corrupt
 from turnkit.batteries.vector.store._lancedb import import_lancedb, translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import _set_index
-from turnkit.batteries.vector.store._memory_index import (
-    MemoryCache,
-    MemoryCacheStats,
-    MemoryIndex,
-)
+from turnkit.batteries.vector.store._memory_index import MemoryCache, MemoryCacheStats, MemoryIndex
 from turnkit.batteries.vector.store._recall import RecallCurve
-from turnkit.batteries.vector.store._records import (
-    collection_schema,
-)
-from turnkit.batteries.vector.store._scores import (
-    Metric,
-    normalize_metric,
-)
+from turnkit.batteries.vector.store._records import collection_schema
+from turnkit.batteries.vector.store._scores import Metric, normalize_metric
 from turnkit.batteries.vector.store._writes import _encode_for
 
 __all__ = ["AutoOptimize", "CollectionInfo", "UpsertResult", "VectorStore"]

@@ -10,10 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from turnkit._aio import on_loop
-from turnkit.batteries.vector._errors import (
-    VectorStoreRuntimeError,
-    VectorStoreUsageError,
-)
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector.encoders._base import EncodeKind, Encoder, encode_texts
 from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import to_sql
@@ -32,10 +29,7 @@ from turnkit.batteries.vector.store._integrity import heal_after_write, supersed
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
 from turnkit.batteries.vector.store._maintenance import after_write
-from turnkit.batteries.vector.store._records import (
-    collection_schema,
-    prepare_records,
-)
+from turnkit.batteries.vector.store._records import collection_schema, prepare_records
 
 __all__ = ["check_consent", "delete", "encode_documents", "upsert", "write"]
 
