@@ -135,12 +135,8 @@ def matches_from_arrow(table: pa.Table, metric: Metric) -> list[VectorMatch]:
             return None
         return json_texts(table.column(name))
 
-    distances = None
-    if "_distance" in names:
-        distances = table.column("_distance").to_numpy(zero_copy_only=False)
-    vectors = None
-    if "vector" in names:
-        vectors = _vector_lists(table.column("vector"))
+    distances = table.column("_distance").to_numpy(zero_copy_only=False) if "_distance" in names else None
+    vectors = _vector_lists(table.column("vector")) if "vector" in names else None
     return matches_from_columns(
         table.column("id").to_pylist(),
         distances,

@@ -60,7 +60,7 @@ async def create(
     exists = VectorStoreUsageError(
         f"Collection {name!r} already exists.", code="E_VECTOR_STORE_COLLECTION_EXISTS", collection=name
     )
-    async with store._lock():
+    async with store._open_lock:
         conn = await store._connection()
         try:
             if name in await list_(store):
@@ -98,7 +98,7 @@ async def declare(store: VectorStore, name: str, fields: Mapping[str, FieldType]
 
 
 async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
-    async with store._lock():
+    async with store._open_lock:
         conn = await store._connection()
         coll = store._collections.pop(name, None)
         store._memory.forget(name)

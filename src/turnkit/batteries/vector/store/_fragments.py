@@ -33,12 +33,11 @@ __all__ = ["commit_fragments", "commit_fragments_sync", "write_fragments", "writ
 
 
 def _lance() -> Any:
-    needs, hint = (
+    return import_optional(
+        "lance",
+        partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_DRIVER_UNAVAILABLE"),
         "Writing fragments needs the `pylance` package",
         "Install it with the ray extra: pip install 'turnkit[ray]'.",
-    )
-    return import_optional(
-        "lance", partial(VectorStoreRuntimeError, code="E_VECTOR_STORE_DRIVER_UNAVAILABLE"), needs, hint
     )
 
 
@@ -61,7 +60,7 @@ async def write_fragments(
         return []
     coll = await on_loop(store._collection(collection))
     await encode_documents(store, collection, coll, batch)
-    array = batch.vector_array(coll.dimension, source="the collection's")
+    array = batch.vector_array(coll.dimension)
     if coll.metric == "cosine" and (~array.any(axis=1)).any():
         raise VectorStoreUsageError(
             f"Collection {collection!r}: an all-zero vector has no direction, so a cosine collection "
@@ -77,7 +76,6 @@ async def write_fragments(
     data = with_declared(data, batch.ids, batch.metadata, fields)
     if coll.keyed:  # appended records are keyed by their ids, as an unguarded upsert keys them
         data = with_keys(data)
-    schema = data.schema
 
     async def write() -> list[str]:
         uri = await coll.table.uri()
@@ -86,7 +84,7 @@ async def write_fragments(
                 lance.fragment.write_fragments,
                 data,
                 uri,
-                schema=schema,
+                schema=data.schema,
                 storage_options=store.storage_options or None,
             )
         return [json.dumps(fragment.to_json()) for fragment in fragments]

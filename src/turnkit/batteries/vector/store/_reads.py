@@ -116,9 +116,7 @@ def _vector_query(
     if spec.offset:
         query = query.offset(spec.offset)
     query = knobs(query, coll, spec)
-    upper = math.inf
-    if spec.max_distance is not None:
-        upper = spec.max_distance
+    upper = math.inf if spec.max_distance is None else spec.max_distance
     if spec.min_score is not None:
         upper = min(upper, distance_bound(coll.metric, spec.min_score))
     if math.isfinite(upper):
@@ -130,8 +128,7 @@ def _vector_query(
         query = query.where(where)
         if not spec.prefiltered:
             query = query.postfilter()
-    query = query.select([*columns, "_distance"])
-    return query
+    return query.select([*columns, "_distance"])
 
 
 async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | None:

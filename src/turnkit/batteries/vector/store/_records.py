@@ -82,13 +82,12 @@ class PreparedBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def vector_array(
-        self, dimension: int | None, *, source: str = "the collection's"
-    ) -> npt.NDArray[np.float32]:
+    def vector_array(self, dimension: int | None) -> npt.NDArray[np.float32]:
         """Stack the vectors into an ``(n, dimension)`` float32 array, checking each one.
 
         ``dimension=None`` takes it from the first record (a collection about to be created).
         """
+        source = "the collection's" if dimension is not None else "the first record's"
         out: npt.NDArray[np.float32] | None = None
         for index, vec in enumerate(self.vectors):
             if _is_boolean(vec):

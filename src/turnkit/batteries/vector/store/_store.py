@@ -115,7 +115,7 @@ class VectorStore:
         self._collections: dict[str, _Collection] = {}
         self._recorded_encoders: dict[tuple[str, int], Encoder] = {}  # built from what collections recorded
         self._key_sets: dict[str, KeySet] = {}  # the metadata keys each collection holds (_filter_keys.py)
-        self._open_lock: asyncio.Lock | None = None
+        self._open_lock = asyncio.Lock()  # opens, creates and drops of collections
         # Trackers are keyed by database; each memory:// store is its own database.
         self._db_key = f"memory://{id(self)}" if uri.startswith("memory://") else uri
 
@@ -155,11 +155,6 @@ class VectorStore:
                 ) from exc
         return self._conn
 
-    def _lock(self) -> asyncio.Lock:
-        if self._open_lock is None:
-            self._open_lock = asyncio.Lock()
-        return self._open_lock
-
     async def _collection(self, name: str, *, create_dimension: int | None = None) -> _Collection:
         cached = self._collections.get(name)
         if cached is not None and cached.generation == cached.tracker.generation:
@@ -167,7 +162,7 @@ class VectorStore:
                 await _freshness.look(self, cached)
             if cached.generation == cached.tracker.generation:
                 return await self._fresh(cached)
-        async with self._lock():
+        async with self._open_lock:
             cached = self._collections.get(name)
             if cached is not None and cached.generation == cached.tracker.generation:
                 return cached
@@ -220,11 +215,9 @@ class VectorStore:
         """
 
         async def catch_up() -> None:
-            try:
-                coll = await self._collection(name)
-            except CollectionNotFoundError:
-                return
-            await _freshness.look(self, coll, force=True)
+            coll = await self._existing(name)
+            if coll is not None:
+                await _freshness.look(self, coll, force=True)
 
         await on_loop(catch_up())
 

@@ -76,10 +76,7 @@ async def upsert(
     # (Automatic fields refuse nothing: a value of another type drops the field, see _auto_fields.py.)
     declared_arrays(batch.ids, batch.metadata, store.fields if coll is None else deployer_fields(coll))
     await encode_documents(store, name, coll, batch)
-    if coll is not None:
-        array = batch.vector_array(coll.dimension, source="the collection's")
-    else:
-        array = batch.vector_array(None, source="the first record's")
+    array = batch.vector_array(None if coll is None else coll.dimension)
     replacing = None if replace is None else replace.filter
     return await on_loop(write(store, name, batch, array, replace=replacing, guard=guard))
 
