@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CollectionInfo",
     "UpsertResult",
+    "both",
     "log",
     "newest",
     "read_columns",
@@ -59,6 +60,11 @@ def newest(keys: Sequence[Any], stamps: Sequence[datetime | None]) -> list[int]:
         if seen is None or recency(stamps[index]) > recency(stamps[seen]):
             best[key] = index
     return sorted(best.values())
+
+
+def both(node: FilterNode, where: FilterNode | None) -> FilterNode:
+    """``node``, and ``where`` too when there is one (a query's filter, a guard included)."""
+    return node if where is None else And((node, where))
 
 
 def read_columns(select: Iterable[str]) -> list[str]:
@@ -105,9 +111,8 @@ async def vector_of(
 
     Inside the search's filter (a guard included): another scope may hold the same id.
     """
-    node: FilterNode = condition("id", "eq", record_id)
     where = None if where is None else _without_id_terms(where, record_id)
-    sql = to_sql(node if where is None else And((node, where)), coll.fields)
+    sql = to_sql(both(condition("id", "eq", record_id), where), coll.fields)
     with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
         rows = await coll.table.query().where(sql).select(["vector", "updated_at"]).to_list()
     if not rows:

@@ -24,7 +24,6 @@ import numpy as np
 
 from turnkit._aio import finish_before_exit, on_loop, to_thread
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
-from turnkit.batteries.vector.filters._ast import And
 from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearText, NearVector
 from turnkit.batteries.vector.ranking._fusion import fusion_for
@@ -33,6 +32,7 @@ from turnkit.batteries.vector.store._auto_fields import to_latest
 from turnkit.batteries.vector.store._bulk_matches import scores_from_distances
 from turnkit.batteries.vector.store._common import (
     _contains_raw,
+    both,
     log,
     read_columns,
     recency,
@@ -130,8 +130,7 @@ async def _dense_scores(
     vector = await query()
     if vector is None:
         return out
-    node: FilterNode = condition("id", "in", missing)
-    sql = to_sql(node if where is None else And((node, where)), coll.fields)
+    sql = to_sql(both(condition("id", "in", missing), where), coll.fields)
     with translate_errors("search", coll.name, raw_filter=_contains_raw(where)):
         rows = await coll.table.query().where(sql).select(["id", "vector", "updated_at"]).to_list()
     found: dict[str, Any] = {}

@@ -11,13 +11,12 @@ import numpy as np
 
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
-from turnkit.batteries.vector.filters._ast import And, FilterNode
 from turnkit.batteries.vector.filters._core import MAX_IN_VALUES, condition, to_sql
 from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._asked import note
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _contains_raw, read_columns, trim_metadata, vector_of
+from turnkit.batteries.vector.store._common import _contains_raw, both, read_columns, trim_metadata, vector_of
 from turnkit.batteries.vector.store._freshness import check_due
 from turnkit.batteries.vector.store._hybrid import hybrid_search
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
@@ -256,9 +255,7 @@ async def get(store: VectorStore, spec: QuerySpec, ids: list[str]) -> list[Any]:
     # An IN list is capped (MAX_IN_VALUES); long id lists are read in chunks.
     for start in range(0, len(unique), MAX_IN_VALUES):
         chunk = unique[start : start + MAX_IN_VALUES]
-        node: FilterNode = condition("id", "in", chunk)
-        if spec.filter is not None:
-            node = And((node, spec.filter))
+        node = both(condition("id", "in", chunk), spec.filter)
         # integrity: no limit, so an id held twice cannot crowd another out.
         query = coll.table.query().where(to_sql(node, coll.fields)).select(read_columns(select))
         with translate_errors("search", coll.name, raw_filter=_contains_raw(spec.filter)):

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit.batteries.vector.filters._ast import And, FilterNode
+from turnkit.batteries.vector.filters._ast import FilterNode
 from turnkit.batteries.vector.filters._core import condition, to_sql
 from turnkit.batteries.vector.query._spec import QuerySpec
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _contains_raw, newest, read_columns, trim_metadata
+from turnkit.batteries.vector.store._common import _contains_raw, both, newest, read_columns, trim_metadata
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 if TYPE_CHECKING:
@@ -64,45 +64,30 @@ async def next_page(snap: Snapshot, page_size: int) -> list[Any]:
         return []
     spec = snap.spec
     select = spec.select or _GET_DEFAULT
-    columns = _columns(select)
-    by_id = [ColumnOrdering(column_name="id")]
-    rows = await _read(snap, columns, _after(snap.cursor, spec.filter), page_size, by_id)
+    # updated_at decides which copy of a repeated id is kept, asked for or not.
+    columns = list(dict.fromkeys([*read_columns(select), "updated_at"]))
+    after = spec.filter if snap.cursor is None else both(condition("id", "gt", snap.cursor), spec.filter)
+    rows = await _read(snap, columns, after, page_size, [ColumnOrdering(column_name="id")])
     ids = rows.column("id")
     if rows.num_rows < page_size:
         snap.done = True
     elif ids[0] == ids[-1]:
         # One id fills the page: read all of its copies.
-        rows = await _read(snap, columns, _only(ids[0].as_py(), spec.filter), None, None)
+        rows = await _read(
+            snap, columns, both(condition("id", "eq", ids[0].as_py()), spec.filter), None, None
+        )
     else:
         rows = rows.filter(pc.not_equal(ids, ids[-1]))
     if not rows.num_rows:
         return []
-    snap.cursor = rows.column("id")[-1].as_py()
-    rows = _newest_per_id(rows)
+    ids = rows.column("id")
+    snap.cursor = ids[-1].as_py()
+    if pc.count_distinct(ids).as_py() < rows.num_rows:  # copies of an id: its newest, as every read keeps
+        rows = rows.take(newest(ids.to_pylist(), rows.column("updated_at").to_pylist()))
     if "*" not in select and "updated_at" not in select:
         rows = rows.drop_columns(["updated_at"])
     # No distances here, so the metric goes unused.
     return trim_metadata(matches_from_arrow(rows, "cosine"), select)
-
-
-def _newest_per_id(rows: pa.Table) -> pa.Table:
-    """One row per id, its newest ``updated_at`` (as every read keeps); the rows come sorted by id."""
-    ids = rows.column("id")
-    if pc.count_distinct(ids).as_py() == rows.num_rows:
-        return rows
-    return rows.take(newest(ids.to_pylist(), rows.column("updated_at").to_pylist()))
-
-
-def _after(cursor: str | None, where: FilterNode | None) -> FilterNode | None:
-    if cursor is None:
-        return where
-    node: FilterNode = condition("id", "gt", cursor)
-    return node if where is None else And((node, where))
-
-
-def _only(record_id: str, where: FilterNode | None) -> FilterNode:
-    node: FilterNode = condition("id", "eq", record_id)
-    return node if where is None else And((node, where))
 
 
 async def _read(
@@ -118,9 +103,3 @@ async def _read(
     with translate_errors("search", snap.name, raw_filter=_contains_raw(snap.spec.filter)):
         rows: pa.Table = await query.select(columns).to_arrow()
     return rows
-
-
-def _columns(select: tuple[str, ...]) -> list[str]:
-    # updated_at decides which copy of a repeated id is kept, asked for or not.
-    wanted = read_columns(select)
-    return wanted if "updated_at" in wanted else [*wanted, "updated_at"]
