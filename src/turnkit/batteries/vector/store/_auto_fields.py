@@ -137,10 +137,8 @@ async def found_kinds(table: Any, name: str) -> tuple[dict[str, FieldType], Coun
                     tag = value_kind(value)
                     if tag is None or key in mixed:
                         continue
-                    seen = tags.get(key)
-                    if seen is None:
-                        tags[key] = {tag}
-                    elif tag not in seen:
+                    seen = tags.setdefault(key, set())
+                    if tag not in seen:
                         seen.add(tag)
                         if kind_of(seen) is None:
                             mixed.add(key)

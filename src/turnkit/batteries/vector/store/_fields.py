@@ -146,12 +146,8 @@ def field_schema(fields: Mapping[str, FieldType]) -> list[pa.Field]:
 
 def declared_fields(schema: pa.Schema) -> dict[str, FieldType]:
     """The declared fields recorded in a table's schema."""
-    out: dict[str, FieldType] = {}
-    for fld in schema:
-        kind = (fld.metadata or {}).get(_MARK)
-        if kind is not None and kind.decode() in FIELD_TYPES:
-            out[fld.name] = kind.decode()
-    return out
+    marks = {fld.name: (fld.metadata or {}).get(_MARK, b"").decode() for fld in schema}
+    return {key: kind for key, kind in marks.items() if kind in FIELD_TYPES}
 
 
 def auto_fields(schema: pa.Schema) -> frozenset[str]:

@@ -249,11 +249,8 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
         details = dict(getattr(found[0], "index_details", None) or {}) if len(found) == 1 else {}
         if details_match(details) and bool(details.get("with_position")) == coll.fts_positions:
             stats = await coll.table.index_stats(found[0].name)
-            covered = stats is not None and (stats.num_unindexed_rows, stats.num_indexed_rows) == (
-                0,
-                snapshot.rows,
-            )
-            if covered and config is not None:
+            counts = None if stats is None else (stats.num_unindexed_rows, stats.num_indexed_rows)
+            if counts == (0, snapshot.rows) and config is not None:
                 # Only now: a version with unindexed rows (any write since the index) stays with LanceDB,
                 # and must not pay for a Python copy of every document.
                 documents = await to_thread(snapshot._pylist, "document")
@@ -493,11 +490,9 @@ async def memory_lexical(
     index = _lexical_index(store, coll, snapshot)
     if index is None:
         return None
-    mask = None
-    if spec.filter is not None:
-        mask = snapshot.mask(spec.filter)
-        if mask is None:
-            return None
+    mask = None if spec.filter is None else snapshot.mask(spec.filter)
+    if spec.filter is not None and mask is None:
+        return None
     phrases = query_phrases(text) if coll.fts_positions else []
     scored = index.scores(text, phrases, snapshot._pylist("document"))
     if scored is None:

@@ -20,7 +20,6 @@ __all__ = [
     "after_write",
     "background_optimize",
     "create_index",
-    "optimize",
     "optimize_if_unindexed",
     "repair",
     "run_optimize",
@@ -89,10 +88,6 @@ async def run_optimize(store: VectorStore, coll: _Collection, *, repair: bool = 
             await declare_auto(store, coll)
         await _set_index(coll, await coll.table.list_indices())
     return removed
-
-
-async def optimize(store: VectorStore, name: str) -> None:
-    await run_optimize(store, await store._collection(name), repair=True)
 
 
 async def repair(store: VectorStore, name: str) -> int:

@@ -440,7 +440,7 @@ class VectorStore:
     # -- the operations a builder runs (each lives in its module and takes the store first) ----------
     _upsert = _writes.upsert
     _delete = _writes.delete
-    _optimize = _maintenance.optimize
+    _optimize = _maintenance.repair  # optimize() does what repair() does; the count goes unread
     _create_index = _maintenance.create_index
     _rows_snapshot = _rows.snapshot
     _rows_page = staticmethod(_rows.next_page)
@@ -475,7 +475,6 @@ class VectorStore:
         return await read()
 
     async def _search(self, spec: QuerySpec, vector: np.ndarray[Any, Any] | None) -> list[Any]:
-        # Diversity and hybrid fusion wrap this same search (see ranking/_mmr.py, store/_hybrid.py).
         return await self._read_again(spec.collection, lambda: _reads.search(self, spec, vector))
 
     async def _execute(self, spec: QuerySpec) -> list[VectorMatch]:

@@ -68,9 +68,7 @@ async def upsert(
     if replace is not None:
         check_consent(store, "replace", replace, all_records=False)
     if not len(batch):
-        if replace is None:
-            return UpsertResult(0, 0)
-        return UpsertResult(0, 0, await delete(store, replace, all_records=True))
+        return UpsertResult(0, 0, 0 if replace is None else await delete(store, replace, all_records=True))
     coll = await on_loop(store._existing(name))
     # Refused before anything is created or encoded; checked again on the version the write lands on.
     # (Automatic fields refuse nothing: a value of another type drops the field, see _auto_fields.py.)
