@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from turnkit._aio import on_loop, sync_form, to_thread
 from turnkit._lazy import import_optional
-from turnkit.batteries.vector._errors import VectorStoreRuntimeError, VectorStoreUsageError
+from turnkit.batteries.vector._errors import VectorStoreRuntimeError
 from turnkit.batteries.vector.store._auto_fields import conflicts, deployer_fields, to_latest
 from turnkit.batteries.vector.store._fields import with_declared
 from turnkit.batteries.vector.store._guarded import KEY, with_keys
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock
 from turnkit.batteries.vector.store._records import collection_schema, prepare_records
-from turnkit.batteries.vector.store._writes import encode_documents
+from turnkit.batteries.vector.store._writes import check_directions, encode_documents
 
 if TYPE_CHECKING:
     from turnkit.batteries.vector.store._store import VectorStore
@@ -61,13 +61,7 @@ async def write_fragments(
     coll = await on_loop(store._collection(collection))
     await encode_documents(store, collection, coll, batch)
     array = batch.vector_array(coll.dimension)
-    if coll.metric == "cosine" and (~array.any(axis=1)).any():
-        raise VectorStoreUsageError(
-            f"Collection {collection!r}: an all-zero vector has no direction, so a cosine collection "
-            "could never return it.",
-            code="E_INVALID_VECTOR_RECORD",
-            collection=collection,
-        )
+    check_directions(collection, batch.ids, array, coll.metric)
     fields = await on_loop(store._refresh_fields(coll))
     # An automatic field a record does not fit is left out: the commit then drops it (_auto_fields.py).
     misfits = conflicts(coll, batch.metadata)

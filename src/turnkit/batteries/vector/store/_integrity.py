@@ -255,10 +255,7 @@ async def _write_again(table: Any, name: str, version: int) -> None:
             columns.append((fld, filled.get(fld.name, pa.nulls(rows.num_rows, fld.type)).cast(fld.type)))
     data = pa.table([c for _, c in columns], schema=pa.schema([f for f, _ in columns]))
     # One row per key (a merge refuses a key twice): the newest.
-    data = data.sort_by([(key, "ascending"), ("updated_at", "descending")])
-    keys = data[key].to_pylist()
-    first = [i for i, k in enumerate(keys) if i == 0 or k != keys[i - 1]]
-    data = data.take(first)
+    data = data.take(newest(data[key].to_pylist(), data["updated_at"].to_pylist()))
 
     async def merge() -> object:
         with translate_errors("create_collection", name):

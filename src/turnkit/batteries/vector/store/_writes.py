@@ -31,7 +31,7 @@ from turnkit.batteries.vector.store._locks import collection_lock, heals_after_w
 from turnkit.batteries.vector.store._maintenance import after_write
 from turnkit.batteries.vector.store._records import collection_schema, prepare_records
 
-__all__ = ["check_consent", "delete", "encode_documents", "upsert", "write"]
+__all__ = ["check_consent", "check_directions", "delete", "encode_documents", "upsert", "write"]
 
 # Tries of a write refused because a late create overwrote (then restored) the collection under it.
 _SUPERSEDED_TRIES = 3
@@ -52,6 +52,22 @@ async def encode_documents(store: VectorStore, name: str, coll: _Collection | No
     vectors = await _encode_for(name, encoder, texts, "document", first=batch.to_encode[0])
     for row, index in enumerate(batch.to_encode):
         batch.vectors[index] = vectors[row]
+
+
+def check_directions(name: str, ids: list[str], vectors: np.ndarray[Any, Any], metric: str) -> None:
+    """Refuse an all-zero vector for a cosine collection, naming the first record holding one."""
+    zero = ~vectors.any(axis=1)
+    if metric == "cosine" and zero.any():
+        index = int(np.argmax(zero))
+        raise VectorStoreUsageError(
+            f"Record {index} (id {ids[index]!r}): an all-zero vector has no direction, "
+            "so a cosine collection could never return it.",
+            code="E_INVALID_VECTOR_RECORD",
+            hint="Check the encoder's output, or use metric='l2' for vectors that can be zero.",
+            collection=name,
+            index=index,
+            record_id=ids[index],
+        )
 
 
 async def upsert(
@@ -102,20 +118,7 @@ async def write(
             collection=name,
         ) from exc
     existing = await store._existing(name)
-    metric = existing.metric if existing is not None else store.metric
-    if metric == "cosine":
-        zero = ~vectors.any(axis=1)
-        if zero.any():
-            index = int(np.argmax(zero))
-            raise VectorStoreUsageError(
-                f"Record {index} (id {batch.ids[index]!r}): an all-zero vector has no direction, "
-                "so a cosine collection could never return it.",
-                code="E_INVALID_VECTOR_RECORD",
-                hint="Check the encoder's output, or use metric='l2' for vectors that can be zero.",
-                collection=name,
-                index=index,
-                record_id=batch.ids[index],
-            )
+    check_directions(name, batch.ids, vectors, existing.metric if existing is not None else store.metric)
     # Opened once above; only a collection that does not exist yet is created here.
     coll = existing or await store._collection(name, create_dimension=vectors.shape[1])
     if coll.dimension != vectors.shape[1]:
