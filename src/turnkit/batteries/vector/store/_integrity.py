@@ -9,6 +9,7 @@ concurrent inserts of it never conflict. Reads hide such copies (the newest
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
@@ -174,11 +175,8 @@ async def create_or_open(conn: Any, name: str, schema: pa.Schema, *, unlocked: b
     is held) checks that the create did not land on a table another writer
     created meanwhile, and puts that table back if it did (`undo_late_create`).
     """
-    try:
-        with translate_errors("open", name):
-            return await conn.open_table(name)
-    except Exception:
-        pass
+    with contextlib.suppress(Exception), translate_errors("open", name):
+        return await conn.open_table(name)
     try:
         with translate_errors("create_collection", name):
             table = await conn.create_table(name, schema=schema, mode="create")

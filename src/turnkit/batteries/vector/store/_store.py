@@ -250,8 +250,7 @@ class VectorStore:
         with translate_errors("open", name):
             schema = await table.schema()
             indices = await table.list_indices()
-        names = set(schema.names)
-        missing = [c for c in _COLUMNS if c not in names]
+        missing = [c for c in _COLUMNS if c not in schema.names]
         if missing:
             raise VectorStoreUsageError(
                 f"Table {name!r} is not a turnkit collection (missing columns {missing}).",
