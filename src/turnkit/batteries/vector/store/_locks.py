@@ -35,10 +35,8 @@ except ImportError:  # pragma: no cover - Windows: no cross-process lock (docume
 def local_root(uri: str) -> str | None:
     """The directory of a database on a local disk, or ``None`` for object storage and Cloud."""
     if uri.startswith("file://"):
-        return uri[len("file://") :]
-    if "://" in uri:
-        return None
-    return uri
+        return uri.removeprefix("file://")
+    return None if "://" in uri else uri
 
 
 def heals_after_write(uri: str) -> bool:

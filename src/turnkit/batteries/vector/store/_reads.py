@@ -43,7 +43,6 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
         return await hybrid_search(store, coll, spec, vector)
     select = spec.select or ("*",)
     columns = read_columns(select)
-    raw = _contains_raw(spec.filter)
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
     if isinstance(spec.near, NearId):
         vector = await vector_of(coll, spec.near.id, spec.filter)
@@ -85,7 +84,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
         query = query.select(columns).limit(spec.limit)
         if spec.offset:
             query = query.offset(spec.offset)
-    matches = await _answer(coll, query, raw)
+    matches = await _answer(coll, query, _contains_raw(spec.filter))
     store._memory.after_search(coll.name)
     return _finish(matches, spec, select)
 
@@ -143,8 +142,7 @@ async def search_now_async(store: VectorStore, spec: QuerySpec) -> list[Any] | N
     current = _current(store, spec)
     if current is None:
         return None
-    coll, vector, select = current
-    snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
+    coll, vector, select, snapshot = current
     if snapshot is not None:
         found = await store._memory.answer(snapshot, spec, vector, read_columns(select))
         if found is not None:
@@ -171,8 +169,7 @@ def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
     current = _current(store, spec)
     if current is None:
         return None
-    coll, vector, select = current
-    snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
+    coll, vector, select, snapshot = current
     vector = np.ascontiguousarray(vector, dtype=np.float32)
     found = None if snapshot is None else snapshot.search(spec, vector, read_columns(select))
     if found is None:
@@ -181,12 +178,11 @@ def search_now(store: VectorStore, spec: QuerySpec) -> list[Any] | None:
     return _finish(found, spec, select)
 
 
-def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tuple[str, ...]] | None:
-    """The open collection, query vector and selection when memory may answer without the loop.
+def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tuple[str, ...], Any] | None:
+    """The open collection, query vector, selection and loaded copy (if any) when the loop is not needed.
 
     Only when nothing needs the loop: a vector query on an open, current
-    collection whose copy is loaded, with no look for other processes'
-    commits due (a look is async).
+    collection, with no look for other processes' commits due (a look is async).
     """
     near = spec.near
     if not isinstance(near, NearVector) or spec.mmr is not None or spec.hybrid is not None:
@@ -202,7 +198,8 @@ def _current(store: VectorStore, spec: QuerySpec) -> tuple[_Collection, Any, tup
     ):
         return None
     plan(store, coll)
-    return coll, near.vector, spec.select or ("*",)
+    snapshot = store._memory.loaded(coll.name, coll.table, coll.seen_version, spec)
+    return coll, near.vector, spec.select or ("*",), snapshot
 
 
 def plan(store: VectorStore, coll: _Collection) -> SearchPlan | None:
