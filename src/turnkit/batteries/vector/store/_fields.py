@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import partial
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final
 
 import orjson
 import pyarrow as pa
@@ -31,7 +31,6 @@ from turnkit.batteries.vector.store._common import _COLUMNS, record_key
 from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
-    "FieldIndex",
     "auto_fields",
     "check_same_types",
     "ensure_field_indexes",
@@ -50,8 +49,6 @@ __all__ = [
 
 _config_error = partial(VectorStoreUsageError, code="E_INVALID_VECTOR_STORE_CONFIG")
 
-FieldIndex: TypeAlias = Literal["btree", "bitmap", "label_list"]
-
 _MARK: Final = b"turnkit.field"
 _AUTO: Final = b"turnkit.auto"  # b"1": declared by the store, not the deployer
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -68,15 +65,6 @@ _BY_PYTHON: Final[Mapping[Any, FieldType]] = {
     float: "float",
     bool: "bool",
     list[str]: "list[str]",
-}
-# BTREE orders values (range filters, many distinct values); BITMAP suits a few
-# distinct values (booleans); LABEL_LIST answers "has this label" on lists.
-_INDEX: Final[Mapping[FieldType, FieldIndex]] = {
-    "str": "btree",
-    "int": "btree",
-    "float": "btree",
-    "bool": "bitmap",
-    "list[str]": "label_list",
 }
 _FILL_BATCH: Final = 50_000
 # Exact for JSON values of the declared type (checked first); JSON null and missing keys give NULL.
@@ -227,10 +215,14 @@ async def _indexed(table: Any) -> set[str]:
 
 
 def scalar_index_config(kind: FieldType) -> Any:
-    """LanceDB's index config for a field of this type."""
+    """LanceDB's index config for a field of this type.
+
+    BTREE orders values (range filters, many distinct values); BITMAP suits a few
+    distinct values (booleans); LABEL_LIST answers "has this label" on lists.
+    """
     from lancedb.index import Bitmap, BTree, LabelList  # noqa: TID251 - inside the battery, lazily
 
-    return {"btree": BTree, "bitmap": Bitmap, "label_list": LabelList}[_INDEX[kind]]()
+    return {"bool": Bitmap, "list[str]": LabelList}.get(kind, BTree)()
 
 
 def _bad_value(index: int, rid: str, key: str, kind: FieldType, value: Any) -> VectorStoreUsageError:
