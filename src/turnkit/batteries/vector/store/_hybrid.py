@@ -58,6 +58,7 @@ __all__ = [
     "full_text_query",
     "full_text_rows",
     "hybrid_search",
+    "query_vector",
 ]
 
 
@@ -82,9 +83,10 @@ def full_text_query(text: str, positions: bool) -> Any:
     )
 
 
-async def _query_vector(
+async def query_vector(
     store: VectorStore, coll: _Collection, spec: QuerySpec, vector: np.ndarray[Any, Any] | None
 ) -> np.ndarray[Any, Any] | None:
+    """The search's query vector: ``vector`` (encoded text) if given, else from ``spec.near``."""
     if vector is not None:
         return np.asarray(vector, dtype=np.float32)
     near = spec.near
@@ -541,8 +543,6 @@ async def hybrid_search(
     out = fusion_for(hybrid, text, pool).fuse_matches(dense, lexical, bm25)
     if spec.min_score is not None and out:
         threshold = spec.min_score
-        similar = await _dense_scores(
-            coll, out, lambda: _query_vector(store, coll, spec, vector), spec.filter
-        )
+        similar = await _dense_scores(coll, out, lambda: query_vector(store, coll, spec, vector), spec.filter)
         out = [m for m, s in zip(out, similar, strict=True) if s is not None and s >= threshold]
     return out[spec.offset : spec.offset + spec.limit]

@@ -16,9 +16,9 @@ from turnkit.batteries.vector.query._spec import NearId, NearVector, QuerySpec
 from turnkit.batteries.vector.ranking._mmr import diversify
 from turnkit.batteries.vector.store._asked import note
 from turnkit.batteries.vector.store._bulk_matches import matches_from_arrow
-from turnkit.batteries.vector.store._common import _contains_raw, both, read_columns, trim_metadata, vector_of
+from turnkit.batteries.vector.store._common import _contains_raw, both, read_columns, trim_metadata
 from turnkit.batteries.vector.store._freshness import check_due
-from turnkit.batteries.vector.store._hybrid import hybrid_search
+from turnkit.batteries.vector.store._hybrid import hybrid_search, query_vector
 from turnkit.batteries.vector.store._index_policy import apply_knobs, search_knobs
 from turnkit.batteries.vector.store._integrity import dedupe_matches
 from turnkit.batteries.vector.store._lancedb import translate_errors
@@ -44,10 +44,7 @@ async def search(store: VectorStore, spec: QuerySpec, vector: np.ndarray[Any, An
     select = spec.select or ("*",)
     columns = read_columns(select)
     where = None if spec.filter is None else to_sql(spec.filter, coll.fields)
-    if isinstance(spec.near, NearId):
-        vector = await vector_of(coll, spec.near.id, spec.filter)
-    elif isinstance(spec.near, NearVector):
-        vector = np.asarray(spec.near.vector, dtype=np.float32)
+    vector = await query_vector(store, coll, spec, vector)
     if vector is not None:
         if len(vector) != coll.dimension:
             raise VectorStoreUsageError(
