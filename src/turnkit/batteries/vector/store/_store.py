@@ -380,26 +380,22 @@ class VectorStore:
         if self.encoder is not None:
             return self.encoder
         recorded = coll.encoder if coll is not None else None
-        if recorded is None:
+        if coll is None or recorded is None:
             raise EncoderRequiredError(
                 f"Collection {collection!r}: text must be encoded but this store has no encoder.",
                 collection=collection,
             )
-        key = (recorded, coll.dimension if coll is not None else 0)
+        key = (recorded, coll.dimension)
         found = self._recorded_encoders.get(key)
         if found is None:
-            found = build_recorded_encoder(recorded, key[1])
+            found = build_recorded_encoder(*key)
             if found is None:
+                spec = encoder_for_recorded(*key)
+                example = f", e.g. encoder_from_spec({spec!r})" if spec else ""
                 raise EncoderRequiredError(
                     f"Collection {collection!r} was built with encoder {recorded!r}, which turnkit does "
                     "not build without being asked (it may download a model or call a service).",
-                    hint=f"Pass the same encoder to create_vector_store(encoder=...): {recorded!r}"
-                    + (
-                        f", e.g. encoder_from_spec({spec!r})"
-                        if (spec := encoder_for_recorded(recorded, key[1]))
-                        else ""
-                    )
-                    + ".",
+                    hint=f"Pass the same encoder to create_vector_store(encoder=...): {recorded!r}{example}.",
                     collection=collection,
                     recorded=recorded,
                 )
