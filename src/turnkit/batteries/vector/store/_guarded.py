@@ -140,12 +140,7 @@ async def guarded_keys(table: Any, name: str, ids: list[str], guard: FilterNode,
         with translate_errors("upsert", name):
             rows = await table.query().where(f"{KEY} IN ({listed})").select([KEY]).to_list()
         taken.update(row[KEY] for row in rows)
-    keys = []
-    for rid in ids:
-        if rid in chosen:
-            keys.append(chosen[rid])
-        elif own[rid] in taken:  # held outside the guard: never merge into it
-            keys.append(f"{own[rid]}{_SEP}{uuid.uuid4().hex}")
-        else:
-            keys.append(own[rid])
+    # A scope's key held outside the guard is never merged into: the record takes a fresh key.
+    fresh = {key: f"{key}{_SEP}{uuid.uuid4().hex}" for key in taken}
+    keys = [chosen[rid] if rid in chosen else fresh.get(own[rid], own[rid]) for rid in ids]
     return pa.array(keys, pa.string())
