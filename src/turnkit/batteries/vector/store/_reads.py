@@ -115,9 +115,8 @@ def _vector_query(
     if spec.min_score is not None:
         upper = min(upper, distance_bound(coll.metric, spec.min_score))
     if math.isfinite(upper):
-        # distance_range's bound is exclusive and compared in float32, and a
-        # score's bound loses bits going back to a distance; widen it a
-        # little here, the exact thresholds are re-checked below.
+        # distance_range's bound is exclusive and compared in float32, and a score's bound loses bits going
+        # back to a distance; widen it a little here, the exact thresholds are re-checked below.
         query = query.distance_range(upper_bound=upper + 1e-5 * (1.0 + abs(upper)))
     if where is not None:
         query = query.where(where)

@@ -104,10 +104,8 @@ async def write(
     replace: FilterNode | None = None,
     guard: FilterNode | None = None,
 ) -> UpsertResult:
-    # The table's own schema reads the JSON column back as large_binary;
-    # writing with it stores bytes that JSON filters then reject. Built
-    # before the collection is opened or created, so a failure here leaves
-    # no trace.
+    # The table's own schema reads the JSON column back as large_binary; writing with it stores bytes that
+    # JSON filters then reject. Built before the collection is opened or created: a failure leaves no trace.
     schema = collection_schema(vectors.shape[1], {})
     try:
         data = batch.to_arrow(vectors, schema, datetime.now(UTC))
@@ -129,11 +127,9 @@ async def write(
             expected=coll.dimension,
         )
     async with coll.lock, collection_lock(store.uri, name) as across:
-        # LanceDB's merge_insert of the same *new* key from two writers at
-        # once inserts it twice (lancedb#2463); one writer per collection
-        # in this process (and, on a local disk, across processes) avoids
-        # that. The match runs against the handle's snapshot, so it must
-        # include every earlier commit.
+        # LanceDB's merge_insert of the same *new* key from two writers at once inserts it twice
+        # (lancedb#2463); one writer per collection in this process (and, on a local disk, across processes)
+        # avoids that. The match runs against the handle's snapshot, so it must include every earlier commit.
         await store._fresh(coll)
         if across:  # integrity: other processes' commits too
             await to_latest(coll, "upsert")
