@@ -15,7 +15,7 @@ from turnkit.batteries.vector.store._index_policy import search_knobs
 from turnkit.batteries.vector.store._integrity import undo_late_create
 from turnkit.batteries.vector.store._lancedb import translate_errors
 from turnkit.batteries.vector.store._locks import collection_lock, heals_after_write
-from turnkit.batteries.vector.store._maintenance import _fragment_count, _set_index
+from turnkit.batteries.vector.store._maintenance import _set_index
 from turnkit.batteries.vector.store._reads import plan, search_ef
 from turnkit.batteries.vector.store._records import collection_schema
 from turnkit.batteries.vector.store._scores import normalize_metric
@@ -148,7 +148,7 @@ async def info(store: VectorStore, name: str) -> CollectionInfo:
         version=version,
         indexes=tuple(f"{i.name}:{i.index_type}" for i in indices),
         unindexed_rows=unindexed,
-        fragments=int(_fragment_count(stats)),
+        fragments=int(stats["fragment_stats"]["num_fragments"]),  # the async API's stats are a dict
         recall_curve=curve.points if curve else (),
         recall_queries=curve.queries if curve else 0,
         search_ef=search_knobs(coll.index_type, coll.index_rows, 10, None, None, search_ef(coll, 10))[2],

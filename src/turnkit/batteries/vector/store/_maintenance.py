@@ -134,10 +134,3 @@ async def _set_index(coll: _Collection, indices: Iterable[Any]) -> None:
     index = vector_index(indices)
     coll.index_type = None if index is None else str(index.index_type)
     coll.index_rows = int(await coll.table.count_rows()) if coll.index_type is not None else 0
-
-
-def _fragment_count(stats: Any) -> int:
-    # The async API returns a plain dict, the sync one an object.
-    if isinstance(stats, dict):
-        return int(stats["fragment_stats"]["num_fragments"])
-    return int(stats.fragment_stats.num_fragments)
