@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 from turnkit._aio import finish_before_exit, on_loop, to_thread
 from turnkit.batteries.vector._errors import VectorStoreRuntimeError
@@ -40,6 +41,13 @@ from turnkit.batteries.vector.store._common import (
     vector_of,
 )
 from turnkit.batteries.vector.store._lancedb import translate_errors
+from turnkit.batteries.vector.store._memory_bm25 import (
+    LexicalIndex,
+    details_match,
+    learn_marks,
+    marks_to_learn,
+    top,
+)
 from turnkit.batteries.vector.store._records import match_from_row
 from turnkit.batteries.vector.store._scores import Metric, score_from_distance
 
@@ -48,7 +56,6 @@ if TYPE_CHECKING:
     from turnkit.batteries.vector.filters._ast import FilterNode
     from turnkit.batteries.vector.query._spec import QuerySpec
     from turnkit.batteries.vector.store._handles import _Collection
-    from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
     from turnkit.batteries.vector.store._store import VectorStore
 
 __all__ = [
@@ -214,8 +221,6 @@ def _lexical_index(store: VectorStore, coll: _Collection, snapshot: Any) -> Lexi
     search's path (about 2.5 s for 10,000 rows of 100 to 300 words); searches
     use them once built and checked (`_build_lexical`).
     """
-    from turnkit.batteries.vector.store._memory_bm25 import LexicalIndex
-
     found = snapshot.lexical
     if isinstance(found, LexicalIndex):
         return found
@@ -236,13 +241,6 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
     with the same ids and scores, which catches rows deleted since the index
     was built (LanceDB still counts them).
     """
-    from turnkit.batteries.vector.store._memory_bm25 import (
-        LexicalIndex,
-        details_match,
-        learn_marks,
-        marks_to_learn,
-    )
-
     index: LexicalIndex | None = None
     try:
         config = store._memory.config
@@ -406,7 +404,6 @@ def _match_query(text: str) -> Any:
 async def _scratch_table(documents: list[str]) -> Any:
     """An in-memory table of ``documents`` with a full-text index built like the collections'."""
     import lancedb  # noqa: TID251 - inside the battery, lazily
-    import pyarrow as pa
     from lancedb.index import FTS  # noqa: TID251 - inside the battery, lazily
 
     db = await lancedb.connect_async("memory://")
@@ -481,8 +478,6 @@ async def memory_lexical(
     filter (if any) is a pre-filter the cached columns evaluate, and
     `_lexical_index` vouches for the version (`_memory_bm25.py`).
     """
-    from turnkit.batteries.vector.store._memory_bm25 import top
-
     config = store._memory.config
     if config is None or not config.full_text:
         return None
