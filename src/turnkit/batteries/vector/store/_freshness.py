@@ -23,6 +23,7 @@ table with a lower version number.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from typing import TYPE_CHECKING, Any
@@ -41,8 +42,6 @@ __all__ = ["born", "check_due", "look", "look_now", "mark_opened"]
 
 def born(schema: Any) -> str | None:
     """When turnkit created the table (its metadata's ``created_at``): which table a handle belongs to."""
-    import json
-
     raw = (schema.metadata or {}).get(b"turnkit")
     if not raw:
         return None

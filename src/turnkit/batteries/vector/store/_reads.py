@@ -255,8 +255,7 @@ async def get(store: VectorStore, spec: QuerySpec, ids: list[str]) -> list[Any]:
             rows = await query.to_list()
         for match in dedupe_matches([match_from_row(row, None) for row in rows]):
             by_id[match.id] = match
-    found = [by_id[i] for i in unique if i in by_id]
-    return trim_metadata(found, select)
+    return trim_metadata([by_id[i] for i in unique if i in by_id], select)
 
 
 def _finish(matches: list[Any], spec: QuerySpec, select: Iterable[str]) -> list[Any]:
