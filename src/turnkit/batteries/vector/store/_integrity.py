@@ -30,7 +30,6 @@ from turnkit.batteries.vector.store._lancedb import translate_errors
 
 __all__ = [
     "claim_maintenance",
-    "corrupt_error",
     "create_or_open",
     "dedupe_matches",
     "heal_after_write",
@@ -137,19 +136,6 @@ async def remove_duplicates(table: Any, name: str, ids: Sequence[str] | None = N
     return removed
 
 
-def corrupt_error(name: str, cause: BaseException | None = None) -> VectorStoreRuntimeError:
-    """The error for a collection that is listed but cannot be opened."""
-    error = VectorStoreRuntimeError(
-        f"Collection {name!r} exists but LanceDB cannot open it"
-        + (f": {str(cause).splitlines()[0][:300]}" if cause is not None and str(cause) else "."),
-        code="E_VECTOR_STORE_COLLECTION_CORRUPT",
-        collection=name,
-    )
-    if cause is not None:
-        error.__cause__ = cause
-    return error
-
-
 async def reopen_or_corrupt(conn: Any, name: str, cause: BaseException) -> Any:
     """Open a table that is listed but did not open, or raise ``E_VECTOR_STORE_COLLECTION_CORRUPT``.
 
@@ -163,7 +149,13 @@ async def reopen_or_corrupt(conn: Any, name: str, cause: BaseException) -> Any:
                 return await conn.open_table(name)
         except Exception as exc:
             cause = exc
-    raise corrupt_error(name, getattr(cause, "__cause__", None) or cause)
+    cause = getattr(cause, "__cause__", None) or cause
+    raise VectorStoreRuntimeError(
+        f"Collection {name!r} exists but LanceDB cannot open it"
+        + (f": {str(cause).splitlines()[0][:300]}" if str(cause) else "."),
+        code="E_VECTOR_STORE_COLLECTION_CORRUPT",
+        collection=name,
+    ) from cause
 
 
 async def create_or_open(conn: Any, name: str, schema: pa.Schema, *, unlocked: bool = False) -> Any:
