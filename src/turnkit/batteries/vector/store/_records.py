@@ -20,17 +20,14 @@ import orjson
 import pyarrow as pa
 
 from turnkit.batteries.vector._errors import VectorStoreUsageError
-from turnkit.batteries.vector._matches import VectorMatch, VectorRecord, parse_timestamp
+from turnkit.batteries.vector._matches import VectorMatch, parse_timestamp
 from turnkit.batteries.vector.filters._declared import FieldType
 from turnkit.batteries.vector.store._fields import field_schema
 
 __all__ = [
     "PreparedBatch",
-    "VectorMatch",
-    "VectorRecord",
     "collection_schema",
     "metadata_to_json",
-    "parse_timestamp",
     "prepare_records",
 ]
 
