@@ -179,15 +179,9 @@ def _matches_everything(node: FilterNode) -> bool | None:
 
 
 def _contains_raw(node: FilterNode | None) -> bool:
-    if node is None:
-        return False
-    if isinstance(node, Raw):
-        return True
     if isinstance(node, And | Or):
         return any(_contains_raw(child) for child in node.children)
-    if isinstance(node, Not):
-        return _contains_raw(node.child)
-    return False
+    return isinstance(node, Raw) or (isinstance(node, Not) and _contains_raw(node.child))
 
 
 @dataclass(frozen=True, slots=True)
