@@ -105,10 +105,9 @@ async def drop(store: VectorStore, name: str, missing_ok: bool) -> bool:
         tracker = store._tracker(name)
         tracker.generation += 1
         tracker.version += 1
-        if coll is not None and coll.maintenance is not None:
-            coll.maintenance.cancel()
-        if coll is not None and coll.asked.task is not None:
-            coll.asked.task.cancel()
+        for task in (coll.maintenance, coll.asked.task) if coll is not None else ():
+            if task is not None:
+                task.cancel()
         if name not in await list_(store):
             if missing_ok:
                 return False

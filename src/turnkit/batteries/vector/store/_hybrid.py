@@ -244,8 +244,7 @@ async def _build_lexical(store: VectorStore, coll: _Collection, snapshot: Any) -
     index: LexicalIndex | None = None
     try:
         config = store._memory.config
-        indices = await coll.table.list_indices()
-        found = _text_indexes(indices)
+        found = _text_indexes(await coll.table.list_indices())
         details = dict(getattr(found[0], "index_details", None) or {}) if len(found) == 1 else {}
         if details_match(details) and bool(details.get("with_position")) == coll.fts_positions:
             stats = await coll.table.index_stats(found[0].name)
