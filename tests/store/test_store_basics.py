@@ -296,6 +296,11 @@ def test_collection_management(tmp_path):
     assert exc_info.value.code == "E_VECTOR_STORE_COLLECTION_EXISTS"
     store.create_collection_sync("docs", exist_ok=True)
     store.create_collection_sync("raw", dimension=3, metric="l2")
+    with pytest.raises(VectorStoreUsageError) as exc_info:
+        store.create_collection_sync("odd", dimension=3, metric="bogus")
+    assert exc_info.value.code == "E_VECTOR_STORE_INVALID_QUERY" and "unknown metric 'bogus'" in str(
+        exc_info.value
+    )
     assert store.list_collections_sync() == ["docs", "raw"]
     assert store.has_collection_sync("raw") and not store.has_collection_sync("nope")
     assert store.drop_collection_sync("raw") is True

@@ -56,7 +56,12 @@ async def create(
             code="E_VECTOR_STORE_INVALID_QUERY",
             collection=name,
         )
-    chosen = normalize_metric(metric) if metric else store.metric
+    try:
+        chosen = normalize_metric(metric) if metric else store.metric
+    except ValueError as exc:
+        raise VectorStoreUsageError(
+            str(exc), code="E_VECTOR_STORE_INVALID_QUERY", hint="metric='cosine'", collection=name
+        ) from None
     exists = VectorStoreUsageError(
         f"Collection {name!r} already exists.", code="E_VECTOR_STORE_COLLECTION_EXISTS", collection=name
     )

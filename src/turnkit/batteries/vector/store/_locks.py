@@ -23,7 +23,7 @@ __all__ = ["LOCK_DIR", "collection_lock", "heals_after_write", "local_root"]
 
 # Not a `.lance` directory, so LanceDB never lists it as a table.
 LOCK_DIR = ".turnkit-locks"
-# A write holds the lock for one commit; a minute of waiting means a stuck peer.
+# A write holds the lock for one commit; two minutes of waiting means a stuck peer.
 LOCK_TIMEOUT_SECONDS = 120.0
 
 try:

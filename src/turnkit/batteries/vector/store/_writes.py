@@ -56,8 +56,10 @@ async def encode_documents(store: VectorStore, name: str, coll: _Collection | No
 
 def check_directions(name: str, ids: list[str], vectors: np.ndarray[Any, Any], metric: str) -> None:
     """Refuse an all-zero vector for a cosine collection, naming the first record holding one."""
+    if metric != "cosine":
+        return
     zero = ~vectors.any(axis=1)
-    if metric == "cosine" and zero.any():
+    if zero.any():
         index = int(np.argmax(zero))
         raise VectorStoreUsageError(
             f"Record {index} (id {ids[index]!r}): an all-zero vector has no direction, "
