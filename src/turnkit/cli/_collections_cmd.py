@@ -8,7 +8,7 @@ import sys
 from ._config import store_uri
 from ._connect import Connection, connection_of
 from ._errors import EXIT_OK, CliUsageError
-from ._lookup import collection_not_found, database_missing, no_collections_line
+from ._lookup import database_missing, no_collections_line, open_collection
 from ._output import emit_json
 
 __all__ = ["collection_path", "run_collections"]
@@ -29,24 +29,22 @@ def run_collections(args: argparse.Namespace) -> int:
             f"`turnkit collections {args.action}` needs a collection name.",
             hint=f"turnkit collections {args.action} NAME",
         )
-    local_missing = database_missing(conn)
-    store = None if local_missing else conn.store()
-    names: list[str] = [] if store is None else store.list_collections_sync()
     if args.action == "list":
+        missing = database_missing(conn)
+        store = None if missing else conn.store()
+        names = [] if store is None else store.list_collections_sync()
         rows = {n: store.collection_info_sync(n).rows for n in names} if store is not None else {}
         if args.json:
             emit_json({"uri": conn.uri, "collections": [{"name": n, "rows": rows[n]} for n in names]})
         elif not names:
-            print(no_collections_line(conn, local_missing))
+            print(no_collections_line(conn, missing))
         else:
             width = max(len(n) for n in names)
             for n in names:
                 print(f"{n.ljust(width)}  {rows[n]} rows")
         return EXIT_OK
     name = args.name
-    if name not in names:
-        raise collection_not_found(conn, name, None if local_missing else names)
-    assert store is not None  # `name in names` needs a database
+    store = open_collection(conn, name)
     if args.action == "files":
         from ._rows_cmd import print_files
 

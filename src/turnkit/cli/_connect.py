@@ -62,11 +62,6 @@ class Connection:
         """Whether the URI names a LanceDB Cloud database."""
         return self.uri.startswith("db://")
 
-    @property
-    def is_local(self) -> bool:
-        """Whether the URI is a local directory (not an object store, Cloud or memory)."""
-        return "://" not in self.uri
-
     def connect_options(self) -> dict[str, Any]:
         """Keyword arguments for `create_vector_store` beyond the URI."""
         options: dict[str, Any] = {}

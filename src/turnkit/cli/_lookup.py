@@ -20,7 +20,7 @@ _LISTED = 20  # collections named in a not-found message; `turnkit collections l
 
 def database_missing(conn: Connection) -> bool:
     """A local database directory that does not exist (connecting would create it)."""
-    return conn.is_local and not Path(conn.uri).expanduser().exists()
+    return "://" not in conn.uri and not Path(conn.uri).expanduser().exists()
 
 
 def no_collections_line(conn: Connection, missing: bool) -> str:
@@ -65,16 +65,16 @@ def collection_not_found(conn: Connection, name: str | None, names: list[str] | 
     )
 
 
-def open_collection(conn: Connection, name: str | None) -> VectorStore:
-    """A store (no encoder) over a database that holds ``name`` (None: that exists at all).
+def open_collection(conn: Connection, *names: str) -> VectorStore:
+    """A store (no encoder) over a database that holds ``names`` (none: that exists at all).
 
-    Raises the not-found error otherwise; a missing local database is reported, not created.
+    Raises the not-found error for the first name missing; a missing local database is reported, not created.
     """
     if database_missing(conn):
-        raise collection_not_found(conn, name, None)
+        raise collection_not_found(conn, next(iter(names), None), None)
     store = conn.store()
-    if name is not None:
-        names = store.list_collections_sync()
-        if name not in names:
-            raise collection_not_found(conn, name, names)
+    there = store.list_collections_sync() if names else []
+    for name in names:
+        if name not in there:
+            raise collection_not_found(conn, name, there)
     return store

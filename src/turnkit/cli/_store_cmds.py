@@ -20,7 +20,7 @@ from ._errors import (
     EXIT_PARTIAL,
     CliUsageError,
 )
-from ._lookup import collection_not_found, database_missing, no_collections_line, open_collection
+from ._lookup import database_missing, no_collections_line, open_collection
 from ._output import emit_json, one_line, source_label
 from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
@@ -243,15 +243,9 @@ def run_stats(args: argparse.Namespace) -> int:
     conn = connection_of(args)
     infos: list[CollectionInfo] = []
     missing = database_missing(conn)
-    if missing and args.collection:
-        raise collection_not_found(conn, args.collection[0], None)
-    if not missing:
-        store = conn.store()
-        names = store.list_collections_sync()
-        for wanted in args.collection or []:
-            if wanted not in names:
-                raise collection_not_found(conn, wanted, names)
-        infos = [store.collection_info_sync(n) for n in (args.collection or names)]
+    if args.collection or not missing:
+        store = open_collection(conn, *(args.collection or ()))
+        infos = [store.collection_info_sync(n) for n in (args.collection or store.list_collections_sync())]
     if args.json:
         emit_json({"uri": conn.uri, "collections": [_info_json(i) for i in infos]})
         return EXIT_OK
@@ -279,8 +273,9 @@ def _has_vector_index(info: CollectionInfo) -> bool:
 def run_optimize(args: argparse.Namespace) -> int:
     """Compact collections and build or update their vector index."""
     conn, collection = location_of(args)
-    store = open_collection(conn, None if args.all else collection)
-    names = store.list_collections_sync() if args.all else [collection]
+    names = [] if args.all else [collection]
+    store = open_collection(conn, *names)
+    names = names or store.list_collections_sync()
     results: list[dict[str, Any]] = []
     for name in names:
         q = store(name)
