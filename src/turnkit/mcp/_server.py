@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from ..batteries.vector import (
 from ..tools import RetrieveContextsRequest, RetrieveContextsResponse, ToolLimits, create_vector_query_tool
 from ..tools._config import ModelResolver, tool_settings
 from ..tools._filters import compile_guard
-from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION
+from ..tools._retrieve import RETRIEVE_CONTEXTS_DESCRIPTION, retrieve_contexts
 from ..tools.vector_query._input import filter_description
 from ..tools.vector_query._tool import DEFAULT_DESCRIPTION, VectorQueryTool
 from ._encoders import recorded_encoder, spec_encoder
@@ -236,11 +237,17 @@ def create_mcp_server(
         guard=guard,
         principal_guards=per_principal,
         auto_listing=auto and enable_filter,
-        settings=values,
-        limits=bounds,
-        score=score,
-        models=models,
-        scorers=scorers,
+        retrieve=partial(
+            retrieve_contexts,
+            store=served,
+            collection=names[0] if len(names) == 1 else None,
+            allowed_collections=names,
+            settings=values,
+            score=score,
+            models=models,
+            scorers=scorers,
+            limits=bounds,
+        ),
     )
     # With one server-wide guard it is the whole boundary: the listing may show the keys and values
     # seen inside it. Per principal, the static listing shows no values (see _PerPrincipalServer).

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.tools import Tool
@@ -16,20 +16,11 @@ from pydantic import Field
 from .._errors import RuntimeFailure, TurnkitError
 from ..batteries.vector import (
     FilterNode,
-    RelevanceScorer,
-    RetrievalSettings,
     VectorStore,
     and_,
     evaluate,
 )
-from ..tools import (
-    ToolErrorInfo,
-    ToolLimits,
-    ToolRuntimeError,
-    VectorQueryTool,
-    retrieve_contexts,
-)
-from ..tools._config import ModelResolver
+from ..tools import RetrieveContextsResponse, ToolErrorInfo, ToolRuntimeError, VectorQueryTool
 from ..tools._errors import input_error
 from ..tools._filters import metadata_keys
 from ..tools.vector_query._input import filter_description
@@ -193,11 +184,8 @@ class Tools:
     guard: FilterNode | None
     principal_guards: Mapping[str, FilterNode | None] | None
     auto_listing: bool
-    settings: RetrievalSettings
-    limits: ToolLimits
-    score: Literal["distance", "similarity"]
-    models: ModelResolver | None
-    scorers: Mapping[str, RelevanceScorer] | None
+    retrieve: Callable[..., Awaitable[RetrieveContextsResponse]]
+    """`retrieve_contexts` with the server's store, collections and options; a call adds its guard."""
 
     def __post_init__(self) -> None:
         guard = self.guard
@@ -271,18 +259,7 @@ class Tools:
 
     async def retrieve_contexts(self, arguments: dict[str, Any]) -> CallToolResult:
         try:
-            response = await retrieve_contexts(
-                arguments,
-                store=self.store,
-                collection=self.collections[0] if len(self.collections) == 1 else None,
-                allowed_collections=self.collections,
-                guard=self.scope().guard,
-                settings=self.settings,
-                score=self.score,
-                models=self.models,
-                scorers=self.scorers,
-                limits=self.limits,
-            )
+            response = await self.retrieve(arguments, guard=self.scope().guard)
         except Exception as exc:
             return _error(exc)
         # The seed's REST spelling (sourceUri, pageSpan…), so clients written against Vertex read it.
