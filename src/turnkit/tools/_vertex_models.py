@@ -11,8 +11,6 @@ gives the REST spelling of Vertex's JSON (``sourceUri``, ``sourceDisplayName``,
 
 from __future__ import annotations
 
-import math
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -69,13 +67,11 @@ class RagFilter(_Request):
     """
 
     metadata_filter: str | None = None
-    vector_distance_threshold: float | None = Field(default=None, ge=0)
+    vector_distance_threshold: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     vector_similarity_threshold: float | None = Field(default=None, ge=0, le=1)
 
     @model_validator(mode="after")
     def _one_threshold(self) -> RagFilter:
-        if self.vector_distance_threshold is not None and not math.isfinite(self.vector_distance_threshold):
-            raise ValueError("vector_distance_threshold must be a finite number")
         # `is not None`, not truthiness: a threshold of 0.0 is a value (the Vertex SDK drops it).
         if self.vector_distance_threshold is not None and self.vector_similarity_threshold is not None:
             raise ValueError(
