@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from turnkit._aio import cancel_before_exit, exiting, finish_before_exit, to_thread
+from turnkit._checks import is_int
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
 from turnkit.batteries.vector.filters._ast import FilterNode
@@ -72,7 +73,6 @@ __all__ = [
 ]
 
 _COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
-_FILTER_COLUMNS = ("id", "document", "created_at", "updated_at")
 # Above this many multiply-adds the product runs on a worker thread (numpy
 # releases the GIL), so concurrent queries overlap instead of queueing on the loop.
 INLINE_WORK = 1_000_000
@@ -156,19 +156,15 @@ class MemoryCache:
                 code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint='Pass refresh="background" (the default) or refresh="inline".',
             )
-        threads = self.threads
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_SCAN_THREADS
-        ):
+        if self.threads is not None and not is_int(self.threads, 1, MAX_SCAN_THREADS):
             raise VectorStoreUsageError(
                 f"MemoryCache(threads={self.threads!r}) is not a thread count",
                 code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint=f"Pass an int from 1 to {MAX_SCAN_THREADS}, or None for the cores this process may use.",
             )
-        rows = self.graph_rows
-        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+        if self.graph_rows is not None and not is_int(self.graph_rows, 1):
             raise VectorStoreUsageError(
-                f"MemoryCache(graph_rows={rows!r}) is not a row count",
+                f"MemoryCache(graph_rows={self.graph_rows!r}) is not a row count",
                 code="E_INVALID_VECTOR_STORE_CONFIG",
                 hint="Pass a positive int, or None for no graph.",
             )
@@ -863,7 +859,8 @@ class MemoryIndex:
         queries: list[npt.NDArray[np.float32]] = []
         target = 0.0
         if graph is None or graph.expansion is None:
-            queries, target = self._kept(name)
+            asked, target = self._asked.get(name, (None, 0.0))
+            queries = [] if asked is None else list(asked.distinct())
             if len(queries) < SAMPLE:
                 self._graph_reasons[name] = f"waits for {SAMPLE} distinct kept queries ({len(queries)} now)"
                 return
@@ -909,11 +906,6 @@ class MemoryIndex:
         self._answering.pop(name, None)
         self._graph_walks.pop(name, None)
         self._graph_reasons[name] = reason
-
-    def _kept(self, name: str) -> tuple[list[npt.NDArray[np.float32]], float]:
-        """The distinct queries kept for ``name``, and the store's recall target."""
-        asked, target = self._asked.get(name, (None, 0.0))
-        return ([] if asked is None else list(asked.distinct())), target
 
     def after_search(self, name: str) -> None:
         """LanceDB has answered a search of ``name``: start reading its changed copy, if one is due."""
