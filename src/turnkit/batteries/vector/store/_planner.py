@@ -81,25 +81,19 @@ def scan_seconds(rows: int, dimension: int, threads: int) -> float:
     calibration decides every plan of the process (a median taken on a busy
     machine put the pass at 1.6-2.7x its cost).
     """
-    per_row, per_madd = _costs(threads)
+    if threads not in _calibrated:
+        with _calibrating:
+            if threads not in _calibrated:
+                rng = np.random.default_rng(0)
+                (_, narrow), (_, wide) = _SHAPES
+                per_narrow_row, per_wide_row = (
+                    _fastest(rng.random(shape, dtype=np.float32) - np.float32(0.5), threads) / shape[0]
+                    for shape in _SHAPES
+                )
+                per_madd = max(per_wide_row - per_narrow_row, 0.0) / (wide - narrow)
+                _calibrated[threads] = (max(per_narrow_row - narrow * per_madd, 0.0), per_madd)
+    per_row, per_madd = _calibrated[threads]
     return rows * (per_row + dimension * per_madd)
-
-
-def _costs(threads: int) -> tuple[float, float]:
-    found = _calibrated.get(threads)
-    if found is not None:
-        return found
-    with _calibrating:
-        if threads not in _calibrated:
-            rng = np.random.default_rng(0)
-            (_, narrow), (_, wide) = _SHAPES
-            per_narrow_row, per_wide_row = (
-                _fastest(rng.random(shape, dtype=np.float32) - np.float32(0.5), threads) / shape[0]
-                for shape in _SHAPES
-            )
-            per_madd = max(per_wide_row - per_narrow_row, 0.0) / (wide - narrow)
-            _calibrated[threads] = (max(per_narrow_row - narrow * per_madd, 0.0), per_madd)
-    return _calibrated[threads]
 
 
 def _fastest(matrix: npt.NDArray[np.float32], threads: int) -> float:
@@ -112,13 +106,9 @@ def _fastest(matrix: npt.NDArray[np.float32], threads: int) -> float:
     for _ in range(_PASSES):
         query = rng.standard_normal((matrix.shape[1],), dtype=np.float32)
         started = time.perf_counter()
-        product.run(query, _top_ten)
+        product.run(query, lambda dots, _: kth_smallest(dots, K - 1))  # the cut a search's top 10 makes
         fastest = min(fastest, time.perf_counter() - started)
     return float(fastest)
-
-
-def _top_ten(dots: npt.NDArray[np.float32], spread: float | None) -> object:
-    return kth_smallest(dots, K - 1)  # the cut a search's top 10 makes
 
 
 def plan(
