@@ -414,7 +414,8 @@ class LexicalIndex:
     def _holds(self, pattern: re.Pattern[str], words: list[str], text: str, row: int) -> bool:
         if self.plain[row]:
             return pattern.search(text.lower()) is not None
-        return _in_order(words, analyze(text, None, set()))
+        found, n = analyze(text, None, set()), len(words)
+        return any(found[i : i + n] == words for i in range(len(found) - n + 1))
 
     def _phrase(
         self, words: list[str], documents: Sequence[str | None]
@@ -438,11 +439,6 @@ class LexicalIndex:
             posted, weights = self.postings(token)
             score += self.idf[token] * weights[np.searchsorted(posted, rows)]
         return rows, score
-
-
-def _in_order(words: list[str], found: list[str | None]) -> bool:
-    n = len(words)
-    return any(found[i : i + n] == words for i in range(len(found) - n + 1))
 
 
 def top(

@@ -123,11 +123,7 @@ def _add(
             return False
         stop = start + _CHUNK
         chunk = vectors[start:stop]
-        index.add(
-            keys[start:stop].astype(np.uint64),
-            _unit(chunk) if unit else chunk,
-            threads=threads,
-        )
+        index.add(keys[start:stop].astype(np.uint64), _unit(chunk) if unit else chunk, threads=threads)
     return True
 
 
@@ -193,12 +189,8 @@ def follow(
         index, dict(zip(ids, keys.tolist(), strict=True)), rows, next_key, churn=churn, unit=graph.unit
     )
     if graph.expansion is not None and near(graph.measured_rows, len(ids)):
-        moved.expansion, moved.measured_rows, moved.reason, moved.walk_ms = (
-            graph.expansion,
-            graph.measured_rows,
-            graph.reason,
-            graph.walk_ms,
-        )
+        moved.expansion, moved.measured_rows = graph.expansion, graph.measured_rows
+        moved.reason, moved.walk_ms = graph.reason, graph.walk_ms
     return moved
 
 

@@ -121,15 +121,12 @@ def _mask(
     node: FilterNode, columns: dict[str, pa.Array], path: Callable[[tuple[str, ...]], PathColumn]
 ) -> Mask:
     n = len(columns["id"])
-    if isinstance(node, And):
-        out = np.ones(n, dtype=np.bool_)
+    if isinstance(node, And | Or):
+        every = isinstance(node, And)  # starts True and ands, or starts False and ors
+        combine = np.logical_and if every else np.logical_or
+        out = np.full(n, every, dtype=np.bool_)
         for child in node.children:
-            out &= _mask(child, columns, path)
-        return out
-    if isinstance(node, Or):
-        out = np.zeros(n, dtype=np.bool_)
-        for child in node.children:
-            out |= _mask(child, columns, path)
+            combine(out, _mask(child, columns, path), out=out)
         return out
     if isinstance(node, Not):
         return ~_mask(node.child, columns, path)
