@@ -51,11 +51,6 @@ RETRIEVE_CONTEXTS_DESCRIPTION: Final = (
 )
 
 
-def _corpus_name(value: str) -> str:
-    # Vertex resource names end in ".../ragCorpora/{id}"; the id is the collection.
-    return value.rstrip("/").rsplit("/", 1)[-1] if "/" in value else value
-
-
 def parse_request(request: RetrieveContextsRequest | Mapping[str, Any]) -> RetrieveContextsRequest:
     """Validate a request dict (snake_case or camelCase), raising ``E_TOOL_INVALID_INPUT``."""
     if isinstance(request, RetrieveContextsRequest):
@@ -192,13 +187,11 @@ async def retrieve_contexts(
             hint="Send a shorter query: a question or a few keywords.",
         )
     config = req.query.rag_retrieval_config
-    resource = (
-        req.vertex_rag_store.rag_resources[0]
-        if req.vertex_rag_store and req.vertex_rag_store.rag_resources
-        else None
+    resource = next(iter(req.vertex_rag_store.rag_resources), None) if req.vertex_rag_store else None
+    # Vertex resource names end in ".../ragCorpora/{id}"; the id is the collection.
+    name = (
+        resource.rag_corpus.rstrip("/").rsplit("/", 1)[-1] if resource and resource.rag_corpus else collection
     )
-
-    name = _corpus_name(resource.rag_corpus) if resource is not None and resource.rag_corpus else collection
     if name is None:
         raise ToolUsageError(
             "No corpus to search.",
