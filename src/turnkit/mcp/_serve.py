@@ -26,8 +26,6 @@ __all__ = ["ENV_TOKEN", "parse_filter_fields", "parse_guard", "serve"]
 ENV_TOKEN = "TURNKIT_MCP_TOKEN"
 """The environment variable `serve` reads a bearer token from when none is given."""
 
-Transport = Literal["stdio", "http"]
-
 
 def parse_guard(value: str | Mapping[str, Any] | FilterNode | None) -> Mapping[str, Any] | FilterNode | None:
     """A guard from the command line: a filter expression (``tenant = "acme"``) over metadata keys.
@@ -68,7 +66,7 @@ def serve(
     collection: str | Sequence[str] | None = None,
     *,
     collections: Sequence[str] | None = None,
-    transport: Transport = "stdio",
+    transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
     path: str = "/mcp",

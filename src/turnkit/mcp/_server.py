@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Tool as MCPTool
@@ -33,13 +33,11 @@ from ._errors import config_error
 from ._tools import (
     DELETE_SCHEMA,
     READ_ONLY_ANNOTATIONS,
-    SCORE_TEXT,
     STORE_SCHEMA,
     WRITE_ANNOTATIONS,
     Scope,
     Tools,
     make_tool,
-    ranking_text,
     with_collection,
 )
 
@@ -55,6 +53,10 @@ DEFAULT_READ_CONSISTENCY_INTERVAL = timedelta(seconds=1)
 
 Looking once a second left the median search as fast as never looking (docs/performance.md).
 """
+_SCORE_TEXT: Final = {
+    "distance": "the raw vector distance (cosine: in [0, 2], 0 is the most relevant)",
+    "similarity": "a similarity in [0, 1], 1 is the most relevant",
+}
 
 
 def read_consistency(value: timedelta | float | None) -> timedelta | None:
@@ -90,6 +92,16 @@ class _PerPrincipalServer(MCPServer[Any]):
         return [
             t.model_copy(update={"input_schema": schema}) if t.name == "vector_query" else t for t in tools
         ]
+
+
+def _ranking_text(models: Any, scorers: Mapping[str, Any] | None) -> str:
+    """What a model may put in ``ranking``, when the names are known up front."""
+    parts = []
+    if isinstance(models, Mapping) and models:
+        parts.append(f"ranking.llm_ranker.model_name: {', '.join(sorted(models))}")
+    if scorers:
+        parts.append(f"ranking.rank_service.model_name: {', '.join(sorted(scorers))}")
+    return f" Rankers: {'; '.join(parts)}." if parts else ""
 
 
 def _open_store(
@@ -274,7 +286,7 @@ def create_mcp_server(
             "retrieve_contexts",
             title="Retrieve contexts (Vertex RAG Engine shape)",
             description=f"{RETRIEVE_CONTEXTS_DESCRIPTION} Corpora (rag_corpus): {', '.join(names)}. "
-            f"Each context's score is {SCORE_TEXT[score]}.{ranking_text(models, scorers)}",
+            f"Each context's score is {_SCORE_TEXT[score]}.{_ranking_text(models, scorers)}",
             schema=RetrieveContextsRequest.model_json_schema(by_alias=False),
             annotations=READ_ONLY_ANNOTATIONS,
             handler=handlers.retrieve_contexts,

@@ -41,10 +41,6 @@ WRITE_ANNOTATIONS: Final = ToolAnnotations(
 """Write tools replace or remove records: destructive (repeating a call changes nothing more)."""
 
 _MAX_WRITE_BATCH: Final = 100
-SCORE_TEXT: Final = {
-    "distance": "the raw vector distance (cosine: in [0, 2], 0 is the most relevant)",
-    "similarity": "a similarity in [0, 1], 1 is the most relevant",
-}
 Handler = Callable[[dict[str, Any]], Awaitable[CallToolResult]]
 
 
@@ -114,16 +110,6 @@ def _error(exc: BaseException) -> CallToolResult:
         hint = ToolRuntimeError.hints["E_TOOL_FAILED"]
         info = ToolErrorInfo(code=code, message=message, hint=hint, kind="failed")
     return _result({"error": info.model_dump()}, is_error=True)
-
-
-def ranking_text(models: Any, scorers: Mapping[str, Any] | None) -> str:
-    """What a model may put in ``ranking``, when the names are known up front."""
-    parts = []
-    if isinstance(models, Mapping) and models:
-        parts.append(f"ranking.llm_ranker.model_name: {', '.join(sorted(models))}")
-    if scorers:
-        parts.append(f"ranking.rank_service.model_name: {', '.join(sorted(scorers))}")
-    return f" Rankers: {'; '.join(parts)}." if parts else ""
 
 
 def with_collection(schema: dict[str, Any], collections: Sequence[str]) -> dict[str, Any]:
