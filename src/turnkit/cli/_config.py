@@ -26,11 +26,9 @@ __all__ = [
     "ENV_DEBUG",
     "ENV_ENCODER",
     "ENV_URI",
-    "encoder_for",
     "env_flag",
     "flag_or_env",
     "open_store",
-    "recorded_encoder",
     "resolve",
     "store_uri",
 ]
@@ -79,85 +77,58 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def encoder_for(spec: str, *, dimension: int | None = None) -> Encoder:
-    """Build an encoder from its name in the one registry (``wordllama``, ``hash:64``, ``minilm``…).
-
-    Raises:
-        CliUsageError: ``E_CLI_UNKNOWN_ENCODER``: the registry knows no such encoder.
-    """
-    from ..batteries.vector import VectorStoreUsageError, encoder_from_spec
-    from ..batteries.vector.encoders._registry import ENCODER_SPECS
-
-    try:
-        return encoder_from_spec(spec, dimension=dimension)
-    except VectorStoreUsageError as exc:
-        if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
-            raise
-        raise _unknown_encoder(
-            exc.message,
-            hint="Use --encoder " + ", ".join(ENCODER_SPECS) + ".",
-            encoder=spec,
-        ) from None
-
-
-def recorded_encoder(connection: Connection, collection: str) -> tuple[str, int] | None:
-    """The encoder name and dimension ``collection`` recorded; None if it is missing or recorded none."""
-    store = connection.store()
-    if not store.has_collection_sync(collection):
-        return None
-    info = store.collection_info_sync(collection)
-    return None if info.encoder is None else (info.encoder, info.dimension)
-
-
 def open_store(
-    connection: Connection,
-    collection: str,
-    *,
-    encoder: str | None,
-    fallback: str | None,
-    source: str | None = None,
+    connection: Connection, collection: str, *, encoder: str | None, fallback: str | None
 ) -> VectorStore:
     """A store over ``connection`` whose encoder matches ``collection``.
 
-    The encoder is the one named by ``encoder`` (``--encoder`` or ``TURNKIT_ENCODER``; ``source``
-    says which, for a mismatch's message), else the one the collection recorded when it was
-    created, else ``fallback`` (for a collection that does not exist yet).
+    The encoder is the one named by ``encoder`` (``--encoder``), else by ``TURNKIT_ENCODER``, else
+    the one the collection recorded when it was created, else ``fallback`` (for a collection that
+    does not exist yet).
 
     Raises:
         CliUsageError: ``E_CLI_UNKNOWN_ENCODER``: no encoder could be chosen, or a name is unknown.
         VectorStoreUsageError: ``E_VECTOR_STORE_ENCODER_MISMATCH``: ``encoder`` is not the one the
             collection was built with.
     """
-    recorded = recorded_encoder(connection, collection)
-    if encoder is None and recorded is not None:
-        from ..batteries.vector import VectorStoreUsageError, build_recorded_encoder
+    from ..batteries.vector import VectorStoreUsageError, build_recorded_encoder, encoder_from_spec
+    from ..batteries.vector.encoders._registry import ENCODER_SPECS
 
-        name, dimension = recorded
-        try:
-            # The registry's one rule, as a store opened without an encoder uses; the command
-            # line may also build the remote families (an OpenAI endpoint, a hub model).
-            built = build_recorded_encoder(name, dimension, remote=True)
-        except VectorStoreUsageError as exc:
-            if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
-                raise
-            raise _unknown_encoder(exc.message, hint=exc.hint, encoder=name) from None
-        if built is None:
-            raise _unknown_encoder(
-                f"Collection {collection!r} was built with encoder {name!r}, "
-                "which the command line cannot load.",
-                hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
-                encoder=name,
-            )
-        return connection.store(encoder=built, maintenance=True)
-    spec = encoder if encoder is not None else fallback
+    source = "--encoder" if encoder else ENV_ENCODER  # which setting named it, for a mismatch's message
+    encoder = flag_or_env(encoder, ENV_ENCODER)
+    store = connection.store()
+    info = store.collection_info_sync(collection) if store.has_collection_sync(collection) else None
+    recorded = None if info is None or info.encoder is None else (info.encoder, info.dimension)
+    spec: str | None = encoder if encoder is not None else fallback
+    dimension: int | None = None
+    if encoder is None and recorded is not None:
+        spec, dimension = recorded
     if spec is None:
         raise _unknown_encoder(
             f"No encoder for collection {collection!r}.",
             hint="Pass --encoder or set TURNKIT_ENCODER.",
         )
-    built = encoder_for(spec)
+    built: Encoder | None
+    try:
+        if dimension is None:
+            built = encoder_from_spec(spec)
+        else:
+            # The registry's one rule, as a store opened without an encoder uses; the command
+            # line may also build the remote families (an OpenAI endpoint, a hub model).
+            built = build_recorded_encoder(spec, dimension, remote=True)
+    except VectorStoreUsageError as exc:
+        if exc.code != "E_INVALID_VECTOR_STORE_CONFIG":
+            raise
+        hint = exc.hint if dimension is not None else "Use --encoder " + ", ".join(ENCODER_SPECS) + "."
+        raise _unknown_encoder(exc.message, hint=hint, encoder=spec) from None
+    if built is None:
+        raise _unknown_encoder(
+            f"Collection {collection!r} was built with encoder {spec!r}, which the command line cannot load.",
+            hint="Query it from Python with the same encoder, or pass --encoder if it is built in.",
+            encoder=spec,
+        )
     if recorded is not None and encoder is not None and built.name != recorded[0]:
-        raise _mismatch(collection, recorded, encoder, built.name, source or "--encoder")
+        raise _mismatch(collection, recorded, encoder, built.name, source)
     return connection.store(encoder=built, maintenance=True)
 
 

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._config import DEFAULT_ENCODER, ENV_ENCODER, flag_or_env, open_store
-from ._connect import Connection, connection_of, location_of
+from ._config import DEFAULT_ENCODER, open_store
+from ._connect import connection_of, location_of
 from ._errors import (
     DEPENDENCY_SUFFIXES,
     EXIT_DEPENDENCY,
@@ -25,20 +25,13 @@ from ._output import emit_json, one_line, source_label
 from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
 if TYPE_CHECKING:
-    from ..batteries.vector import CollectionInfo, VectorMatch, VectorStore
+    from ..batteries.vector import CollectionInfo, VectorMatch
     from ..ingest import IngestProgress, IngestReport
 
 __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
 
 _EXCERPT = 200
 _OWN_FIELDS = ("section", "page_span")  # metadata a JSON result also gives as a field of its own
-
-
-def _store(args: argparse.Namespace, conn: Connection, collection: str, fallback: str | None) -> VectorStore:
-    """`open_store` with the encoder ``--encoder`` or the environment names, and where it came from."""
-    encoder = flag_or_env(args.encoder, ENV_ENCODER)
-    source = "--encoder" if args.encoder else ENV_ENCODER
-    return open_store(conn, collection, encoder=encoder, fallback=fallback, source=source)
 
 
 _KINDS = ("text", "markdown", "html", "pdf")
@@ -113,7 +106,7 @@ def run_ingest(args: argparse.Namespace) -> int:
                 path=missing[0],
             )
     extensions = _extensions(args.extension)
-    store = _store(args, conn, collection, DEFAULT_ENCODER)
+    store = open_store(conn, collection, encoder=args.encoder, fallback=DEFAULT_ENCODER)
     if args.ray_address and args.engine != "ray":
         raise CliUsageError("--ray-address needs --engine ray.", hint="Add --engine ray.")
     progress = not (args.no_progress or args.json)
@@ -202,7 +195,7 @@ def run_query(args: argparse.Namespace) -> int:
     # Before any model or database is opened: a bad filter or flag is reported first.
     settings = query_settings(args)
     open_collection(conn, collection)  # the not-found error, before anything is created
-    store = _store(args, conn, collection, None)
+    store = open_store(conn, collection, encoder=args.encoder, fallback=None)
     matches = retrieve_sync(store(collection).near_text(args.text), settings).matches
     if args.json:
         emit_json(
