@@ -260,8 +260,13 @@ class Tools:
                 {"id": r["id"], "document": r["text"], "metadata": dict(r.get("metadata") or {})}
                 for r in arguments["records"]
             ]
-            if guard is not None:
-                _check_guard(guard, records)
+            for record in records:
+                if guard is not None and not evaluate(guard, record):
+                    raise input_error(
+                        f"Record {record['id']!r} is outside what this server may write.",
+                        hint="Give it the metadata this server requires.",
+                        record_id=record["id"],
+                    )
             # Behind a guard only rows it matches are updated, in the same commit; an id held
             # outside it is left alone and answered like any insert, so no tenant learns another's ids.
             result = await self.store(collection).upsert(records, guard=guard)
@@ -344,13 +349,3 @@ DELETE_SCHEMA: Final[dict[str, Any]] = {
     "required": ["ids"],
     "additionalProperties": False,
 }
-
-
-def _check_guard(guard: FilterNode, records: list[dict[str, Any]]) -> None:
-    for record in records:
-        if not evaluate(guard, record):
-            raise input_error(
-                f"Record {record['id']!r} is outside what this server may write.",
-                hint="Give it the metadata this server requires.",
-                record_id=record["id"],
-            )

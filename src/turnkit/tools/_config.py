@@ -119,7 +119,7 @@ def resolve_model(models: Any, name: str, option: str) -> ChatModel:
     return cast("ChatModel", found)
 
 
-def check_models(models: Any, option: str = "models") -> Any:
+def check_models(models: Any, option: str = "models") -> None:
     """Validate a `ModelResolver` argument (``None`` allowed)."""
     if models is not None and not isinstance(models, Mapping) and not callable(models):
         raise config_error(
@@ -127,7 +127,6 @@ def check_models(models: Any, option: str = "models") -> Any:
             f"got {type(models).__name__}.",
             option=option,
         )
-    return models
 
 
 _RERANKER_KEYS = ("model", "scorer", "weights", "top_k", "pool_factor", "max_pool", "on_error")

@@ -99,19 +99,6 @@ def _ranker(
     return None, None
 
 
-def _check_scorers(scorers: Any) -> Mapping[str, RelevanceScorer] | None:
-    if scorers is None:
-        return None
-    if not isinstance(scorers, Mapping) or not all(
-        isinstance(k, str) and callable(getattr(v, "score", None)) for k, v in scorers.items()
-    ):
-        raise config_error(
-            "scorers must map rank_service model names to RelevanceScorer objects.",
-            option="scorers",
-        )
-    return scorers
-
-
 async def retrieve_contexts(
     request: RetrieveContextsRequest | Mapping[str, Any],
     *,
@@ -171,7 +158,14 @@ async def retrieve_contexts(
             ``on_error="raise"``).
     """
     check_models(models)
-    checked_scorers = _check_scorers(scorers)
+    if scorers is not None and (
+        not isinstance(scorers, Mapping)
+        or not all(isinstance(k, str) and callable(getattr(v, "score", None)) for k, v in scorers.items())
+    ):
+        raise config_error(
+            "scorers must map rank_service model names to RelevanceScorer objects.",
+            option="scorers",
+        )
     base = tool_settings(settings)
     bounds = ToolLimits.of(limits)
     if score not in ("distance", "similarity"):
@@ -223,7 +217,7 @@ async def retrieve_contexts(
                 "metadata.source_display_name", file_ids
             )
         )
-    overrides = _request_settings(config, req.vertex_rag_store, base, store, models, checked_scorers)
+    overrides = _request_settings(config, req.vertex_rag_store, base, store, models, scorers)
     if overrides.get("top_k", base.top_k) > bounds.max_top_k:
         overrides["top_k"] = bounds.max_top_k
     with tool_config_errors("settings"):
