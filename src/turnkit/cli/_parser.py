@@ -60,8 +60,6 @@ def _epilog(*names: str, storage: bool = True) -> str:
     return "environment:\n" + "\n".join(lines) + "\n" + (_STORAGE_NOTE if storage else "") + _EXIT
 
 
-_EPILOG = _epilog(*_ENV_HELP)
-
 # Each subcommand's summary (in `turnkit --help`) and description (in its own --help).
 _HELP = {
     "ingest": (
@@ -363,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="turnkit",
         description="turnkit: a LanceDB vector index as an agent's retrieval memory.",
-        epilog=_EPILOG,
+        epilog=_epilog(*_ENV_HELP),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"turnkit {__version__}")
@@ -494,22 +492,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", metavar="NAME", help="the collection (for path, files and drop)")
     p.add_argument("--yes", action="store_true", help="drop without asking (required when not on a terminal)")
 
-    _add_row_commands(subs)
-
-    p = _add(subs, "completion", ())
-    p.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell")
-    return parser
-
-
-def _add_row_commands(subs: Any) -> None:
-    """``count``, ``delete``, ``export`` and ``peek``: a collection's rows, all or those a filter matches."""
-    env = (*_STORE_ENV, ENV_COLLECTION)
+    # count, delete, export and peek: a collection's rows, all or those a filter matches.
     p = {
-        name: _add(subs, name, env, _common(json=name != "export"))
+        name: _add(subs, name, (*_STORE_ENV, ENV_COLLECTION), _common(json=name != "export"))
         for name in ("count", "delete", "export", "peek")
     }
-    for parser in p.values():
-        parser.add_argument(
+    for sub in p.values():
+        sub.add_argument(
             "-f",
             "--filter",
             metavar="EXPR",
@@ -524,6 +513,10 @@ def _add_row_commands(subs: Any) -> None:
     p["export"].add_argument("--no-vectors", action="store_true", help="leave the vectors out")
     p["export"].add_argument("--json", action="store_true", help="with -o: print a JSON summary on stdout")
     p["peek"].add_argument("-n", "--rows", type=positive_int, default=5, metavar="N", help="default 5")
+
+    p = _add(subs, "completion", ())
+    p.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell")
+    return parser
 
 
 def run_completion(args: argparse.Namespace) -> int:

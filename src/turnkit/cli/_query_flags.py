@@ -24,10 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["QUERY_FLAGS", "SettingsFlag", "add_query_flags", "query_settings", "settings_json"]
 
 
-def _alpha_value(value: Any) -> Any:
-    return None if value == AUTO_ALPHA else value  # bare --hybrid: alpha by the query's length
-
-
 def _filter_value(value: Any) -> Any:
     from ..batteries.vector import parse_filter_expression
 
@@ -85,7 +81,7 @@ QUERY_FLAGS: tuple[SettingsFlag, ...] = (
         help="hybrid search, BM25 beside the vectors (on by default): 0 full-text only, 1 vector "
         "only; bare or 'auto': 0.2 for queries up to 40 words, 0.5 above",
         key="alpha",
-        value=_alpha_value,
+        value=lambda value: None if value == AUTO_ALPHA else value,  # bare: alpha by the query's length
     ),
     _flag(
         "--no-hybrid",
@@ -189,13 +185,10 @@ def query_settings(args: argparse.Namespace) -> RetrievalSettings:
     return RetrievalSettings().merge(overrides)
 
 
-# Values that are objects, not data: a model, a scorer, a filter node (the CLI shows its expression).
-_NOT_JSON = frozenset({"rerank_model", "rerank_scorer", "filter"})
-
-
 def settings_json(settings: RetrievalSettings, *, filter_text: str | None = None) -> dict[str, Any]:
     """``settings`` as JSON data: every field that is data, and the filter as the expression given."""
-    data = settings.model_dump(mode="json", exclude=set(_NOT_JSON))
+    # Not data: a model, a scorer, a filter node (the expression given is shown instead).
+    data = settings.model_dump(mode="json", exclude={"rerank_model", "rerank_scorer", "filter"})
     if isinstance(data.get("hybrid"), dict):
         data["hybrid"].pop("text", None)  # set per query from its words, never by settings
     data["filter"] = filter_text
