@@ -7,14 +7,14 @@ retrieval, and it says so.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .._aio import run_sync
 
 if TYPE_CHECKING:
     from .. import Retrievable
@@ -110,18 +110,13 @@ def _heading(source: str) -> str:
 
 
 def _encode(encoder: Encoder, texts: Sequence[str], kind: Any) -> np.ndarray[Any, Any]:
-    result = encoder.encode(list(texts), kind=kind)
-    if inspect.isawaitable(result):
-        result = asyncio.run(_awaited(result))
-    vectors = np.asarray(result, dtype=np.float32)
+    from ..batteries.vector import encode_texts
+
+    vectors = run_sync(encode_texts(encoder, texts, kind))
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     normalized: np.ndarray[Any, Any] = vectors / norms
     return normalized
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
 
 
 def extract_answer(
