@@ -211,23 +211,21 @@ def measure(
     """
     graph.measured_rows = rows
     truths, passed = zip(*(_timed(exact, q) for q in queries), strict=True)
-    chosen = None
-    for expansion in LADDER:
-        graph.index.expansion_search = expansion
+    for chosen in LADDER:
+        graph.index.expansion_search = chosen
         found, walked = zip(*(_timed(walk, q) for q in queries), strict=True)
         bound = lower_bound([len(np.intersect1d(f, t)) for f, t in zip(found, truths, strict=True)])
         if bound >= target:
-            chosen = expansion
             break
         if np.median(walked) * _MARGIN >= np.median(passed):
             graph.expansion = None
             graph.reason = (
-                f"declined: at expansion {expansion} recall@10 on {len(queries)} kept queries is "
+                f"declined: at expansion {chosen} recall@10 on {len(queries)} kept queries is "
                 f"{bound:.3f} (95% lower bound), under {target}, and a walk already takes "
                 f"{np.median(walked) * 1e3:.2f} ms against the exact pass's {np.median(passed) * 1e3:.2f} ms"
             )
             return
-    if chosen is None:
+    else:
         graph.expansion = None
         graph.reason = (
             f"declined: recall@10 on {len(queries)} kept queries stays under {target} "
