@@ -292,13 +292,8 @@ class LexicalIndex:
             lengths[start : start + len(chunk)] = np.bincount(docs - start, minlength=len(chunk))
             keys, freqs = np.unique(ids * self.rows + docs, return_counts=True)
             # int32 from here: a third of the memory the build peaks at (100,000 rows: 15 million postings).
-            pieces.append(
-                (
-                    (keys // self.rows).astype(np.int32),
-                    (keys % self.rows).astype(np.int32),
-                    freqs.astype(np.int32),
-                )
-            )
+            token_ids, row_ids = np.divmod(keys, self.rows)
+            pieces.append((token_ids.astype(np.int32), row_ids.astype(np.int32), freqs.astype(np.int32)))
         empty = (np.zeros(0, np.int32),) * 3
         tok, rows, counts = (np.concatenate(c) for c in zip(*pieces, empty, strict=True))
         order = np.argsort(tok, kind="stable")  # chunks come in document order: postings stay sorted by row
@@ -377,8 +372,7 @@ class LexicalIndex:
             if not token.isascii():
                 df[i] = 0  # an opaque token: not a word a query can hold
         best = int(np.argmax(df))
-        name = next(t for t, i in self.vocab.items() if i == best)
-        return name, int(df[best])
+        return next(t for t, i in self.vocab.items() if i == best), int(df[best])
 
     def scores(
         self, text: str, phrases: Sequence[str], documents: Sequence[str | None]
