@@ -244,12 +244,11 @@ class _Snapshot:
             self.matrix[start:stop] = flat.reshape(stop - start, dimension)
             start = stop
         # Not np.linalg.norm(axis=1): it squares into a temporary the size of the matrix (7x slower).
-        sq: npt.NDArray[np.float32] = np.einsum("ij,ij->i", self.matrix, self.matrix)
-        norms = np.sqrt(sq)
+        self.sq_norms: npt.NDArray[np.float32] = np.einsum("ij,ij->i", self.matrix, self.matrix)
+        norms = np.sqrt(self.sq_norms)
         # cosine divides by the norms; l2 adds the squared norms; both precomputed once.
         self.inv_norms = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-30), 0.0).astype(np.float32)
-        self.sq_norms = sq
-        self.top_sq = float(sq.max()) if n else 0.0
+        self.top_sq = float(self.sq_norms.max()) if n else 0.0
         self.columns: dict[str, pa.Array] = {
             c: data.column(c).combine_chunks() for c in _COLUMNS if c != "vector"
         }
