@@ -177,10 +177,7 @@ def _fold(token: str) -> str | None:
     """A guess at ASCII folding of a lower-cased token, or ``None`` when it is not all ASCII letters."""
     out = []
     for char in token:
-        if char.isascii():
-            out.append(char)
-            continue
-        mapped = _SPECIAL.get(char)
+        mapped = char if char.isascii() else _SPECIAL.get(char)
         if mapped is None:
             mapped = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
         if not (mapped.isascii() and mapped.isalnum()):
