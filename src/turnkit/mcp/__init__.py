@@ -29,10 +29,7 @@ asyncio.run(main())
 ```
 """
 
-from ._errors import (
-    MCPUnavailableError,
-    MCPUsageError,
-)
+from ._errors import MCPUnavailableError, MCPUsageError
 
 try:
     import mcp as _mcp  # noqa: F401 - fail early with an install hint

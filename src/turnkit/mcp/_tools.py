@@ -14,12 +14,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .._errors import RuntimeFailure, TurnkitError
-from ..batteries.vector import (
-    FilterNode,
-    VectorStore,
-    and_,
-    evaluate,
-)
+from ..batteries.vector import FilterNode, VectorStore, and_, evaluate
 from ..tools import RetrieveContextsResponse, ToolErrorInfo, ToolRuntimeError, VectorQueryTool
 from ..tools._errors import input_error
 from ..tools._filters import metadata_keys
@@ -204,18 +199,6 @@ class Tools:
             found = self._scopes[name] = self.make_scope(self._combined[name])
         return found
 
-    async def listed_fields(self, scope: Scope) -> dict[str, str]:
-        """The metadata keys (and values seen) inside the scope's guard, read once."""
-        if scope.listed is None:
-            listed: dict[str, str] = {}
-            for n in self.collections:
-                # The query tool's own listing: the same sample and cache its filter check uses.
-                fields = await scope.query_tools[n].filter_fields_for()
-                for key, text in (fields if isinstance(fields, Mapping) else {}).items():
-                    listed.setdefault(key, text)
-            scope.listed = listed
-        return scope.listed
-
     async def vector_query_schema(self) -> dict[str, Any] | None:
         """The ``vector_query`` schema for the current request's principal (``None``: no principal)."""
         try:
@@ -226,9 +209,15 @@ class Tools:
             return None
         schema = await scope.query_tools[self.collections[0]].input_schema_for()
         if self.auto_listing and "filter" in schema["properties"]:
-            schema["properties"]["filter"]["description"] = filter_description(
-                await self.listed_fields(scope)
-            )
+            if scope.listed is None:  # the keys (and values seen) inside the scope's guard, read once
+                listed: dict[str, str] = {}
+                for n in self.collections:
+                    # The query tool's own listing: the same sample and cache its filter check uses.
+                    fields = await scope.query_tools[n].filter_fields_for()
+                    for key, text in (fields if isinstance(fields, Mapping) else {}).items():
+                        listed.setdefault(key, text)
+                scope.listed = listed
+            schema["properties"]["filter"]["description"] = filter_description(scope.listed)
         return with_collection(schema, self.collections)
 
     async def vector_query(self, arguments: dict[str, Any]) -> CallToolResult:
@@ -279,8 +268,7 @@ class Tools:
             guard = self.scope().guard
             collection = _pick_collection(arguments, self.collections)
             _check_arguments(arguments, DELETE_SCHEMA)
-            ids = arguments["ids"]
-            query = self.store(collection).where_in("id", ids)
+            query = self.store(collection).where_in("id", arguments["ids"])
             if guard is not None:
                 query = query.where(guard)
             deleted = await query.delete()

@@ -23,10 +23,7 @@ print(result.status, result.relevant_context)
 """
 
 from ._config import ToolLimits, VectorQueryRequestContext
-from ._errors import (
-    ToolRuntimeError,
-    ToolUsageError,
-)
+from ._errors import ToolRuntimeError, ToolUsageError
 from ._filters import describe_metadata_fields
 from ._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
 from ._retrieve import retrieve_contexts, retrieve_contexts_sync

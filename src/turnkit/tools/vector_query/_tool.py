@@ -29,20 +29,11 @@ from ...batteries.vector import (
 )
 from .._config import ModelResolver, StoreResolver, ToolLimits
 from .._errors import ToolRuntimeError, config_error, input_error
-from .._filters import (
-    check_filter_fields,
-    check_keys_held,
-    compile_model_filter,
-    describe_metadata_fields,
-)
+from .._filters import check_filter_fields, check_keys_held, compile_model_filter, describe_metadata_fields
 from .._results import ToolErrorInfo, VectorQueryResult, VectorQuerySource
 from ._classify import classify
 from ._input import FieldsCache, input_schema, parse_input, without_values
-from ._options import (
-    OptionsEncoder,
-    VectorQueryOptions,
-    check_provider_options,
-)
+from ._options import OptionsEncoder, VectorQueryOptions, check_provider_options
 
 __all__ = ["DEFAULT_DESCRIPTION", "FilterFields", "VectorQueryTool"]
 
