@@ -63,8 +63,6 @@ def missing_extra(exc: BaseException) -> TurnkitError | None:
 
 def exit_status(exc: BaseException) -> int:
     """The documented exit status for an error that ended a command."""
-    if isinstance(exc, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
     if missing_extra(exc) is not None:
         return EXIT_DEPENDENCY
     return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE

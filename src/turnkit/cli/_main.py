@@ -27,15 +27,6 @@ _MODULES = {
 }
 
 
-def _handler(command: str) -> Callable[[argparse.Namespace], int]:
-    """The command's ``run_COMMAND`` function."""
-    module = next(m for m, commands in _MODULES.items() if command in commands)
-    handler: Callable[[argparse.Namespace], int] = getattr(
-        importlib.import_module(f".{module}", __package__), f"run_{command}"
-    )
-    return handler
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``turnkit`` command line.
 
@@ -59,7 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        return _handler(args.command)(args)
+        # The command's run_COMMAND function.
+        module = next(m for m, commands in _MODULES.items() if args.command in commands)
+        handler: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f".{module}", __package__), f"run_{args.command}"
+        )
+        return handler(args)
     except SystemExit as exc:  # --help and --version exit through argparse
         return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:

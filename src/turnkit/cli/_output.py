@@ -32,26 +32,19 @@ _LOCAL_HINT = (
 )
 
 
-def _cli_hint(payload: Mapping[str, Any]) -> str | None:
-    """The command line's own hint for an error whose hint speaks Python, or None to keep it."""
-    if payload["code"] != "E_VECTOR_STORE_CONNECTION_FAILED":
-        return None
-    # Storage options and AWS_* mean something only for object stores; a local path gets its own advice.
-    uri = str(payload.get("uri") or "")
-    if uri.startswith("db://"):
-        return _CLOUD_HINT
-    if "://" in uri and not uri.startswith(("file://", "memory://")):
-        return _OBJECT_STORE_HINT
-    return _LOCAL_HINT
-
-
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """The JSON form of an error: ``code``, ``message``, ``hint`` (and context for turnkit errors)."""
     if isinstance(exc, TurnkitError):
         payload = exc.to_dict()
-        hint = _cli_hint(payload)
-        if hint is not None:
-            payload["hint"] = hint
+        if payload["code"] == "E_VECTOR_STORE_CONNECTION_FAILED":
+            # Storage options and AWS_* matter only for object stores; a local path gets its own advice.
+            uri = str(payload.get("uri") or "")
+            if uri.startswith("db://"):
+                payload["hint"] = _CLOUD_HINT
+            elif "://" in uri and not uri.startswith(("file://", "memory://")):
+                payload["hint"] = _OBJECT_STORE_HINT
+            else:
+                payload["hint"] = _LOCAL_HINT
         return payload
     return {
         "code": "E_UNEXPECTED",

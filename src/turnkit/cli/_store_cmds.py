@@ -34,9 +34,6 @@ _EXCERPT = 200
 _OWN_FIELDS = ("section", "page_span")  # metadata a JSON result also gives as a field of its own
 
 
-_KINDS = ("text", "markdown", "html", "pdf")
-
-
 def _extensions(items: list[str]) -> dict[str, str | None]:
     """``--ext`` values (``.adoc``, ``.rst=markdown``, ``log=none``) as ingest's ``extensions`` map."""
     mapping: dict[str, str | None] = {}
@@ -44,7 +41,7 @@ def _extensions(items: list[str]) -> dict[str, str | None]:
         ext, sep, kind = item.partition("=")
         ext, kind = ext.strip().lower(), (kind.strip().lower() if sep else "text")
         ext = ext if ext.startswith(".") else "." + ext
-        if len(ext) < 2 or kind not in (*_KINDS, "none"):
+        if len(ext) < 2 or kind not in ("text", "markdown", "html", "pdf", "none"):
             raise CliUsageError(
                 f"--ext {item!r} is not .EXT or .EXT=KIND.",
                 hint="Examples: --ext .adoc (read as text), --ext .rst=markdown, --ext .log=none (skip). "
