@@ -18,7 +18,7 @@ from ._output import emit_json
 from ._shipped_docs import shipped_docs
 
 if TYPE_CHECKING:
-    from .. import ChatMessage, ChatModel, TurnResult
+    from .. import ChatModel, TurnResult
 
 __all__ = ["DEMO_COLLECTION", "DEMO_QUESTIONS", "run_demo"]
 
@@ -58,13 +58,6 @@ def _model(args: argparse.Namespace) -> ChatModel | None:
         return None
     base_url = flag_or_env(args.base_url, *_ENV_BASE_URL) or _DEFAULT_BASE_URL
     return OpenAIChatModel(name, base_url=base_url, api_key=flag_or_env(None, *_ENV_API_KEY))
-
-
-class _PromptOnly:
-    """Stands in for a model when none is configured: the turn runs, the reply is empty."""
-
-    async def complete(self, messages: Sequence[ChatMessage], /) -> str:
-        return ""
 
 
 def _wrap(text: str, indent: str) -> str:
@@ -141,7 +134,7 @@ def _turn_json(
 
 def run_demo(args: argparse.Namespace) -> int:
     """Ingest the shipped docs, then answer the questions through a `TurnRunner`."""
-    from .. import TurnRunner, TurnRunnerConfig
+    from .. import ScriptedModel, TurnRunner, TurnRunnerConfig
     from ..batteries.vector import WordLlamaEncoder, create_vector_retrievable_callbacks, create_vector_store
     from ..ingest import ingest_sync
 
@@ -165,7 +158,8 @@ def run_demo(args: argparse.Namespace) -> int:
     )
     runner = TurnRunner(
         TurnRunnerConfig(
-            model=model if model is not None else _PromptOnly(),
+            # Without a model the turn still runs (the prompt is built); the reply is empty.
+            model=model if model is not None else ScriptedModel(lambda _: ""),
             system_prompt=_SYSTEM_PROMPT,
             token_budget=_TOKEN_BUDGET,
             **callbacks,
