@@ -40,7 +40,6 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "Chunk",
     "chunk_document",
-    "chunk_id",
     "chunks_of",
     "document_fingerprint",
     "split_text",
@@ -169,11 +168,6 @@ def validate_chunking(chunk_size: int, chunk_overlap: int, encoding: str) -> tik
             f"Unknown encoding {encoding!r}.", hint="Use 'cl100k_base' (the default) or 'o200k_base'."
         )
     return get_encoding(encoding)
-
-
-def chunk_id(source_uri: str, index: int, content_hash: str) -> str:
-    """The deterministic id of chunk ``index`` of ``source_uri`` whose text hashes to ``content_hash``."""
-    return hashlib.sha256(f"{source_uri}\n{index}\n{content_hash}".encode()).hexdigest()[:32]
 
 
 def document_fingerprint(
@@ -458,7 +452,7 @@ def chunks_of(
             span = PageSpan(first_page=page_at(a + lead), last_page=page_at(a + lead + len(piece) - 1))
         chunks.append(
             Chunk(
-                id=chunk_id(doc.source_uri, index, content_hash),
+                id=hashlib.sha256(f"{doc.source_uri}\n{index}\n{content_hash}".encode()).hexdigest()[:32],
                 text=piece,
                 index=index,
                 count=len(pieces),

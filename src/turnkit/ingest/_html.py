@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from typing import Any, Literal, cast, get_args
 
 from ._errors import IngestUsageError
+from ._markdown import split_markdown
 from ._model import Section
 
 __all__ = ["HTML_EXTRACTORS", "HtmlExtractor", "check_html_extractor", "split_html", "split_html_main"]
@@ -288,8 +289,6 @@ def split_html_main(markup: str) -> tuple[Section, ...]:
     It drops site chrome that only class names mark (``<div class="navbar">``),
     which `split_html` keeps; see docs/performance.md for both on the same pages.
     """
-    from ._markdown import split_markdown
-
     trafilatura: Any = importlib.import_module("trafilatura")
     text = trafilatura.extract(
         markup, output_format="markdown", include_tables=True, include_comments=False, favor_recall=True

@@ -37,7 +37,6 @@ __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
     "ExtensionMap",
     "detect_kind",
-    "is_gzip",
     "load_document",
     "parse_file",
     "read_file",
@@ -100,11 +99,6 @@ def resolve_extensions(extensions: ExtensionMap | None) -> dict[str, DocumentKin
         else:
             merged[ext.lower()] = kind
     return merged
-
-
-def is_gzip(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is read gzip-decompressed (its name ends in ``.gz``)."""
-    return os.fspath(path).lower().endswith(_GZIP)
 
 
 def detect_kind(path: str | os.PathLike[str], extensions: Mapping[str, DocumentKind]) -> DocumentKind:
@@ -227,7 +221,7 @@ def _read(fd: int, where: str, max_size: int | None) -> tuple[bytes, int, str]:
     """
     budget = max_size + 1 if max_size is not None else None  # one byte over tells "too large"
     raw = _RawReader(fd, where, budget)
-    gz = is_gzip(where)
+    gz = where.lower().endswith(_GZIP)
     stream: Any = gzip.GzipFile(fileobj=io.BufferedReader(raw, _READ_BLOCK)) if gz else raw
     parts: list[bytes] = []
     total = 0
