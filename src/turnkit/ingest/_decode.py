@@ -43,16 +43,6 @@ def detector_version() -> str:
     return f"charset-normalizer=={charset_normalizer.__version__}"
 
 
-def _detector_knows(codec: str) -> bool:
-    from charset_normalizer.constant import IANA_SUPPORTED
-    from charset_normalizer.utils import iana_name
-
-    try:
-        return iana_name(codec, strict=True) in IANA_SUPPORTED
-    except ValueError:
-        return False
-
-
 def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ...]:
     """The fallbacks to try, in order: codec names (as `codecs.lookup` spells them) and ``"auto"``.
 
@@ -69,11 +59,15 @@ def check_fallback_encodings(names: Sequence[str] | str | None) -> tuple[str, ..
         if isinstance(name, str) and name.strip().lower() == AUTO_ENCODING:
             checked.append(AUTO_ENCODING)
             continue
-        try:
-            codec = codecs.lookup(name).name if isinstance(name, str) else None
-        except LookupError:
-            codec = None
-        if codec is None or not _detector_knows(codec):
+        from charset_normalizer.constant import IANA_SUPPORTED
+        from charset_normalizer.utils import iana_name
+
+        try:  # the detector must know it too: it checks that what a fallback reads is text
+            codec = codecs.lookup(name).name
+            known = iana_name(codec, strict=True) in IANA_SUPPORTED
+        except (LookupError, TypeError, ValueError):
+            known = False
+        if not known:
             raise _option_error(
                 f"Unknown text encoding {name!r}.",
                 hint="Use 'auto' (detect it) or a codec name such as cp1252, latin-1, shift_jis or big5.",
