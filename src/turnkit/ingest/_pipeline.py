@@ -223,14 +223,6 @@ def _process_group(
     return outcomes
 
 
-def _progress_bar(enabled: bool, total: int) -> Any:
-    if not enabled or not sys.stderr.isatty():
-        return None
-    # tqdm ships no type information; it is used through an untyped handle.
-    tqdm: Any = importlib.import_module("tqdm")
-    return tqdm.tqdm(total=total, unit="file", desc="ingest", file=sys.stderr, dynamic_ncols=True)
-
-
 async def ingest(
     paths: PathInput | Iterable[PathInput],
     *,
@@ -325,7 +317,13 @@ async def ingest(
     if exists:
         await declare_ingest_fields(store, collection, exists=True)
 
-    bar = _progress_bar(progress, len(found.candidates))
+    bar: Any = None
+    if progress and sys.stderr.isatty():
+        # tqdm ships no type information; it is used through an untyped handle.
+        tqdm: Any = importlib.import_module("tqdm")
+        bar = tqdm.tqdm(
+            total=len(found.candidates), unit="file", desc="ingest", file=sys.stderr, dynamic_ncols=True
+        )
     done = 0
 
     def report_progress() -> None:

@@ -173,8 +173,8 @@ class RayEngine:
                 # the workers open stores of their own, so nothing of the driver's runtime is used there.
                 warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
                 warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
-                results, fragments = _run_workers(
-                    ray, store, collection, found, stored, settings, factory, self
+                results, fragments = self._run_workers(
+                    ray, store, collection, found, stored, settings, factory
                 )
         except BaseException:
             if not existed and store(collection).count_sync() == 0:  # a failed first run leaves nothing
@@ -189,49 +189,47 @@ class RayEngine:
             collection, found, (written, deleted), pruned, started, settings, files, prune=prune, engine="ray"
         )
 
-
-def _run_workers(
-    ray: Any,
-    store: VectorStore,
-    collection: str,
-    found: Found,
-    stored: dict[str, list[Row]],
-    settings: _Settings,
-    factory: Callable[[], Encoder],
-    engine: RayEngine,
-) -> tuple[list[Outcome], list[str]]:
-    """Start Ray when it is not running, run the files through an actor pool, collect what came back."""
-    workers, files_per_task = engine.workers, engine.files_per_task
-    started_ray = not ray.is_initialized()
-    if started_ray:
-        # Ray's own default (address None) also joins a cluster that `ray start` left running here,
-        # and then refuses num_cpus; "local" starts Ray here, as documented, unless an address is given.
-        address = engine.address or os.environ.get("RAY_ADDRESS") or "local"
-        ray.init(
-            address=address,
-            num_cpus=(workers or os.cpu_count() or 1) if address == "local" else None,
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-        )
-    try:
-        n = workers or max(1, min(8, int(ray.available_resources().get("CPU", 1))))
-        actor = ray.remote(num_cpus=1)(_Worker)
-        pool = ray.util.ActorPool(
-            [
-                actor.remote(store.uri, store.storage_options, collection, factory, store.metric)
-                for _ in range(min(n, max(1, len(found.candidates))))
-            ]
-        )
-        jobs = [
-            [(c, stored.get(c.uri, [])) for c in found.candidates[i : i + files_per_task]]
-            for i in range(0, len(found.candidates), files_per_task)
-        ]
-        done = list(pool.map_unordered(lambda a, job: a.run.remote(job, settings), jobs))
-        return [o for outcomes, _ in done for o in outcomes], [f for _, made in done for f in made]
-    finally:
+    def _run_workers(
+        self,
+        ray: Any,
+        store: VectorStore,
+        collection: str,
+        found: Found,
+        stored: dict[str, list[Row]],
+        settings: _Settings,
+        factory: Callable[[], Encoder],
+    ) -> tuple[list[Outcome], list[str]]:
+        """Start Ray when it is not running, run the files through an actor pool, collect what came back."""
+        started_ray = not ray.is_initialized()
         if started_ray:
-            ray.shutdown()
+            # Ray's own default (address None) also joins a cluster that `ray start` left running here,
+            # and then refuses num_cpus; "local" starts Ray here, as documented, unless an address is given.
+            address = self.address or os.environ.get("RAY_ADDRESS") or "local"
+            ray.init(
+                address=address,
+                num_cpus=(self.workers or os.cpu_count() or 1) if address == "local" else None,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        try:
+            n = self.workers or max(1, min(8, int(ray.available_resources().get("CPU", 1))))
+            actor = ray.remote(num_cpus=1)(_Worker)
+            pool = ray.util.ActorPool(
+                [
+                    actor.remote(store.uri, store.storage_options, collection, factory, store.metric)
+                    for _ in range(min(n, max(1, len(found.candidates))))
+                ]
+            )
+            jobs = [
+                [(c, stored.get(c.uri, [])) for c in found.candidates[i : i + self.files_per_task]]
+                for i in range(0, len(found.candidates), self.files_per_task)
+            ]
+            done = list(pool.map_unordered(lambda a, job: a.run.remote(job, settings), jobs))
+            return [o for outcomes, _ in done for o in outcomes], [f for _, made in done for f in made]
+        finally:
+            if started_ray:
+                ray.shutdown()
 
 
 def _commit(

@@ -10,6 +10,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
@@ -207,9 +208,9 @@ class Writer:
     async def _commit(self) -> None:
         batch, self.buffer = self.buffer[: self.batch_size], self.buffer[self.batch_size :]
         made = False
+        store, name = self.q.store, self.q.spec.collection
         if not self.created:
             self.created = True
-            store, name = self.q.store, self.q.spec.collection
             if not await store.has_collection(name):
                 await declare_ingest_fields(store, name, exists=False)
                 made = True
@@ -217,7 +218,9 @@ class Writer:
             await self._write(batch)
         except BaseException:
             if made:  # a first run that cannot write (a missing encoder extra…) leaves no empty collection
-                await self._drop_if_empty()
+                with suppress(Exception):  # the write's own error is the one to report
+                    if await store.has_collection(name) and await self.q.count() == 0:
+                        await store.drop_collection(name, missing_ok=True)
             raise
         if self.progress is not None:
             self.progress()
@@ -228,14 +231,6 @@ class Writer:
             if self.chunks_written >= RATE_MIN_CHUNKS and elapsed >= RATE_MIN_SECONDS:
                 shown["chunks_s"] = f"{self.chunks_written / elapsed:.0f}"
             self.bar.set_postfix(shown, refresh=False)
-
-    async def _drop_if_empty(self) -> None:
-        store, name = self.q.store, self.q.spec.collection
-        try:
-            if await store.has_collection(name) and await self.q.count() == 0:
-                await store.drop_collection(name, missing_ok=True)
-        except Exception:  # the write's own error is the one to report
-            pass
 
     async def _write(self, batch: list[dict[str, Any]]) -> None:
         # The files this batch completes; a file that fits a batch is always wholly inside one.
