@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from turnkit.ingest import source_uri_for
 from turnkit.ingest._loaders import resolve_extensions
-from turnkit.ingest._markdown import _scan, split_markdown
+from turnkit.ingest._markdown import split_markdown
 from turnkit.ingest._walk import walk
 
 # Lines that move the scanner's state (headings, setext underlines, fences, front-matter marks) and
@@ -62,12 +62,12 @@ markdown = st.lists(st.tuples(st.sampled_from(LINES), st.sampled_from(BREAKS)), 
 @example("para\n   ===\n    ---\n\t# tab\n", False)  # indented marks: up to three spaces count
 def test_split_markdown_passing_over_plain_lines_changes_nothing(text, trailing):
     text = text + ("tail" if trailing else "")
-    assert split_markdown(text) == _scan(text, skip_plain=False)
+    assert split_markdown(text) == split_markdown(text, skip_plain=False)
 
 
 def test_split_markdown_on_front_matter_and_fences():
     text = "---\ntitle: x\n# not a heading\n---\n# A\n```\n# code\n```\nB\n===\n- c\n---\n"
-    assert split_markdown(text) == _scan(text, skip_plain=False)
+    assert split_markdown(text) == split_markdown(text, skip_plain=False)
     assert [s.heading_path for s in split_markdown(text)] == [(), ("A",), ("B",)]
 
 

@@ -34,13 +34,11 @@ def _clean_title(raw: str) -> str:
     return title.replace("`", "").replace("**", "").strip()
 
 
-def split_markdown(text: str) -> tuple[Section, ...]:
-    """Split ``text`` at its headings; ``"".join(s.text for s in result) == text``."""
-    return _scan(text, skip_plain=True)
+def split_markdown(text: str, *, skip_plain: bool = True) -> tuple[Section, ...]:
+    """Split ``text`` at its headings; ``"".join(s.text for s in result) == text``.
 
-
-def _scan(text: str, *, skip_plain: bool) -> tuple[Section, ...]:
-    """`split_markdown`; ``skip_plain=False`` runs every pattern on every line (what tests compare with)."""
+    ``skip_plain=False`` runs every pattern on every line (what tests compare with).
+    """
     lines = text.splitlines(keepends=True)
     # Each entry: (first line index, heading path). The text before the first heading has path ().
     starts: list[tuple[int, tuple[str, ...]]] = [(0, ())]
