@@ -363,26 +363,6 @@ def _pdf_pages(data: bytes, *, path: str) -> tuple[Section, ...]:
     )
 
 
-def _parse(
-    data: bytes, kind: DocumentKind, path: str, encodings: Sequence[str], html_extractor: HtmlExtractor
-) -> tuple[tuple[Section, ...], dict[str, Any]]:
-    if kind == "pdf":
-        return _pdf_pages(data, path=path), {}
-    fallbacks = check_fallback_encodings(encodings)
-    text = _clean(decode_text(data, path=path, html=kind == "html", fallbacks=fallbacks))
-    if kind == "markdown":
-        front_matter, body = split_front_matter(text, path=path)
-        return split_markdown(body), front_matter
-    if kind == "html":
-        try:
-            return (split_html_main(text) if html_extractor == "trafilatura" else split_html(text)), {}
-        except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
-            raise _parse_error(
-                f"Cannot parse {path!r} as HTML: {exc}.", path=path, reason=f"unparsable HTML ({exc})"
-            ) from exc
-    return ((Section(text=text),) if text else ()), {}
-
-
 def parse_file(
     raw: RawFile,
     kind: DocumentKind,
@@ -406,7 +386,24 @@ def parse_file(
         DocumentLoadError: ``E_INGEST_PARSE_FAILED``: a damaged or password-protected PDF.
         IngestUsageError: ``E_INGEST_DEPENDENCY_MISSING``: a PDF without `pypdf` installed.
     """
-    sections, front_matter = _parse(raw.data, kind, path, fallback_encodings, html_extractor)
+    front_matter: dict[str, Any] = {}
+    if kind == "pdf":
+        sections = _pdf_pages(raw.data, path=path)
+    else:
+        fallbacks = check_fallback_encodings(fallback_encodings)
+        text = _clean(decode_text(raw.data, path=path, html=kind == "html", fallbacks=fallbacks))
+        if kind == "markdown":
+            front_matter, body = split_front_matter(text, path=path)
+            sections = split_markdown(body)
+        elif kind == "html":
+            try:
+                sections = split_html_main(text) if html_extractor == "trafilatura" else split_html(text)
+            except Exception as exc:  # html.parser is lenient; this guards its rare assertion failures
+                raise _parse_error(
+                    f"Cannot parse {path!r} as HTML: {exc}.", path=path, reason=f"unparsable HTML ({exc})"
+                ) from exc
+        else:
+            sections = (Section(text=text),) if text else ()
     return LoadedDocument(
         source_uri=source_uri,
         display_name=display_name,
