@@ -345,10 +345,7 @@ async def ingest(
     # wait in it too.
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turnkit-ingest")
     stop = threading.Event()  # set when the run ends: a cancelled task's thread would read on
-    run_in_pool = asyncio.get_running_loop().run_in_executor
-
-    async def process(group: list[tuple[Candidate, list[Row]]]) -> list[Outcome]:
-        return await run_in_pool(pool, _process_group, group, settings, stop)
+    loop = asyncio.get_running_loop()
 
     async def produce() -> None:
         try:
@@ -359,7 +356,8 @@ async def ingest(
                     window = [(c, stored.get(c.uri, [])) for c in cands[start : start + _WINDOW_FILES]]
                     # One slice per worker, not one hand-off per file: those cost 3-12% of ingest's
                     # wall time and half its loop's CPU (bench/ingest.py, 2,000 files).
-                    tasks = [asyncio.ensure_future(process(group)) for group in _slices(window, workers)]
+                    slices = _slices(window, workers)
+                    tasks = [loop.run_in_executor(pool, _process_group, g, settings, stop) for g in slices]
                     try:
                         for task in tasks:
                             for outcome in await task:
