@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_from_bytes
@@ -125,8 +126,7 @@ def walk(
     for given in paths:
         path = Path(given).expanduser()
         if path.is_dir():
-            root_uri = source_uri_for(path)
-            found.prune_prefixes.append(root_uri if root_uri.endswith("/") else root_uri + "/")
+            found.prune_prefixes.append(_folder_uri(path))
 
             rules = base.for_root()
             for dirpath, dirnames, filenames in os.walk(
@@ -139,14 +139,17 @@ def walk(
                 rel_dir = here.relative_to(path).as_posix()
                 prefix = "" if rel_dir == "." else rel_dir
                 rules.enter(here, prefix)
-                folder_uri = _folder_uri(here)
+                folder_uri = None
+                if not dirpath.startswith("~"):  # source_uri_for would expand it
+                    with suppress(OSError, RuntimeError):  # each file then reports its own error
+                        folder_uri = _folder_uri(here)
                 # Hidden entries (.git, .venv, .DS_Store…) are never documents.
                 kept = []
                 for d in sorted(dirnames):
                     if d.startswith("."):
                         continue
                     if rules.skips_dir(f"{prefix}/{d}" if prefix else d):
-                        found.left_out_prefixes.append(source_uri_for(here / d).rstrip("/") + "/")
+                        found.left_out_prefixes.append(_folder_uri(here / d))
                     else:
                         kept.append(d)
                 dirnames[:] = kept
@@ -166,12 +169,7 @@ def walk(
     return found
 
 
-def _folder_uri(folder: Path) -> str | None:
-    """``source_uri_for(folder)`` ending in ``/``: the start of the URI of every file in it, or None."""
-    if str(folder).startswith("~"):  # source_uri_for would expand it
-        return None
-    try:
-        uri = source_uri_for(folder)
-    except (OSError, RuntimeError):  # each file then reports its own error
-        return None
+def _folder_uri(folder: Path) -> str:
+    """``source_uri_for(folder)`` ending in ``/``: the start of the URI of every file in it."""
+    uri = source_uri_for(folder)
     return uri if uri.endswith("/") else uri + "/"
