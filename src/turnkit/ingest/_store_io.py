@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from ._pipeline import Outcome
 
 __all__ = [
-    "CRASH_AFTER_WRITES_ENV",
-    "CRASH_PID_ENV",
     "INGEST_FIELDS",
     "LOOKUP_FILES",
     "Row",
@@ -35,13 +33,6 @@ __all__ = [
     "lookup",
     "prune",
 ]
-
-# Test hook (documented in docs/ingesting.md): SIGKILL this process right after the N-th
-# store write (upsert, replace or delete) has committed, to prove a rerun completes a killed run.
-# Armed only when the second variable holds this very process's id, so a value left in a shell
-# or inherited by a child process can never kill anything.
-CRASH_AFTER_WRITES_ENV = "_TURNKIT_INGEST_CRASH_AFTER_WRITES"
-CRASH_PID_ENV = "_TURNKIT_INGEST_CRASH_PID"
 
 _SCAN_LIMIT = 10_000  # the store's largest search limit
 LOOKUP_FILES = 1024  # files whose stored rows one lookup query asks for (see `lookup`)
@@ -80,9 +71,14 @@ async def declare_ingest_fields(store: VectorStore, collection: str, exists: boo
         await store.create_collection(collection, fields=INGEST_FIELDS, exist_ok=True)
 
 
+# Test hook (documented in docs/ingesting.md): SIGKILL this process right after the N-th
+# store write (upsert, replace or delete) has committed, to prove a rerun completes a killed run.
+# Armed only when the second variable holds this very process's id, so a value left in a shell
+# or inherited by a child process can never kill anything.
 def _crash_after() -> int:
     """The commit after which the test hook kills this process, or 0 (disarmed)."""
-    after, pid = os.environ.get(CRASH_AFTER_WRITES_ENV, ""), os.environ.get(CRASH_PID_ENV, "")
+    after = os.environ.get("_TURNKIT_INGEST_CRASH_AFTER_WRITES", "")
+    pid = os.environ.get("_TURNKIT_INGEST_CRASH_PID", "")
     return int(after) if after.isdigit() and pid.isdigit() and int(pid) == os.getpid() else 0
 
 
