@@ -57,7 +57,6 @@ DEFAULT_BATCH_SIZE = 512
 _MAX_BATCH = 100_000  # a sanity bound: one upsert holds its whole batch (and its vectors) in memory
 _WINDOW_FILES = 64  # files read and chunked concurrently, then queued in order
 _QUEUE_FILES = 128  # loaded files waiting to be written (bounds memory)
-_LOAD_FAILED = DocumentLoadError.code
 T = TypeVar("T")
 
 
@@ -192,7 +191,7 @@ def _process(candidate: Candidate, stored: list[Row], settings: _Settings) -> Ou
             issue = issue_of(candidate.path, exc)
         else:
             reason = f"cannot be indexed ({type(exc).__name__}: {exc})"
-            issue = FileIssue(path=candidate.path, reason=reason, code=_LOAD_FAILED)
+            issue = FileIssue(path=candidate.path, reason=reason, code=DocumentLoadError.code)
         return Outcome(candidate, "error", issue=issue)
     new_ids = {c.id for c in chunks}
     stale = [r.id for r in stored if r.id not in new_ids]

@@ -103,11 +103,8 @@ def walk(
             found.unreadable(str(path), f"cannot resolve: {exc}")
             return
         if external:
-            code = "E_INGEST_EXTERNAL_SYMLINK"
             reason = "a symlink to a target outside the ingested paths"
-            found.skips.add(
-                FileIssue(path=str(path), reason=reason, code=code, hint=FileSkippedError.hints[code])
-            )
+            found.skips.add(issue_of(str(path), FileSkippedError(reason, code="E_INGEST_EXTERNAL_SYMLINK")))
             return
         if uri in seen:
             return
