@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import itertools
 import json
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -430,17 +431,14 @@ def chunks_of(
         for a, b, piece, count in _token_spans(text[g_start:g_end], enc, chunk_size, chunk_overlap):
             pieces.append((g_start + a, g_start + b, piece, count, path))
 
-    page_starts: list[int] = []
-    page_numbers: list[int] = []
-    offset = 0
-    for section in doc.sections:
-        if section.page is not None and section.text:
-            page_starts.append(offset)
-            page_numbers.append(section.page)
-        offset += len(section.text)
+    offsets = itertools.accumulate((len(s.text) for s in doc.sections), initial=0)
+    pages = [
+        (at, s.page) for at, s in zip(offsets, doc.sections, strict=False) if s.page is not None and s.text
+    ]
+    page_starts = [at for at, _ in pages]
 
     def page_at(pos: int) -> int:
-        return page_numbers[max(bisect.bisect_right(page_starts, pos) - 1, 0)]
+        return pages[max(bisect.bisect_right(page_starts, pos) - 1, 0)][1]
 
     chunks: list[Chunk] = []
     for index, (a, b, piece, count, path) in enumerate(pieces):
