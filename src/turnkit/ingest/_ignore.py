@@ -56,13 +56,12 @@ def _rebase(line: str, prefix: str) -> str | None:
         return None
     if not prefix:
         return line
-    negate = line.startswith("!")
-    body = line[1:] if negate else line
+    bang, body = ("!", line[1:]) if line.startswith("!") else ("", line)
     if "/" in body.rstrip("/"):  # anchored to the .gitignore's own directory
-        rebased = f"{prefix}/{body.lstrip('/')}"
+        body = body.lstrip("/")
     else:  # a bare name matches at any depth below it
-        rebased = f"{prefix}/**/{body}"
-    return ("!" if negate else "") + rebased
+        body = "**/" + body
+    return f"{bang}{prefix}/{body}"
 
 
 @dataclass(slots=True)
