@@ -362,18 +362,16 @@ def _groups(doc: LoadedDocument) -> list[tuple[int, int, tuple[str, ...]]]:
     if doc.kind not in ("markdown", "html"):
         return [(0, len(doc.text), ())] if doc.text else []
     groups: list[tuple[int, int, tuple[str, ...]]] = []
-    offset, group_start = 0, None
+    first = offset = 0
     for i, section in enumerate(doc.sections):
-        start, offset = offset, offset + len(section.text)
-        first = start if group_start is None else group_start
+        offset += len(section.text)
         # A heading with no body of its own (a title followed by a subheading) travels with what follows.
         _, _, body = section.text.partition("\n")
         bare = not body.strip().strip("=-").strip()  # nothing but a setext underline, if any
         if section.heading_path and bare and i < len(doc.sections) - 1:
-            group_start = first
             continue
         groups.append((first, offset, section.heading_path))
-        group_start = None
+        first = offset
     return groups
 
 
