@@ -167,15 +167,12 @@ class RayEngine:
         info = store.create_collection_sync(collection, exist_ok=True, fields=INGEST_FIELDS)
         try:
             factory = self.encoder_factory or _default_factory(store, info.dimension)
-            stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
             with warnings.catch_warnings():
                 # Ray forks its processes from a driver that has loaded LanceDB, which warns about forking;
                 # the workers open stores of their own, so nothing of the driver's runtime is used there.
                 warnings.filterwarnings("ignore", message=r".*fork", category=RuntimeWarning)
                 warnings.filterwarnings("ignore", message=r"lance is not fork-safe", category=UserWarning)
-                results, fragments = self._run_workers(
-                    ray, store, collection, found, stored, settings, factory
-                )
+                results, fragments = self._run_workers(ray, store, collection, found, settings, factory)
         except BaseException:
             if not existed and store(collection).count_sync() == 0:  # a failed first run leaves nothing
                 store.drop_collection_sync(collection, missing_ok=True)
@@ -195,11 +192,11 @@ class RayEngine:
         store: VectorStore,
         collection: str,
         found: Found,
-        stored: dict[str, list[Row]],
         settings: _Settings,
         factory: Callable[[], Encoder],
     ) -> tuple[list[Outcome], list[str]]:
-        """Start Ray when it is not running, run the files through an actor pool, collect what came back."""
+        """Look up the stored rows, start Ray if it is not running, run the files through an actor pool."""
+        stored = run_sync(lookup(store(collection), [c.uri for c in found.candidates]))
         started_ray = not ray.is_initialized()
         if started_ray:
             # Ray's own default (address None) also joins a cluster that `ray start` left running here,
