@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any, Literal, cast, get_args
 
@@ -61,14 +62,12 @@ def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
     return False
 
 
+@dataclass(slots=True, kw_only=True)
 class _Anchor:
     """An open in-page link whose text is held back until its end says whether it is content."""
 
-    __slots__ = ("headerlink", "parts")
-
-    def __init__(self, *, headerlink: bool) -> None:
-        self.headerlink = headerlink
-        self.parts: list[tuple[str, bool]] = []  # (text, inside pre)
+    headerlink: bool
+    parts: list[tuple[str, bool]] = field(default_factory=list)  # (text, inside pre)
 
     def is_content(self) -> bool:
         text = "".join(t for t, _ in self.parts)
@@ -77,13 +76,11 @@ class _Anchor:
         return not all(c in _PLACE_MARKS for c in _INVISIBLE.sub("", text))
 
 
+@dataclass(slots=True)
 class _Section:
-    __slots__ = ("path", "out", "pending")
-
-    def __init__(self, path: tuple[str, ...]) -> None:
-        self.path = path
-        self.out: list[str] = []
-        self.pending = 0  # newlines owed before the next text (1 = line break, 2 = paragraph)
+    path: tuple[str, ...]
+    out: list[str] = field(default_factory=list)
+    pending: int = 0  # newlines owed before the next text (1 = line break, 2 = paragraph)
 
     def brk(self, n: int) -> None:
         if self.out:
