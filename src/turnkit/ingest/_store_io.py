@@ -24,15 +24,7 @@ if TYPE_CHECKING:
     from ..batteries.vector import QueryBuilder, VectorMatch, VectorStore
     from ._pipeline import Outcome
 
-__all__ = [
-    "INGEST_FIELDS",
-    "LOOKUP_FILES",
-    "Row",
-    "Writer",
-    "declare_ingest_fields",
-    "lookup",
-    "prune",
-]
+__all__ = ["INGEST_FIELDS", "LOOKUP_FILES", "Row", "Writer", "declare_ingest_fields", "lookup", "prune"]
 
 _SCAN_LIMIT = 10_000  # the store's largest search limit
 LOOKUP_FILES = 1024  # files whose stored rows one lookup query asks for (see `lookup`)
