@@ -11,7 +11,6 @@ import itertools
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -140,12 +139,6 @@ def _parquet(pages: Any, path: str, dimension: int, vectors: bool) -> int:
     return rows
 
 
-def _pages(query: QueryBuilder) -> Iterator[list[VectorMatch]]:
-    rows = iter(query.iter_rows_sync(page_size=_PAGE))
-    while page := list(itertools.islice(rows, _PAGE)):
-        yield page
-
-
 def run_export(args: argparse.Namespace) -> int:
     """Write every row (or those ``--filter`` matches) as JSON Lines or Parquet, in id order."""
     if args.format == "parquet" and args.output in (None, "-"):
@@ -156,7 +149,8 @@ def run_export(args: argparse.Namespace) -> int:
     conn, name, query = _open(args)
     vectors = not args.no_vectors
     fields = ("*",) if vectors else _FIELDS
-    pages = _pages(query.select(*fields))
+    matches = iter(query.select(*fields).iter_rows_sync(page_size=_PAGE))
+    pages = iter(lambda: list(itertools.islice(matches, _PAGE)), [])  # pages of _PAGE rows until none is left
     if args.output in (None, "-"):
         rows = _jsonl(pages, sys.stdout.buffer, vectors)
         print(f"Exported {_rows(rows)} of {name!r}.", file=sys.stderr)

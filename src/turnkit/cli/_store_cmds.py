@@ -26,7 +26,7 @@ from ._query_flags import QUERY_FLAGS, query_settings, settings_json
 
 if TYPE_CHECKING:
     from ..batteries.vector import CollectionInfo, VectorMatch
-    from ..ingest import IngestProgress, IngestReport
+    from ..ingest import IngestProgress
 
 __all__ = ["run_ingest", "run_optimize", "run_query", "run_stats"]
 
@@ -77,15 +77,6 @@ def _interrupted(collection: str, last: IngestProgress | None) -> int:
         )
     print(f"turnkit: {said}", file=sys.stderr)
     return EXIT_INTERRUPTED
-
-
-def _tips(report: IngestReport, verbose: bool) -> list[str]:
-    tips = []
-    if not verbose and report.files_skipped > len(report.skipped):
-        tips.append("List every skipped file with --verbose.")
-    if any(g.code == "E_INGEST_UNSUPPORTED_FILE" for g in report.skip_groups):
-        tips.append("Read an extension with --ext, e.g. --ext .adoc=text (or markdown, html, pdf).")
-    return tips
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -146,8 +137,10 @@ def run_ingest(args: argparse.Namespace) -> int:
         # ingest prints the same report under the progress bar, which it shows only on a terminal.
         if not progress_shown:
             print(report)
-        for tip in _tips(report, args.verbose):
-            print(tip)
+        if not args.verbose and report.files_skipped > len(report.skipped):
+            print("List every skipped file with --verbose.")
+        if any(g.code == "E_INGEST_UNSUPPORTED_FILE" for g in report.skip_groups):
+            print("Read an extension with --ext, e.g. --ext .adoc=text (or markdown, html, pdf).")
         print(f"Database: {conn.uri} (collection {collection!r}, encoder {encoder})")
     needs_extra = sum(issue.code.endswith(DEPENDENCY_SUFFIXES) for issue in report.errors)
     if needs_extra:
