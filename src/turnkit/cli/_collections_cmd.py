@@ -6,19 +6,12 @@ import argparse
 import sys
 
 from ._config import store_uri
-from ._connect import Connection, connection_of
+from ._connect import connection_of
 from ._errors import EXIT_OK, CliUsageError
 from ._lookup import database_missing, no_collections_line, open_collection
 from ._output import emit_json
 
-__all__ = ["collection_path", "run_collections"]
-
-
-def collection_path(conn: Connection, name: str) -> str | None:
-    """Where LanceDB keeps a collection's data (``<database>/<name>.lance``); None on LanceDB Cloud."""
-    if conn.is_cloud or conn.uri.startswith("memory://"):
-        return None
-    return f"{store_uri(conn.uri).rstrip('/')}/{name}.lance"
+__all__ = ["run_collections"]
 
 
 def run_collections(args: argparse.Namespace) -> int:
@@ -50,7 +43,9 @@ def run_collections(args: argparse.Namespace) -> int:
 
         return print_files(args, conn, store, name)
     if args.action == "path":
-        path = collection_path(conn, name)
+        # Where LanceDB keeps a collection's data; none of its own on LanceDB Cloud or in memory.
+        kept = not (conn.is_cloud or conn.uri.startswith("memory://"))
+        path = f"{store_uri(conn.uri).rstrip('/')}/{name}.lance" if kept else None
         if args.json:
             emit_json({"uri": conn.uri, "collection": name, "path": path})
         else:

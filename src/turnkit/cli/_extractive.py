@@ -104,11 +104,6 @@ def _share(wanted: set[str], text: str) -> float:
     return len(wanted & _stems(text)) / len(wanted) if wanted else 0.0
 
 
-def _heading(source: str) -> str:
-    """The innermost heading of an ingested chunk's source (``page.md § Title › Section``)."""
-    return re.split(r"[§›]", source)[-1] if "§" in source else ""
-
-
 def _encode(encoder: Encoder, texts: Sequence[str], kind: Any) -> np.ndarray[Any, Any]:
     from ..batteries.vector import encode_texts
 
@@ -135,7 +130,9 @@ def extract_answer(
     seen: set[str] = set()
     for rank, record in enumerate(retrieved):
         source = record.source or record.id
-        bonus = 0.05 / (rank + 1) + _HEADING_WEIGHT * _share(wanted, _heading(source))
+        # The innermost heading of an ingested chunk's source (``page.md § Title › Section``).
+        heading = re.split(r"[§›]", source)[-1] if "§" in source else ""
+        bonus = 0.05 / (rank + 1) + _HEADING_WEIGHT * _share(wanted, heading)
         for sentence in sentences_of(record.content):
             key = sentence.lower()
             if key not in seen and not _LEANS_BACK.match(sentence):
