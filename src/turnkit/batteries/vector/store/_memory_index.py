@@ -550,6 +550,9 @@ class MemoryIndex:
         self._answering: dict[str, _Snapshot] = {}  # the newest copy whose graph answered, to follow from
         self._graph_walks: dict[str, tuple[int, float]] = {}  # rows and ms of the last graph that answered
         self._graph_waits: dict[str, int] = {}  # planned searches while a graph was pending, no build running
+        # A search from memory plans in its caller's thread while builds start on turnkit's loop: a
+        # decline for want of a build, and a build's start, take this so one sees the other.
+        self._graph_lock = threading.Lock()
 
     def plan(
         self,
@@ -613,20 +616,22 @@ class MemoryIndex:
             or near(self._graph_declined.get(name), rows)
         ):
             return None
-        if name not in self._graph_tasks:
+        with self._graph_lock:
+            if name in self._graph_tasks:
+                return "pending"
             waited = self._graph_waits.get(name, 0) + 1
             self._graph_waits[name] = waited
-            if waited > _PATIENCE:
-                self._graph_waits.pop(name, None)
-                self._decline(
-                    name,
-                    rows,
-                    f"declined: not measured after {_PATIENCE} searches with no build under way "
-                    f"(a graph needs {SAMPLE} distinct kept queries, and a copy that stays unchanged "
-                    "while it is built)",
-                )
-                return None
-        return "pending"
+            if waited <= _PATIENCE:
+                return "pending"
+            self._graph_waits.pop(name, None)
+            self._decline(
+                name,
+                rows,
+                f"declined: not measured after {_PATIENCE} searches with no build under way "
+                f"(a graph needs {SAMPLE} distinct kept queries, and a copy that stays unchanged "
+                "while it is built)",
+            )
+        return None
 
     def _planned_path(self, name: str) -> Path | None:
         """The path the planner last chose for ``name`` (``None``: no plan)."""
@@ -815,9 +820,10 @@ class MemoryIndex:
         """Build a graph over ``name``'s copy, measured on ``asked`` (on turnkit's loop)."""
         self._asked[name] = (asked, target)
         snapshot = self._snapshots.get(name)
-        if snapshot is not None and self.graph_due(name, asked) and not exiting():
-            self._graph_looked[name] = asked.noted
-            self._start_graph(name, snapshot, None)
+        with self._graph_lock:
+            if snapshot is not None and self.graph_due(name, asked) and not exiting():
+                self._graph_looked[name] = asked.noted
+                self._start_graph(name, snapshot, None)
 
     def _start_graph(self, name: str, snapshot: _Snapshot, old: _Snapshot | None) -> None:
         if old is not None:
