@@ -113,6 +113,12 @@ def test_rerank_settings_reuse_the_battery_weights_and_never_merge_defaults(kb):
     assert [s.id for s in run(ranked, {"query_text": "refunds paid"}, reranker=mastra).sources] == [
         "globex-ship"
     ]
+    # The schema a request is shown reads the same context, its model named through `models`.
+    auto = create_vector_query_tool(
+        store=store, collection=coll, models={"judge": judge}, enable_filter=True, filter_fields="auto"
+    )
+    schema = auto.input_schema_for_sync({"reranker": mastra})
+    assert "filter" in schema["properties"] and auto.filter_fields_for_sync({"reranker": mastra}) != {}
 
 
 def test_model_names_are_resolved_through_models(kb):

@@ -156,7 +156,7 @@ class VectorQueryTool:
         if self._filter_fields != "auto":
             return self._filter_fields
         context = request_context or {}
-        options = self.options.for_request(context, self.id)
+        options = self.options.for_request(context, self.id, self._models)
         store = await self._resolve_store(context)
         return await self._auto_fields(store, options.searched(), options.guard)
 
