@@ -163,13 +163,16 @@ class UpsertResult:
 
 def _matches_everything(node: FilterNode) -> bool | None:
     """True when a filter is a tautology by its structure, False for a contradiction, None otherwise."""
-    if isinstance(node, And | Or):
-        # One False part settles an And (one True an Or); parts all of the other value settle it too.
-        settles = isinstance(node, Or)
+    if isinstance(node, And):
         parts = [_matches_everything(c) for c in node.children]
-        if any(p is settles for p in parts):
-            return settles
-        return (not settles) if all(p is (not settles) for p in parts) else None
+        if any(p is False for p in parts):
+            return False
+        return True if all(p is True for p in parts) else None
+    if isinstance(node, Or):
+        parts = [_matches_everything(c) for c in node.children]
+        if any(p is True for p in parts):
+            return True
+        return False if all(p is False for p in parts) else None
     if isinstance(node, Not):
         inner = _matches_everything(node.child)
         return None if inner is None else not inner

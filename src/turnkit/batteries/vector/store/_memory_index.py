@@ -523,6 +523,11 @@ def _track(tasks: dict[str, asyncio.Task[Any]], name: str, task: asyncio.Task[An
     task.add_done_callback(done)
 
 
+def _key(table: Any, version: Hashable) -> tuple[int, Hashable]:
+    """What a copy is tied to: the store's handle (a replaced table gets a new one) and its version."""
+    return id(table), version
+
+
 class MemoryIndex:
     """A store's in-memory copies of its small collections, within one memory budget.
 
@@ -659,7 +664,7 @@ class MemoryIndex:
             return None
         config = self.config
         assert config is not None  # `_declines` otherwise
-        key = (id(table), key)  # a copy is tied to the store's handle (a replaced table gets a new one)
+        key = _key(table, key)
         if self._too_big.get(name) == key:
             return None
         snapshot = self._snapshots.get(name)
@@ -687,7 +692,7 @@ class MemoryIndex:
         if self._declines(spec, name):
             return None
         snapshot = self._snapshots.get(name)
-        return snapshot if snapshot is not None and snapshot.key == (id(table), key) else None
+        return snapshot if snapshot is not None and snapshot.key == _key(table, key) else None
 
     def nothing_due(self, name: str, table: Any, key: Hashable, spec: QuerySpec) -> bool:
         """Whether LanceDB answers ``spec`` with nothing for memory to do around it.
@@ -697,7 +702,7 @@ class MemoryIndex:
         """
         if name in self._stale or name in self._refreshing:
             return False
-        return self._declines(spec, name) or self._too_big.get(name) == (id(table), key)
+        return self._declines(spec, name) or self._too_big.get(name) == _key(table, key)
 
     def _declines(self, spec: QuerySpec, name: str) -> bool:
         """Memory never answers ``spec``.
