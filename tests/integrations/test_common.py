@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from turnkit import UsageError
 from turnkit.batteries.vector import PageSpan, VectorStore
-from turnkit.integrations._common import ToolBridge, metadata_keys, render_sources, scrub, source_metadata
+from turnkit.integrations._common import ToolBridge, guard_keys, render_sources, scrub, source_metadata
 from turnkit.tools import (
     ToolUsageError,
     VectorQueryResult,
@@ -41,7 +41,7 @@ def _conditions(key_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[dict[
 
 
 def _named(guard: Any) -> set[str]:
-    """Every key a Mongo guard names, read directly from the dict (the reference for metadata_keys)."""
+    """Every key a Mongo guard names, read directly from the dict (the reference for guard_keys)."""
     if isinstance(guard, dict):
         found: set[str] = set()
         for k, v in guard.items():
@@ -59,7 +59,7 @@ def _named(guard: Any) -> set[str]:
 @settings(max_examples=200, deadline=None)
 @given(guard=_conditions(keys), metadata=st.dictionaries(keys, values, max_size=8))
 def test_no_guard_key_survives_scrubbing(guard: dict[str, Any], metadata: dict[str, Any]) -> None:
-    hidden = metadata_keys(guard)
+    hidden = guard_keys(guard)
     assert hidden == _named(guard)
     result = VectorQueryResult(
         status="ok", relevant_context=["x"], sources=[VectorQuerySource(id="r", metadata=metadata)]

@@ -1,4 +1,5 @@
 import asyncio
+import math
 
 import pytest
 
@@ -132,6 +133,11 @@ def test_thresholds_are_strict_and_exclusive(kb):
     with pytest.raises(ToolUsageError, match="deprecated") as exc_info:
         ask(store, both, collection=coll, settings=VECTOR_ONLY)
     assert exc_info.value.code == "E_TOOL_INVALID_INPUT"
+    # The deprecated threshold refuses what the filter's refuses: a non-finite cut keeps everything.
+    for cut in (math.inf, math.nan):
+        with pytest.raises(ToolUsageError, match="finite") as exc_info:
+            ask(store, {**base, "vertex_rag_store": {"vector_distance_threshold": cut}}, collection=coll)
+        assert exc_info.value.code == "E_TOOL_INVALID_INPUT"
 
 
 def test_rag_file_ids_restrict_to_source_files(kb):

@@ -581,6 +581,13 @@ def test_bind_raw_rejects(sql: str, bindings: Any, text: str) -> None:
     assert text.lower() in str(info.value).lower()
 
 
+@pytest.mark.parametrize("sql", ["", "   ", None])
+def test_an_empty_raw_filter_shows_one(sql: Any) -> None:
+    with pytest.raises(InvalidFilterError) as info:
+        bind_raw(sql)
+    assert info.value.hint == "where_raw('priority > ?', [3])"
+
+
 def test_raw_nodes_are_parenthesized_and_not_evaluable() -> None:
     node = or_(Raw("a = ? OR b = ?", (1, 2)), condition("id", "eq", "x"))
     assert to_sql(node) == "(a = 1 OR b = 2) OR id = 'x'"

@@ -28,10 +28,10 @@ __all__ = [
     "ToolOutcome",
     "batches",
     "config_error",
-    "expect_store",
     "error_text",
+    "expect_store",
+    "guard_keys",
     "invalid_query",
-    "metadata_keys",
     "raise_error",
     "record_error",
     "render_sources",
@@ -47,7 +47,7 @@ TierRule: TypeAlias = "TrustTier | Callable[[VectorQuerySource], TrustTier]"
 """A trust tier for every result, or a function of one result that the deployer wrote."""
 
 
-def metadata_keys(guard: GuardFilter | None) -> frozenset[str]:
+def guard_keys(guard: GuardFilter | None) -> frozenset[str]:
     """The top-level metadata keys a guard names (what must never be shown back to the model).
 
     A ``Raw`` SQL guard names no keys this function can see: pass the keys as
@@ -212,7 +212,7 @@ class ToolBridge(Generic[DepsT]):
         context = dict(self._context(deps)) if self._context is not None else {}
         hidden = set(self._hidden)
         if "filter" in context:
-            hidden |= metadata_keys(context["filter"])
+            hidden |= guard_keys(context["filter"])
         if self._guard is not None:
             guard = self._guard(deps)
             if guard is not None:
@@ -222,7 +222,7 @@ class ToolBridge(Generic[DepsT]):
                         option="guard",
                     )
                 context["filter"] = guard
-                hidden |= metadata_keys(guard)
+                hidden |= guard_keys(guard)
         return context, frozenset(hidden)
 
     async def schema(self, deps: DepsT) -> dict[str, Any]:

@@ -133,7 +133,10 @@ class VertexRagStore(_Request):
 
     rag_resources: list[RagResource] = Field(default_factory=list, max_length=1)
     vector_distance_threshold: float | None = Field(
-        default=None, ge=0, description="Deprecated in Vertex; use the query filter's threshold."
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Deprecated in Vertex; use the query filter's threshold.",
     )
 
 

@@ -24,7 +24,7 @@ from ...batteries.vector import (
     parse_mongo,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, batches, metadata_keys, visible_metadata
+from .._common import GuardFilter, batches, guard_keys, visible_metadata
 
 __all__ = ["TurnkitVectorStore"]
 
@@ -58,7 +58,7 @@ class TurnkitVectorStore(LangChainVectorStore):
         self.collection = collection
         self._embedding = embedding
         self._guard = parse_mongo(guard, field_prefix="metadata.") if isinstance(guard, Mapping) else guard
-        self._hidden = metadata_keys(guard)
+        self._hidden = guard_keys(guard)
 
     @property
     def embeddings(self) -> Embeddings | None:

@@ -39,7 +39,7 @@ from ...batteries.vector import (
     retrieve,
 )
 from ...batteries.vector import VectorStore as TurnkitStore
-from .._common import GuardFilter, batches, invalid_query, metadata_keys, record_error, visible_metadata
+from .._common import GuardFilter, batches, guard_keys, invalid_query, record_error, visible_metadata
 from ._filters import to_filter_node
 
 __all__ = ["TurnkitVectorStore"]
@@ -102,7 +102,7 @@ class TurnkitVectorStore(BasePydanticVectorStore):
         self._store = store
         self._guard = parse_mongo(guard, field_prefix="metadata.") if isinstance(guard, Mapping) else guard
         self._stamp = _equalities(self._guard)
-        self._hidden = metadata_keys(guard)
+        self._hidden = guard_keys(guard)
         self._settings = RetrievalSettings.of(settings)
 
     @classmethod

@@ -105,7 +105,9 @@ def bind_raw(sql: str, bindings: Sequence[Any] = ()) -> str:
         InvalidFilterError: The fragment or a binding cannot be used safely.
     """
     if not isinstance(sql, str) or not sql.strip():
-        raise InvalidFilterError("A raw filter must be a non-empty SQL string.")
+        raise InvalidFilterError(
+            "A raw filter must be a non-empty SQL string.", hint="where_raw('priority > ?', [3])"
+        )
     if isinstance(bindings, str | bytes) or not isinstance(bindings, Sequence):
         raise InvalidFilterError(
             "Raw filter bindings must be a list or tuple of values.", hint="where_raw('a = ?', ['x'])"
