@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from typing import Any
 
 import lancedb  # noqa: TID251 - a curve's costs written as an earlier build (or none) would have
 import numpy as np
@@ -10,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from turnkit._aio import loop
 from turnkit.batteries.vector import MemoryCache, create_vector_store
-from turnkit.batteries.vector.store import _planner
+from turnkit.batteries.vector.store import _memory_index, _planner
 from turnkit.batteries.vector.store._recall import RecallCurve
 
 
@@ -193,3 +196,35 @@ def test_the_exact_pass_is_estimated_per_row_and_per_multiply_add():
         assert one > 0
         assert _planner.scan_seconds(300_000, 256, threads) == pytest.approx(3 * one)
         assert _planner.scan_seconds(100_000, 64, threads) <= one
+
+
+def test_a_large_first_copy_the_planner_chose_is_read_after_the_index_answers(built, monkeypatch):
+    """Over `_READ_INLINE` floats, the first search of a collection planned for memory is the index's
+    (at the recall target) and the copy is read off its path; inline, or a small copy, first."""
+    uri, vectors = built
+    _record_costs(uri, 10.0)  # the exact pass is measured cheaper: memory is planned
+    query = _vectors(1, 16, seed=5)[0]
+    exact = [str(i) for i in np.argsort(-(vectors @ query), kind="stable")[:10]]
+
+    def first_search(store: Any) -> tuple[str, ...]:
+        """Names held right after the first search, asked on turnkit's loop: a copy read after the
+        search is only scheduled then, not read yet."""
+
+        async def probe() -> tuple[str, ...]:
+            await store("v").near_vector(query).select("id").limit(10).search()
+            return tuple(c.name for c in store.cache_stats().collections)
+
+        return asyncio.run_coroutine_threadsafe(probe(), loop()).result(timeout=60)
+
+    assert first_search(create_vector_store(uri=uri)) == ("v",)  # 800 x 16 floats: read inline
+    monkeypatch.setattr(_memory_index, "_READ_INLINE", 0)  # now as large as a million rows
+    behind = create_vector_store(uri=uri)
+    assert first_search(behind) == ()  # the index answered; the copy is on its way
+    assert behind.cache_stats().plans[0].path == "memory"
+    deadline = time.monotonic() + 60  # a guard against a hang, not a timing claim
+    while not behind.cache_stats().collections:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert [m.id for m in behind("v").near_vector(query).select("id").limit(10).search_sync()] == exact
+    inline = create_vector_store(uri=uri, memory_cache=MemoryCache(refresh="inline"))
+    assert first_search(inline) == ("v",)

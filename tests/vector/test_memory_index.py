@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from turnkit.batteries.vector import (
 )
 from turnkit.batteries.vector.filters._ast import Condition, Raw
 from turnkit.batteries.vector.filters._core import condition, evaluate
-from turnkit.batteries.vector.store._memory_index import INLINE_WORK
+from turnkit.batteries.vector.store._memory_index import INLINE_WORK, default_budget, usable_memory
 from turnkit.batteries.vector.store._memory_int8 import Int8Copy, pays
 from turnkit.batteries.vector.store._memory_mask import filter_mask, path_column
 
@@ -380,6 +381,22 @@ def test_a_search_after_a_write_sees_it_and_the_copy_is_read_again_off_its_path(
     assert inline.cache_stats().collections[0].rows == 6
     inline_query.search_sync()
     assert inline.cache_stats().collections[0].rows == 7  # read again before it answered
+
+
+def test_the_default_budget_is_a_quarter_of_the_memory_the_process_may_use(tmp_path: Any) -> None:
+    """The container's limit where one is set (cgroup v2, else v1), else the machine's RAM."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    v2, v1, unlimited, neither = (tmp_path / name for name in ("v2", "v1", "max", "none"))
+    for folder in (v2, v1 / "memory", unlimited, neither):
+        folder.mkdir(parents=True)
+    (v2 / "memory.max").write_text("1073741824\n")
+    (v1 / "memory" / "memory.limit_in_bytes").write_text("536870912\n")
+    (unlimited / "memory.max").write_text("max\n")
+    assert usable_memory(str(v2)) == min(ram, 2**30)
+    assert usable_memory(str(v1)) == min(ram, 2**29)
+    assert usable_memory(str(unlimited)) == usable_memory(str(neither)) == ram
+    assert MemoryCache().max_bytes == default_budget() == usable_memory() // 4  # type: ignore[operator]
+    assert MemoryCache(max_bytes=123).max_bytes == 123
 
 
 def test_refresh_must_be_background_or_inline() -> None:

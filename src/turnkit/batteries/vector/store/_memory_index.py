@@ -14,12 +14,13 @@ squared Euclidean), so scores and thresholds mean the same on both paths.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, field
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -70,6 +71,8 @@ __all__ = [
     "MemoryCache",
     "MemoryCacheStats",
     "MemoryIndex",
+    "default_budget",
+    "usable_memory",
 ]
 
 _COLUMNS = ("id", "vector", "document", "metadata", "created_at", "updated_at")
@@ -82,9 +85,39 @@ INLINE_WORK = 1_000_000
 # Above it the pass is long enough that the hand over costs little and the caller's loop stays free.
 LONE_INLINE_WORK = 8_000_000
 _MASKS_KEPT = 32
+# A first copy of more floats than this that the planner chose over the index is read after the
+# index answers (`_read_behind`): a million rows of 256 floats took 4.5 s to read, so 65,536 ~0.3 s.
+_READ_INLINE = 2**24
 # Planned searches a pending graph may wait with no build under way before it counts as declined:
 # ten times the queries a build waits for, so a build that starts late is not cut short.
 _PATIENCE = 10 * SAMPLE
+
+
+@cache
+def usable_memory(cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes of memory this process may use: its cgroup's limit, or the machine's RAM (``None``: unknown)."""
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
+        pass
+    # cgroup v2, then v1 (whose "no limit" is a huge number, which the RAM bounds anyway).
+    for path in (f"{cgroup}/memory.max", f"{cgroup}/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as limit:
+                text = limit.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+        break
+    return min(limits) if limits else None
+
+
+def default_budget() -> int:
+    """`MemoryCache.max_bytes`'s default: a quarter of `usable_memory`, 1 GiB where that is unknown."""
+    usable = usable_memory()
+    return 2**30 if usable is None else usable // 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,8 +142,13 @@ class MemoryCache:
             by the two estimated costs instead, within ``max_bytes``.
         max_bytes: Memory budget for all of one store's cached collections;
             the least recently searched collection is dropped first. The
-            default, 1 GiB, holds 300,000 rows of 256 floats with a graph
-            under cosine (int8 codes; under dot and l2 a graph holds float32).
+            default is a quarter of the memory this process may use (its
+            container's limit, else the machine's RAM; 1 GiB where neither
+            can be read): 4 GiB on a 16 GiB machine holds a million rows of
+            256 floats (about 1.6 GiB with their int8 codes), where the
+            exact pass from memory was measured faster than the index and
+            than Chroma (docs/performance.md); 1 GiB holds 300,000 rows with
+            a graph under cosine.
         threads: How many threads (1 to 16) one pass over a large matrix
             (over about a million multiply-adds) is split across; ``None``
             is the cores the process may use (its CPU quota in a container),
@@ -125,7 +163,10 @@ class MemoryCache:
             Reading the copy costs more than a LanceDB search, so an agent
             that writes a memory every turn and searches the next turn waits
             for LanceDB, not for the reload. The first search of a collection
-            reads its copy inline either way.
+            reads its copy inline either way, except a large one (over 2**24
+            floats) that the planner chose over the collection's index by
+            measurement: with ``"background"``, the index answers until that
+            copy is read.
         full_text: Whether hybrid search's full-text leg is answered from
             the copy too, with LanceDB's own BM25 scores and order (posting
             lists built on a version's first hybrid search: about 8 bytes per
@@ -143,7 +184,7 @@ class MemoryCache:
 
     max_rows: int = 50_000
     max_vector_bytes: int = 128 * 2**20
-    max_bytes: int = 2**30
+    max_bytes: int = field(default_factory=default_budget)
     threads: int | None = None
     refresh: Literal["background", "inline"] = "background"
     full_text: bool = True
@@ -638,6 +679,18 @@ class MemoryIndex:
             )
         return None
 
+    def _read_behind(self, name: str) -> bool:
+        """Whether ``name``'s first copy is read after LanceDB answers, not before.
+
+        Where the planner chose memory over the collection's index, the index meets the recall
+        target meanwhile, and a large copy takes seconds to read (a million rows of 256 floats: 4.5 s).
+        """
+        known = self._plans.get(name)
+        if known is None or known[1] is None or known[1].path != "memory":
+            return False
+        _, rows, dimension, *_ = known[0]
+        return bool(rows * dimension > _READ_INLINE)
+
     def _planned_path(self, name: str) -> Path | None:
         """The path the planner last chose for ``name`` (``None``: no plan)."""
         known = self._plans.get(name)
@@ -671,10 +724,10 @@ class MemoryIndex:
         if snapshot is None or snapshot.key != key:
             if name in self._refreshing or name in self._stale:
                 return None  # LanceDB answers while the copy is read again
-            if snapshot is not None and config.refresh == "background":
+            if config.refresh == "background" and (snapshot is not None or self._read_behind(name)):
                 # Dropping the stale copy and reading the new one wait for `after_search`, so neither
                 # competes with the LanceDB search that answers this one.
-                used = (tuple(snapshot.lists), tuple(snapshot.paths))
+                used = ((), ()) if snapshot is None else (tuple(snapshot.lists), tuple(snapshot.paths))
                 self._stale[name] = (table, key, dimension, metric, used)
                 return None
             snapshot = await self._load(name, table, key, dimension, metric)
@@ -918,7 +971,10 @@ class MemoryIndex:
         if stale is None or name in self._refreshing:
             return
         task = asyncio.ensure_future(self._load(name, *stale))
-        finish_before_exit(task)
+        if name in self._snapshots:
+            finish_before_exit(task)
+        else:  # a first copy serves no search yet: a short-lived process's exit does not wait for it
+            cancel_before_exit(task)
         # The next search reads the copy inline, and raises the error there.
         _track(self._refreshing, name, task, "turnkit: reading collection %r into memory failed")
 
