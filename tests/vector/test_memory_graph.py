@@ -361,6 +361,38 @@ def test_the_planner_lets_a_graph_be_measured_and_then_weighs_its_walk(tmp_path:
     assert _graph_state(vs, "declined: not measured after 1000 searches")
 
 
+def test_queries_kept_while_a_first_copy_is_read_start_its_graph_once_it_is(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large first copy is read after the index answers; the queries asked meanwhile are kept, and
+    the copy's read starts the graph over them with no further search."""
+    import asyncio
+
+    from turnkit._aio import loop
+    from turnkit.batteries.vector.store import _memory_index
+
+    rng = np.random.default_rng(11)
+    n, dim = 20_000, 64
+    uri, matrix, _ = _indexed(tmp_path, rng, n, dim)
+    asked = (matrix[rng.integers(0, n, 110)] + 0.2 * rng.normal(size=(110, dim))).astype(np.float32)
+    _cost_index_at(uri, 1e-9)
+    monkeypatch.setattr(_memory_index, "_READ_INLINE", 0)  # read after the index answers, as at 1M rows
+    vs = create_vector_store(uri=uri, auto_optimize=None, memory_cache=MemoryCache(graph_rows=10_000))
+    # Hold the copy's read until every query was asked: all of them are the index's.
+    reading = vs._memory._locks.setdefault("c", asyncio.Lock())
+    asyncio.run_coroutine_threadsafe(reading.acquire(), loop()).result(timeout=60)
+    try:
+        for q in asked:
+            vs("c").near_vector(q).limit(10).search_sync()
+        assert vs.cache_stats().collections == ()
+    finally:
+        loop().call_soon_threadsafe(reading.release)
+    deadline = time.monotonic() + 120  # a guard against a hang, not a timing claim
+    while not any(c.graph.startswith(("answers", "declined")) for c in vs.cache_stats().collections):
+        assert time.monotonic() < deadline, vs.cache_stats()
+        time.sleep(0.1)
+
+
 def test_a_measured_walk_outlives_its_evicted_copy(tmp_path: Any) -> None:
     """Another collection's copy evicts this one's: the planner keeps weighing the walk it measured
     instead of reading the copy again and building its graph again to learn it."""

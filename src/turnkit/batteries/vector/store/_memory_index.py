@@ -28,7 +28,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from turnkit._aio import cancel_before_exit, exiting, finish_before_exit, to_thread
+from turnkit._aio import cancel_before_exit, exiting, finish_before_exit, loop, to_thread
 from turnkit._checks import is_int
 from turnkit.batteries.vector._errors import VectorStoreUsageError
 from turnkit.batteries.vector._matches import VectorMatch
@@ -835,8 +835,11 @@ class MemoryIndex:
             source = self._answering.get(name)
             if source is not None:
                 self._start_graph(name, snapshot, source)
-            elif self._graph_reasons.get(name, "").startswith(("answers", "follows")):
-                del self._graph_reasons[name]  # no graph serves this copy
+            else:
+                if self._graph_reasons.get(name, "").startswith(("answers", "follows")):
+                    del self._graph_reasons[name]  # no graph serves this copy
+                if name in self._asked:  # queries were kept while it was read: a graph may be due
+                    loop().call_soon_threadsafe(self.start_graph, name, *self._asked[name])
             return self._snapshots.get(name)
 
     def graph_wanted(self, name: str) -> bool:
@@ -852,9 +855,12 @@ class MemoryIndex:
     def graph_due(self, name: str, asked: Asked) -> bool:
         """Whether a graph for ``name`` should be built now (cheap: asked on every search)."""
         snapshot = self._snapshots.get(name)
+        if snapshot is None:
+            # A first copy on its way (the index answers meanwhile): `start_graph` keeps the queries,
+            # and the copy's read starts the build, which waits for no further search.
+            return name in self._refreshing and asked.noted - self._graph_looked.get(name, 0) >= SAMPLE
         if (
-            snapshot is None
-            or snapshot.graph is not None
+            snapshot.graph is not None
             or name in self._graph_tasks
             or asked.noted - self._graph_looked.get(name, 0) < SAMPLE
             or near(self._graph_declined.get(name), snapshot.rows)
