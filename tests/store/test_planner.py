@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -228,3 +230,19 @@ def test_a_large_first_copy_the_planner_chose_is_read_after_the_index_answers(bu
     assert [m.id for m in behind("v").near_vector(query).select("id").limit(10).search_sync()] == exact
     inline = create_vector_store(uri=uri, memory_cache=MemoryCache(refresh="inline"))
     assert first_search(inline) == ("v",)
+
+
+def test_a_process_that_exits_right_after_the_index_answered_its_first_search_exits_cleanly(built):
+    """The copy's read is still under way at exit: exit cancels it, and the process ends with 0."""
+    uri, _ = built
+    _record_costs(uri, 10.0)
+    script = f"""
+from turnkit.batteries.vector import create_vector_store
+from turnkit.batteries.vector.store import _memory_index
+_memory_index._READ_INLINE = 0
+vs = create_vector_store(uri={uri!r})
+print(len(vs("v").near_vector([0.1] * 16).limit(3).search_sync()), vs.cache_stats().plans[0].path)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "memory"]

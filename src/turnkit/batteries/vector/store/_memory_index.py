@@ -663,7 +663,7 @@ class MemoryIndex:
         ):
             return None
         with self._graph_lock:
-            if name in self._graph_tasks:
+            if name in self._graph_tasks or name in self._refreshing:  # a build, or the copy it needs
                 return "pending"
             waited = self._graph_waits.get(name, 0) + 1
             self._graph_waits[name] = waited
