@@ -233,13 +233,17 @@ def test_a_large_first_copy_the_planner_chose_is_read_after_the_index_answers(bu
 
 
 def test_a_process_that_exits_right_after_the_index_answered_its_first_search_exits_cleanly(built):
-    """The copy's read is still under way at exit: exit cancels it, and the process ends with 0."""
+    """The copy's read is still under way at exit (its rows held back by a second): exit cancels it,
+    and the process ends with 0, having answered from the index."""
     uri, _ = built
     _record_costs(uri, 10.0)
     script = f"""
+import time
 from turnkit.batteries.vector import create_vector_store
 from turnkit.batteries.vector.store import _memory_index
 _memory_index._READ_INLINE = 0
+read = _memory_index._read
+_memory_index._read = lambda *args: (time.sleep(1.0), read(*args))[1]
 vs = create_vector_store(uri={uri!r})
 print(len(vs("v").near_vector([0.1] * 16).limit(3).search_sync()), vs.cache_stats().plans[0].path)
 """

@@ -384,17 +384,27 @@ def test_a_search_after_a_write_sees_it_and_the_copy_is_read_again_off_its_path(
 
 
 def test_the_default_budget_is_a_quarter_of_the_memory_the_process_may_use(tmp_path: Any) -> None:
-    """The container's limit where one is set (cgroup v2, else v1), else the machine's RAM."""
+    """The lowest limit of the process's own cgroup and those above it (v2), or v1's, or the RAM."""
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    v2, v1, unlimited, neither = (tmp_path / name for name in ("v2", "v1", "max", "none"))
-    for folder in (v2, v1 / "memory", unlimited, neither):
-        folder.mkdir(parents=True)
-    (v2 / "memory.max").write_text("1073741824\n")
-    (v1 / "memory" / "memory.limit_in_bytes").write_text("536870912\n")
-    (unlimited / "memory.max").write_text("max\n")
-    assert usable_memory(str(v2)) == min(ram, 2**30)
-    assert usable_memory(str(v1)) == min(ram, 2**29)
-    assert usable_memory(str(unlimited)) == usable_memory(str(neither)) == ram
+
+    def usable(files: dict[str, str], own: str = "") -> int | None:
+        root = tmp_path / str(len(list(tmp_path.iterdir())))
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        (root / "own").parent.mkdir(parents=True, exist_ok=True)
+        (root / "own").write_text(own)
+        return usable_memory(str(root), str(root / "own"))
+
+    assert usable({"memory.max": "1073741824\n"}) == min(ram, 2**30)
+    nested = {"a/b/memory.max": "max\n", "a/memory.max": "536870912\n", "memory.max": "max\n"}
+    assert usable(nested, "0::/a/b\n") == min(ram, 2**29)  # the group above the process's own
+    assert usable({"a/b/memory.max": "268435456\n"}, "12:cpu:/x\n0::/a/b\n") == min(ram, 2**28)
+    assert usable({"memory/memory.limit_in_bytes": "536870912\n"}) == min(ram, 2**29)  # v1
+    for unknown in ("max\n", "0\n", "", "garbage"):
+        assert usable({"memory.max": unknown}) == ram
+    assert usable({}) == ram
+    assert 0 < usable_memory() <= ram  # type: ignore[operator]
     assert MemoryCache().max_bytes == default_budget() == usable_memory() // 4  # type: ignore[operator]
     assert MemoryCache(max_bytes=123).max_bytes == 123
 

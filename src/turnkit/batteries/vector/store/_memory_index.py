@@ -94,23 +94,34 @@ _PATIENCE = 10 * SAMPLE
 
 
 @cache
-def usable_memory(cgroup: str = "/sys/fs/cgroup") -> int | None:
-    """Bytes of memory this process may use: its cgroup's limit, or the machine's RAM (``None``: unknown)."""
+def usable_memory(cgroup: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> int | None:
+    """Bytes of memory this process may use: its cgroups' limits, or the machine's RAM (``None``: unknown).
+
+    cgroup v2: the ``memory.max`` of the process's own group (``own`` names it) and of each group
+    above it, up to ``cgroup``; then v1's ``memory.limit_in_bytes`` (whose "no limit" is a huge
+    number, which the RAM bounds anyway).
+    """
     limits = []
     try:
         limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
         pass
-    # cgroup v2, then v1 (whose "no limit" is a huge number, which the RAM bounds anyway).
-    for path in (f"{cgroup}/memory.max", f"{cgroup}/memory/memory.limit_in_bytes"):
+    try:
+        with open(own, encoding="utf-8") as groups:
+            path = next((line[3:].strip() for line in groups if line.startswith("0::")), "/")
+    except OSError:
+        path = "/"
+    parts = [part for part in path.split("/") if part and part != ".."]
+    files = [os.path.join(cgroup, *parts[:depth], "memory.max") for depth in range(len(parts), -1, -1)]
+    for file in [*files, os.path.join(cgroup, "memory", "memory.limit_in_bytes")]:
         try:
-            with open(path, encoding="ascii") as limit:
+            with open(file, encoding="ascii") as limit:
                 text = limit.read().strip()
         except OSError:
             continue
         if text.isdigit():
             limits.append(int(text))
-        break
+    limits = [limit for limit in limits if limit > 0]  # sysconf's -1, a limit of 0: nothing known
     return min(limits) if limits else None
 
 
@@ -581,6 +592,8 @@ class MemoryIndex:
         self._too_big: dict[str, Hashable] = {}  # collections known to be over the limits, by key
         self._locks: dict[str, asyncio.Lock] = {}
         self._refreshing: dict[str, asyncio.Task[Any]] = {}
+        self._first_reads: set[str] = set()  # of `_refreshing`: copies read behind the index (`_read_behind`)
+        self._read_inline: set[str] = set()  # a first read behind failed: the next reads inline, and raises
         # Copies to read after a search, with what searches of the stale copy had made of it.
         self._stale: dict[str, tuple[Any, Hashable, int, Metric, _Used]] = {}
         # The planner's choice per collection, the facts it was made from (`plan`), and whether
@@ -663,7 +676,7 @@ class MemoryIndex:
         ):
             return None
         with self._graph_lock:
-            if name in self._graph_tasks or name in self._refreshing:  # a build, or the copy it needs
+            if name in self._graph_tasks or name in self._first_reads:  # a build, or the copy it needs
                 return "pending"
             waited = self._graph_waits.get(name, 0) + 1
             self._graph_waits[name] = waited
@@ -686,7 +699,7 @@ class MemoryIndex:
         target meanwhile, and a large copy takes seconds to read (a million rows of 256 floats: 4.5 s).
         """
         known = self._plans.get(name)
-        if known is None or known[1] is None or known[1].path != "memory":
+        if known is None or known[1] is None or known[1].path != "memory" or name in self._read_inline:
             return False
         _, rows, dimension, *_ = known[0]
         return bool(rows * dimension > _READ_INLINE)
@@ -827,7 +840,11 @@ class MemoryIndex:
                 return None
             threads = config.threads or scan_threads()
             snapshot = await to_thread(_read, name, key, data, dimension, metric, threads, used)
+            if snapshot.nbytes > config.max_bytes:  # fuller rows than `fits` supposes: LanceDB answers
+                self._too_big[name] = key
+                return None
             self._too_big.pop(name, None)
+            self._read_inline.discard(name)
             self._snapshots[name] = snapshot
             self._evict(config.max_bytes)
             # The newest graph follows, while this copy answers exactly. Not only the replaced copy's:
@@ -858,7 +875,7 @@ class MemoryIndex:
         if snapshot is None:
             # A first copy on its way (the index answers meanwhile): `start_graph` keeps the queries,
             # and the copy's read starts the build, which waits for no further search.
-            return name in self._refreshing and asked.noted - self._graph_looked.get(name, 0) >= SAMPLE
+            return name in self._first_reads and asked.noted - self._graph_looked.get(name, 0) >= SAMPLE
         if (
             snapshot.graph is not None
             or name in self._graph_tasks
@@ -882,6 +899,8 @@ class MemoryIndex:
 
     def start_graph(self, name: str, asked: Asked, target: float) -> None:
         """Build a graph over ``name``'s copy, measured on ``asked`` (on turnkit's loop)."""
+        if name not in self._plans:
+            return  # forgotten (dropped or replaced) since this was scheduled: its queries go with it
         self._asked[name] = (asked, target)
         snapshot = self._snapshots.get(name)
         with self._graph_lock:
@@ -979,10 +998,17 @@ class MemoryIndex:
         task = asyncio.ensure_future(self._load(name, *stale))
         if name in self._snapshots:
             finish_before_exit(task)
-        else:  # a first copy serves no search yet: a short-lived process's exit does not wait for it
+        else:  # a first copy serves no search yet: a short-lived process's exit cancels its read
             cancel_before_exit(task)
+            self._first_reads.add(name)
+            task.add_done_callback(partial(self._first_read_done, name))
         # The next search reads the copy inline, and raises the error there.
         _track(self._refreshing, name, task, "turnkit: reading collection %r into memory failed")
+
+    def _first_read_done(self, name: str, task: asyncio.Task[Any]) -> None:
+        self._first_reads.discard(name)
+        if not task.cancelled() and task.exception() is not None:
+            self._read_inline.add(name)  # not read behind again and again: the next search raises
 
     def _evict(self, budget: int, keep: str | None = None) -> None:
         """Drop the least recently searched copies until the budget holds them (never ``keep``'s)."""
@@ -1011,6 +1037,8 @@ class MemoryIndex:
         )
         for per_collection in held:
             per_collection.pop(name, None)
+        self._first_reads.discard(name)
+        self._read_inline.discard(name)
         for task in (self._refreshing.pop(name, None), self._graph_tasks.pop(name, None)):
             if task is not None:
                 task.cancel()
