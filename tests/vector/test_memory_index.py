@@ -502,3 +502,19 @@ def test_concurrent_searches_after_another_stores_write_all_see_it(tmp_path: Any
             assert await top() == f"n{turn}"
 
     asyncio.run(rounds())
+
+
+def test_a_copy_over_the_budget_by_itself_leaves_lancedb_to_answer_at_its_version() -> None:
+    """Rows fuller than `MemoryCache.fits` supposes (about 1 KiB of text each): the copy read is
+    over `max_bytes` alone, so LanceDB answers at this version instead of a read every search."""
+    vs = create_vector_store(uri="memory://", auto_optimize=None, memory_cache=MemoryCache(max_bytes=200_000))
+    rows = [{"id": f"r{i}", "vector": [1.0, float(i), 0.0], "document": "x" * 20_000} for i in range(40)]
+    vs("c").upsert_sync(rows)
+    assert MemoryCache(max_bytes=200_000).fits(40, 3)  # the estimate admits it
+    query = vs("c").near_vector([1.0, 0.0, 0.0]).select("id").limit(2)
+    for _ in range(2):
+        assert [m.id for m in query.search_sync()] == ["r0", "r1"]
+        assert vs.cache_stats().collections == ()
+        assert "c" in vs._memory._too_big  # remembered for this version: not read again
+    vs("c").upsert_sync([{"id": "r0", "vector": [1.0, 0.0, 0.0], "document": "short"}])
+    assert [m.id for m in query.search_sync()] == ["r0", "r1"]
