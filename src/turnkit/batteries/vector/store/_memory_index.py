@@ -153,13 +153,14 @@ class MemoryCache:
             by the two estimated costs instead, within ``max_bytes``.
         max_bytes: Memory budget for all of one store's cached collections;
             the least recently searched collection is dropped first. The
-            default is a quarter of the memory this process may use (its
-            container's limit, else the machine's RAM; 1 GiB where neither
-            can be read): 4 GiB on a 16 GiB machine holds a million rows of
-            256 floats (about 1.6 GiB with their int8 codes), where the
-            exact pass from memory was measured faster than the index and
-            than Chroma (docs/performance.md); 1 GiB holds 300,000 rows with
-            a graph under cosine.
+            default is a quarter of the memory this process may use (the
+            lowest limit of its cgroup and those above it, else the
+            machine's RAM; 1 GiB where neither can be read; `usable_memory`):
+            4 GiB on a 16 GiB machine holds a million rows of 256 floats
+            (about 1.6 GiB with their int8 codes), where the exact pass from
+            memory was measured faster than the index and than Chroma
+            (docs/performance.md); 1 GiB holds 300,000 rows with a graph
+            under cosine.
         threads: How many threads (1 to 16) one pass over a large matrix
             (over about a million multiply-adds) is split across; ``None``
             is the cores the process may use (its CPU quota in a container),
@@ -698,10 +699,9 @@ class MemoryIndex:
         Where the planner chose memory over the collection's index, the index meets the recall
         target meanwhile, and a large copy takes seconds to read (a million rows of 256 floats: 4.5 s).
         """
-        known = self._plans.get(name)
-        if known is None or known[1] is None or known[1].path != "memory" or name in self._read_inline:
+        if self._planned_path(name) != "memory" or name in self._read_inline:
             return False
-        _, rows, dimension, *_ = known[0]
+        _, rows, dimension, *_ = self._plans[name][0]
         return bool(rows * dimension > _READ_INLINE)
 
     def _planned_path(self, name: str) -> Path | None:
